@@ -1,0 +1,46 @@
+# cre-functions — see README.md. Everything installs itself: `make run`, `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: run test test-fast check bench kube-apiserver deps schemas serve clean
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@echo "[venv] installing cre-functions with its test and dev extras into $(VENV)"
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,dev]"
+	@touch $@
+
+venv: $(VENV)/.installed
+
+deps:
+	@bash scripts/system-deps.sh
+
+kube-apiserver: deps
+	@bash scripts/kube-apiserver.sh
+
+## The main job: serve the functions locally against a real API server and replay the sample events.
+run: venv kube-apiserver
+	@$(PY) -m functions.cli demo
+
+## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use).
+test: venv kube-apiserver
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+## The inner loop: everything that needs no API server.
+test-fast: venv
+	@$(PY) -m pytest -m "not kube" $(PYTEST_ARGS)
+
+check: venv
+	@$(VENV)/bin/ruff check events functions tests
+	@$(VENV)/bin/mypy
+	@$(VENV)/bin/lint-imports
+
+schemas: venv
+	@$(PY) -m functions.cli schemas
+
+serve: venv
+	@$(PY) -m functions.cli serve $(or $(TARGET),phase)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,43 @@
+"""Function targets served by functions-framework (SPEC §5):
+
+    functions-framework --source functions/main.py --target phase
+
+Each target is a plain HTTP function; the transport parses the CloudEvent and maps the outcome to
+Knative's retry API. Settings and the Kubernetes connection are built once per process, on the first
+request, never at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from typing import Any
+
+import functions_framework
+
+from functions import phase as phase_fn
+from functions import transport
+from functions.context import Context
+from functions.settings import Settings
+
+
+@functools.cache
+def context() -> Context:
+    settings = Settings()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logging.getLogger("crefn")
+    log.handlers[:] = [handler]
+    log.setLevel(settings.log_level)
+    log.propagate = False
+    return Context(settings)
+
+
+@functions_framework.http
+def phase(request: Any) -> Any:
+    ctx = context()
+    return transport.respond(request, lambda env: phase_fn.handle(env, ctx), "phase")
+
+
+TARGETS = ("phase",)
