@@ -30,7 +30,11 @@ from functions.gateway import CRDS, Gateway, Resource
 from functions.localstack.crds import fallback_crds, load_upstream, with_group
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_CRD_DIR = REPO.parent / "shared" / "upstream"
+
+
+def default_crd_dir() -> Path:
+    """`$CREFN_UPSTREAM_CRDS`, else `../shared/upstream` beside the repository."""
+    return Path(os.environ.get("CREFN_UPSTREAM_CRDS") or REPO.parent / "shared" / "upstream")
 ADMIN = "admin"
 
 
@@ -73,13 +77,13 @@ class LocalCluster:
     def __init__(
         self,
         work_dir: Path,
-        crd_dir: Path | None = DEFAULT_CRD_DIR,
+        crd_dir: Path | None = None,
         users: Iterable[str] = (),
         cre_groups: Iterable[str] = ("nvcre.nvidia.com",),
         log: Any = sys.stderr,
     ) -> None:
         self.work_dir = Path(work_dir)
-        self.crd_dir = crd_dir
+        self.crd_dir = crd_dir or default_crd_dir()
         self.cre_groups = tuple(cre_groups)
         self.tokens = {name: secrets.token_hex(16) for name in (ADMIN, *users)}
         self.port = 0

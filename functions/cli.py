@@ -1,0 +1,59 @@
+"""`cre-fn`: serve a function, write the event schemas, run the local demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
+from functions.localstack.serving import MAIN
+
+TARGETS = ("phase",)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", args.target,
+            "--host", args.host, "--port", str(args.port)]
+    os.execv(sys.executable, argv)
+    return 0  # not reached
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    if args.check:
+        stale = stale_schemas()
+        for name in stale:
+            print(f"stale: {SCHEMA_DIR / name} (run `cre-fn schemas`)", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_schemas():
+        print(path)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from functions.localstack import demo
+
+    return demo.run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cre-fn", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve one function with functions-framework")
+    serve.add_argument("target", choices=TARGETS)
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(func=cmd_serve)
+    schemas = sub.add_parser("schemas", help="write the emitted events' JSON Schemas into events/schemas/")
+    schemas.add_argument("--check", action="store_true", help="fail when the committed schemas are stale")
+    schemas.set_defaults(func=cmd_schemas)
+    demo = sub.add_parser("demo", help="the local demo behind `make run`")
+    demo.set_defaults(func=cmd_demo)
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

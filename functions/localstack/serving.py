@@ -1,0 +1,64 @@
+"""Serve one function target with functions-framework in a child process, on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from functions.localstack.apiserver import free_port
+
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+
+
+class ServedFunction:
+    def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None) -> None:
+        self.target = target
+        self.env = dict(env or {})
+        self.port = 0
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 20) -> ServedFunction:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
+        env.update(self.env)
+        argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", self.target,
+                "--host", "127.0.0.1", "--port", str(self.port)]
+        out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
+        self._proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"functions-framework for {self.target} exited with {self._proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"functions-framework for {self.target} did not listen within {timeout}s")
+
+    def stop(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+    def __enter__(self) -> ServedFunction:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,73 @@
+"""Shared fixtures: a hermetic environment per test, one real API server per session, a namespace per
+test, and functions served by functions-framework over real HTTP (one process per target and
+settings, shared by the session)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from functions.gateway import NAMESPACES, Gateway
+from functions.localstack.apiserver import LocalCluster
+from functions.localstack.serving import ServedFunction
+
+FUNCTION_USERS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
+                  "crefn-workloadrun", "crefn-alert", "crefn-apiserversource", "nobody")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("CREFN_") or key in ("KUBECONFIG", "K_SINK"):
+            monkeypatch.delenv(key)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kube)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """etcd + kube-apiserver with the upstream CRDs; failing to start fails the tests (never a skip)."""
+    with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def gateway(cluster: LocalCluster) -> Iterator[Gateway]:
+    gw = cluster.gateway()
+    yield gw
+    gw.close()
+
+
+@pytest.fixture
+def namespace(gateway: Gateway, request: pytest.FixtureRequest) -> str:
+    name = f"t-{request.node.name[:40].lower().replace('_', '-').strip('-')}-{uuid.uuid4().hex[:6]}"
+    name = "".join(c if c.isalnum() or c == "-" else "-" for c in name)
+    gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+@pytest.fixture(scope="session")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ServedFunction]]:
+    """serve(target, **env) → a running functions-framework server, shared across the session."""
+    running: dict[tuple[str, tuple[tuple[str, str], ...]], ServedFunction] = {}
+    logs = tmp_path_factory.mktemp("functions")
+
+    def start(target: str, **env: str) -> ServedFunction:
+        key = (target, tuple(sorted(env.items())))
+        if key not in running:
+            log = Path(logs) / f"{target}-{len(running)}.log"
+            running[key] = ServedFunction(target, env, log).start()
+        return running[key]
+
+    yield start
+    for served in running.values():
+        served.stop()
