@@ -34,7 +34,7 @@ test-fast: venv
 check: venv
 	@$(VENV)/bin/ruff check events functions tests
 	@$(VENV)/bin/mypy
-	@$(VENV)/bin/lint-imports
+	@$(VENV)/bin/lint-imports --no-logo
 
 schemas: venv
 	@$(PY) -m functions.cli schemas

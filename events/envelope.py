@@ -82,7 +82,7 @@ def to_outbound(
 class ObjectReference(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    apiVersion: str  # noqa: N815 - the wire name
+    apiVersion: str
     kind: str
     name: str
     namespace: str = ""
@@ -130,12 +130,12 @@ def parse_apiserver_event(env: Envelope) -> ResourceChange | ReferenceChange:
     if mode == "resource":
         if not isinstance(env.data.get("metadata"), dict) or not env.data["metadata"].get("name"):
             raise InvalidEvent("data is not a Kubernetes object: metadata.name is missing")
-        return ResourceChange(verb=verb, object=env.data)  # type: ignore[arg-type]
+        return ResourceChange(verb=verb, object=env.data)
     try:
         ref = ObjectReference.model_validate(env.data)
     except ValidationError as e:
         raise InvalidEvent(f"invalid object reference: {first_error(e)}") from None
-    return ReferenceChange(verb=verb, ref=ref)  # type: ignore[arg-type]
+    return ReferenceChange(verb=verb, ref=ref)
 
 
 def first_error(e: ValidationError) -> str:

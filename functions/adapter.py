@@ -41,8 +41,8 @@ def decide_phase(trainjob: TrainJob) -> PhaseResult:
         if cond.status == "True":
             true_conditions.setdefault(cond.type, cond)
     for cond_type, phase in (("Failed", Phase.FAILED), ("Complete", Phase.SUCCEEDED)):
-        if cond := true_conditions.get(cond_type):
-            return PhaseResult(phase=phase, reason=cond.reason, message=cond.message)
+        if terminal := true_conditions.get(cond_type):
+            return PhaseResult(phase=phase, reason=terminal.reason, message=terminal.message)
     if trainjob.spec.suspend:
         message = SUSPENDED_MESSAGE
         if trainjob.spec.managed_by:

@@ -16,7 +16,7 @@ from typing import Any
 
 import urllib3
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from functions.errors import NotFound, PermanentError, TemporaryError
@@ -108,7 +108,7 @@ class Gateway:
         except NotFound:
             return None
 
-    def list(
+    def list_all(
         self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
     ) -> list[JsonObj]:
         """Every object, fetched in pages with limit/continue."""

@@ -70,10 +70,10 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
         trainjob = parse_trainjob(change.object)
         deleted = change.verb == "delete"
     else:
-        trainjob = read_trainjob(change, ctx)
-        if trainjob is None:
+        current = read_trainjob(change, ctx)
+        if current is None:
             return answer_gone(change, env, ctx)
-        deleted = False
+        trainjob, deleted = current, False
     job = find_owner(trainjob, group)
     where = f"TrainJob {trainjob.metadata.namespace}/{trainjob.metadata.name}"
     if not job:
@@ -94,7 +94,7 @@ def read_trainjob(change: ReferenceChange, ctx: Context) -> TrainJob | None:
 def answer_gone(change: ReferenceChange, env: Envelope, ctx: Context) -> Outcome:
     """Reference mode, object gone: a delete, attributed through the Job that points at it."""
     ref = change.ref
-    jobs = ctx.gateway.list(cre_jobs(ctx.settings.cre_group), ref.namespace)
+    jobs = ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), ref.namespace)
     for raw in jobs:
         job = CreJob.model_validate(raw)
         wref = job.status.workload_ref

@@ -8,7 +8,8 @@
 set -euo pipefail
 
 CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/cre-functions"
-BIN="$CACHE_DIR/kube-apiserver-1.20.2"
+# The suffix names the build recipe: bump it when the steps below change, so caches are rebuilt.
+BIN="$CACHE_DIR/kube-apiserver-1.20.2-r2"
 
 say() { printf '[kube-apiserver] %s\n' "$*" >&2; }
 
@@ -55,6 +56,18 @@ say "step 4/5: replacing vendored modern-go/reflect2 with Debian's 1.0.2"
 rm -rf "$TREE/vendor/github.com/modern-go/reflect2"
 cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 "$TREE/vendor/github.com/modern-go/reflect2"
 rm -f "$TREE/vendor/github.com/modern-go/reflect2/go.mod"
+
+# Go >= 1.18 changed reflect.Value's layout, so go-openapi's zero-value test
+# (reflect.DeepEqual of two reflect.Values) now holds for "" and CRD validation rejects every empty
+# string as "null". Servers built with the Go they were released with never did: keep only the nil test.
+say "step 4b/5: patching go-openapi's type validator for Go >= 1.18"
+mapfile -t validators < <(grep -rl 'reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data))' "$TREE/vendor" || true)
+[[ ${#validators[@]} -gt 0 ]] || { say "go-openapi type validator not found: the source tree changed"; exit 1; }
+for f in "${validators[@]}"; do
+  sed -i 's/data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data))/data == nil/' "$f"
+  ! grep -q 'reflect.Zero(reflect.TypeOf(data))' "$f" || { say "could not patch $f"; exit 1; }
+  say "patched ${f#$TREE/}"
+done
 
 say "step 5/5: building cmd/kube-apiserver (about 8 minutes on 2 cores)"
 mkdir -p "$WORK/gopath/src/k8s.io"

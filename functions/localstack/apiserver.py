@@ -239,7 +239,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                gw.list(res, page_size=1)
+                gw.list_all(res, page_size=1)
                 return
             except Exception:
                 if time.monotonic() > deadline:
@@ -265,7 +265,7 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for proc in self._procs:
                 if proc.poll() is not None:
-                    raise ClusterError(f"{proc.args[0]} exited with {proc.returncode}:\n{self._tails()}")
+                    raise ClusterError(f"{Path(str(proc.args[0] if isinstance(proc.args, list) else proc.args)).name} exited with {proc.returncode}:\n{self._tails()}")
             try:
                 with urllib.request.urlopen(request, context=ctx, timeout=2) as resp:
                     if resp.status == 200:

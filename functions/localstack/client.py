@@ -63,7 +63,8 @@ def post(url: str, headers: dict[str, str], body: bytes, timeout: float = 30) ->
         with urllib.request.urlopen(request, timeout=timeout) as resp:
             return Answer(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
     except urllib.error.HTTPError as e:
-        return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
+        with e:
+            return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
 
 
 def send(url: str, record: dict[str, Any], structured: bool = False, fresh_id: bool = True) -> Answer:

@@ -33,8 +33,13 @@ class ServedFunction:
         env.update(self.env)
         argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", self.target,
                 "--host", "127.0.0.1", "--port", str(self.port)]
-        out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
-        self._proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        if self.log_path:
+            with self.log_path.open("ab") as out:
+                self._proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                              start_new_session=True)
+        else:
+            self._proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
