@@ -21,7 +21,7 @@ from functions.localstack.apiserver import LocalCluster, free_port
 from functions.localstack.client import Answer, load_sample, post, send
 from functions.localstack.serving import ServedFunction
 
-GOLDEN = sorted((Path(__file__).parent / "golden" / "phase").glob("*.json"))
+GOLDEN = sorted((Path(__file__).parents[1] / "golden" / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
