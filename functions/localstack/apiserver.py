@@ -87,7 +87,7 @@ class LocalCluster:
         self.cre_groups = tuple(cre_groups)
         self.tokens = {name: secrets.token_hex(16) for name in (ADMIN, *users)}
         self.port = 0
-        self._procs: list[subprocess.Popen[bytes]] = []
+        self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._log = log
         self.crd_source = ""
 
@@ -158,7 +158,7 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop kube-apiserver, then etcd, by PID."""
-        for proc in reversed(self._procs):
+        for _, proc in reversed(self._procs):
             if proc.poll() is None:
                 proc.terminate()
                 try:
@@ -252,7 +252,7 @@ class LocalCluster:
         log_path = self.work_dir / f"{name}.log"
         with log_path.open("ab") as log_file:
             proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-        self._procs.append(proc)
+        self._procs.append((name, proc))
 
     def _wait_ready(self, timeout: float) -> None:
         ctx = ssl.create_default_context()
@@ -263,9 +263,9 @@ class LocalCluster:
             f"{self.url}/readyz", headers={"Authorization": f"Bearer {self.tokens[ADMIN]}"}
         )
         while time.monotonic() < deadline:
-            for proc in self._procs:
+            for name, proc in self._procs:
                 if proc.poll() is not None:
-                    raise ClusterError(f"{Path(str(proc.args[0] if isinstance(proc.args, list) else proc.args)).name} exited with {proc.returncode}:\n{self._tails()}")
+                    raise ClusterError(f"{name} exited with {proc.returncode}:\n{self._tails()}")
             try:
                 with urllib.request.urlopen(request, context=ctx, timeout=2) as resp:
                     if resp.status == 200:
