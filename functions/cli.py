@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -51,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="the local demo behind `make run`")
     demo.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result: int = args.func(args)
     return result
 

@@ -89,6 +89,7 @@ class LocalCluster:
         self.port = 0
         self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._log = log
+        self._started: dict[str, int] = {}
         self.crd_source = ""
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -169,6 +170,11 @@ class LocalCluster:
         self._procs.clear()
 
     # -- access -------------------------------------------------------------------------------
+
+    @property
+    def started_pids(self) -> dict[str, int]:
+        """PIDs of every process this cluster started (kept after stop, for checks)."""
+        return dict(self._started)
 
     @property
     def url(self) -> str:
@@ -253,6 +259,7 @@ class LocalCluster:
         with log_path.open("ab") as log_file:
             proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         self._procs.append((name, proc))
+        self._started[name] = proc.pid
 
     def _wait_ready(self, timeout: float) -> None:
         ctx = ssl.create_default_context()

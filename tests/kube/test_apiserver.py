@@ -3,15 +3,18 @@ finalizers, RBAC — as a cluster behaves, through the project's Kubernetes gate
 
 from __future__ import annotations
 
+import io
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from functions.errors import NotFound, PermanentError, TemporaryError
 from functions.gateway import CRDS, TRAINJOBS, Gateway, Resource, cre_jobs
-from functions.localstack.apiserver import LocalCluster
+from functions.localstack.apiserver import ClusterError, LocalCluster
 from functions.localstack.crds import fallback_crds
 
 JOBS = cre_jobs("nvcre.nvidia.com")
@@ -194,3 +197,15 @@ def test_fallback_crds_are_structural_and_prune(gateway: Gateway, namespace: str
                                                          "lastTransitionTime": "2026-11-02T09:00:00Z"}]}},
         status=True)
     assert "phase" not in written["status"] and written["status"]["restartCount"] == 1
+
+
+def test_a_failed_start_stops_what_it_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """etcd that exits at once: the start fails with the logs' tails, and kube-apiserver is stopped by PID."""
+    monkeypatch.setenv("ETCD", "/bin/false")
+    cluster = LocalCluster(tmp_path, log=io.StringIO())
+    with pytest.raises(ClusterError, match="etcd exited"):
+        cluster.start()
+    for pid in cluster.started_pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert set(cluster.started_pids) == {"etcd", "kube-apiserver"}
