@@ -16,7 +16,7 @@ from events.types import EventType, Phase
 
 class EventData(BaseModel):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
+        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True
     )
 
 

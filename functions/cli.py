@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
 from functions.localstack.serving import MAIN
 
-TARGETS = ("phase",)
+TARGETS = ("phase", "launch", "status", "restart", "resync")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -16,7 +16,11 @@ from typing import Any
 
 import functions_framework
 
+from functions import launch as launch_fn
 from functions import phase as phase_fn
+from functions import restart as restart_fn
+from functions import resync as resync_fn
+from functions import status as status_fn
 from functions import transport
 from functions.context import Context
 from functions.settings import Settings
@@ -34,10 +38,31 @@ def context() -> Context:
     return Context(settings)
 
 
+def serve(request: Any, name: str, handle: Any) -> Any:
+    ctx = context()
+    return transport.respond(request, lambda env: handle(env, ctx), name)
+
+
 @functions_framework.http
 def phase(request: Any) -> Any:
-    ctx = context()
-    return transport.respond(request, lambda env: phase_fn.handle(env, ctx), "phase")
+    return serve(request, "phase", phase_fn.handle)
 
 
-TARGETS = ("phase",)
+@functions_framework.http
+def launch(request: Any) -> Any:
+    return serve(request, "launch", launch_fn.handle)
+
+
+@functions_framework.http
+def status(request: Any) -> Any:
+    return serve(request, "status", status_fn.handle)
+
+
+@functions_framework.http
+def restart(request: Any) -> Any:
+    return serve(request, "restart", restart_fn.handle)
+
+
+@functions_framework.http
+def resync(request: Any) -> Any:
+    return serve(request, "resync", resync_fn.handle)

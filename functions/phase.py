@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.envelope import (
     Envelope,
+    Outbound,
     ReferenceChange,
     ResourceChange,
     first_error,
@@ -107,7 +108,8 @@ def answer_gone(change: ReferenceChange, env: Envelope, ctx: Context) -> Outcome
     return NoReply(f"TrainJob {ref.namespace}/{ref.name} is gone and no Job refers to it")
 
 
-def to_phase_event(job: str, workload: WorkloadRef, result: PhaseResult, env: Envelope, ctx: Context) -> Outcome:
+def to_phase_event(job: str, workload: WorkloadRef, result: PhaseResult, env: Envelope | None, ctx: Context,
+                   function: str = FUNCTION) -> Outbound:
     data = WorkloadPhaseData(
         job=JobRef(name=job, namespace=workload.namespace),
         workload=workload,
@@ -117,5 +119,5 @@ def to_phase_event(job: str, workload: WorkloadRef, result: PhaseResult, env: En
         observed_at=ctx.clock(),
     )
     return to_outbound(
-        EventType.WORKLOAD_PHASE, FUNCTION, workload.namespace, job, data, env, workloadphase=result.phase.value
+        EventType.WORKLOAD_PHASE, function, workload.namespace, job, data, env, workloadphase=result.phase.value
     )

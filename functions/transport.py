@@ -13,6 +13,8 @@ import json
 import logging
 import time
 import traceback
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -92,6 +94,20 @@ def to_http(out: Outbound, structured: bool = False) -> tuple[dict[str, str], by
     if out.traceparent:
         headers["traceparent"] = out.traceparent
     return headers, body if isinstance(body, bytes) else str(body).encode()
+
+
+def send_event(url: str, out: Outbound, timeout: float = 10) -> int:
+    """POST an event in binary mode (to a broker or K_SINK); TemporaryError unless it is accepted (2xx)."""
+    headers, body = to_http(out)
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        with e:
+            raise TemporaryError(f"sink {url} answered {e.code}", 503) from e
+    except (urllib.error.URLError, OSError) as e:
+        raise TemporaryError(f"sink {url} unreachable: {e}", 503) from e
 
 
 def respond(request: Request, handler: Handler, function: str) -> Response:
