@@ -1,0 +1,66 @@
+"""Fixtures for lifecycle tests: every lifecycle function served once per settings, and a relay that
+stands where `K_SINK` points (resync's SinkBinding) and hands events to the current test's broker."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from functions.localstack.apiserver import LocalCluster, free_port
+from functions.localstack.bus import Bus, parse_record
+from functions.localstack.serving import ServedFunction
+
+LIFECYCLE = ("phase", "launch", "status", "restart", "resync")
+
+
+@dataclass
+class Relay:
+    url: str = ""
+    bus: Bus | None = None
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def relay() -> Iterator[Relay]:
+    state = Relay()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            record = parse_record({k.lower(): v for k, v in self.headers.items()}, body)
+            state.received.append(record)
+            if state.bus is None:
+                self.send_response(503)
+            else:
+                state.bus.publish(record)
+                self.send_response(202)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    port = free_port()
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state.url = f"http://127.0.0.1:{port}/"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def functions(serve: Callable[..., ServedFunction], cluster: LocalCluster,
+              relay: Relay) -> Callable[..., dict[str, str]]:
+    """functions(**settings) → {target: url} for every lifecycle function, served with those settings."""
+
+    def start(user: str = "admin", **settings: str) -> dict[str, str]:
+        env = {"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": relay.url,
+               "CREFN_LOG_LEVEL": "WARNING", "CREFN_RESTART_GRACE_SECONDS": "0", **settings}
+        return {target: serve(target, **env).url for target in LIFECYCLE}
+
+    return start
