@@ -90,6 +90,7 @@ class LocalCluster:
         self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._log = log
         self._started: dict[str, int] = {}
+        self._apiserver_argv: list[str] = []
         self.crd_source = ""
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -135,7 +136,7 @@ class LocalCluster:
             f'{token},{name},{name},"system:masters"\n' if name == ADMIN else f"{token},{name},{name}\n"
             for name, token in self.tokens.items()
         ))
-        self._spawn("kube-apiserver", [
+        self._apiserver_argv = [
             apiserver,
             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -150,12 +151,26 @@ class LocalCluster:
             "--enable-priority-and-fairness=false",
             "--profiling=false",
             "--allow-privileged=true",
-        ])
+        ]
+        self._spawn("kube-apiserver", self._apiserver_argv)
         self._wait_ready(timeout=90)
         self._say(f"kube-apiserver ready on {self.url} in {time.monotonic() - started:.1f}s")
         for name in self.tokens:
             self.write_kubeconfig(name)
         self.install_crds()
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver alone (etcd keeps the data): clients see the API unreachable."""
+        for name, proc in list(self._procs):
+            if name == "kube-apiserver":
+                proc.terminate()
+                proc.wait(timeout=15)
+                self._procs.remove((name, proc))
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port and wait until it is ready."""
+        self._spawn("kube-apiserver", self._apiserver_argv)
+        self._wait_ready(timeout=90)
 
     def stop(self) -> None:
         """Stop kube-apiserver, then etcd, by PID."""

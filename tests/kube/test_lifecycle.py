@@ -77,7 +77,7 @@ def test_resync_alone_reaches_the_same_end(sc: Scenario, functions: Callable[...
         world.tick()
     assert world.final() == sc.final, world.dump()
     uids = {r["data"]["workload"]["uid"] for r in relay.received
-            if r["attributes"]["type"] == "dev.crefn.workload.created"}
+            if r["attributes"]["type"] == "dev.crefn.workload.created" and r["attributes"]["namespace"] == namespace}
     assert len(uids) == sc.trainjobs
 
 
