@@ -36,7 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """etcd + kube-apiserver with the upstream CRDs; failing to start fails the tests (never a skip)."""
-    with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS) as c:
+    with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS,
+                      cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")) as c:
         yield c
 
 
@@ -69,5 +70,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Se
         return running[key]
 
     yield start
+    for served in running.values():
+        served.terminate()
     for served in running.values():
         served.stop()

@@ -52,9 +52,15 @@ class ServedFunction:
         self.stop()
         raise RuntimeError(f"functions-framework for {self.target} did not listen within {timeout}s")
 
+    def terminate(self) -> None:
+        """Ask the server to stop without waiting (stop() then waits); lets many stop in parallel."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+
     def stop(self) -> None:
         if self._proc and self._proc.poll() is None:
             self._proc.terminate()
+        if self._proc:
             try:
                 self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

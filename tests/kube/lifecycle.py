@@ -10,20 +10,23 @@ from typing import Any
 
 from functions.gateway import TRAINJOBS, Gateway, Resource, cre_goodput, cre_jobs
 from functions.localstack.apisource import PollingSource
-from functions.localstack.bus import Bus, route
+from functions.localstack.bus import Bus, Route, route
 from functions.localstack.client import send
 
 GROUP = "nvcre.nvidia.com"
 JOBS = cre_jobs(GROUP)
-GOODPUT = cre_goodput(GROUP)
 APISERVER_TYPES = {f"dev.knative.apiserver.resource.{v}" for v in ("add", "update", "delete")}
-ROUTES = [
-    route("phase", type=APISERVER_TYPES, kind="TrainJob", apiversion="trainer.kubeflow.org/v1alpha1"),
-    route("launch", type={"dev.knative.apiserver.resource.add", "dev.knative.apiserver.resource.update"},
-          kind="Job", apiversion=f"{GROUP}/v1alpha1"),
-    route("status", type="dev.crefn.workload.phase", workloadphase={"Pending", "Running", "Succeeded"}),
-    route("restart", type="dev.crefn.workload.phase", workloadphase="Failed"),
-]
+
+
+def routes(group: str = GROUP) -> list[Route]:
+    """The Triggers: which events reach which function."""
+    return [
+        route("phase", type=APISERVER_TYPES, kind="TrainJob", apiversion="trainer.kubeflow.org/v1alpha1"),
+        route("launch", type={"dev.knative.apiserver.resource.add", "dev.knative.apiserver.resource.update"},
+              kind="Job", apiversion=f"{group}/v1alpha1"),
+        route("status", type="dev.crefn.workload.phase", workloadphase={"Pending", "Running", "Succeeded"}),
+        route("restart", type="dev.crefn.workload.phase", workloadphase="Failed"),
+    ]
 
 
 def ping() -> dict[str, Any]:
@@ -39,6 +42,11 @@ class World:
     bus: Bus
     source: PollingSource | None
     resync_url: str = ""
+    group: str = GROUP
+
+    @property
+    def jobs(self) -> Resource:
+        return cre_jobs(self.group)
 
     # -- the user -----------------------------------------------------------------------------
 
@@ -52,17 +60,18 @@ class World:
         if max_restarts is not None:
             spec["checkpoint"] = {"pvcName": f"{name}-ckpt", "maxRestarts": max_restarts}
         labels = {"crefn.dev/managed": "true"} if managed else {}
-        return self.gw.create(JOBS, self.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Job",
+        return self.gw.create(self.jobs, self.ns, {"apiVersion": f"{self.group}/v1alpha1", "kind": "Job",
                                               "metadata": {"name": name, "labels": labels}, "spec": spec})
 
     def checkpoint_evidence(self, job: str = "llm", step: int = 1200) -> None:
-        self.gw.create(GOODPUT, self.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "GoodputMeasurement",
+        goodput = cre_goodput(self.group)
+        self.gw.create(goodput, self.ns, {"apiVersion": f"{self.group}/v1alpha1", "kind": "GoodputMeasurement",
                                           "metadata": {"name": f"{job}-goodput"},
                                           "spec": {"jobRef": {"kind": "Job", "name": job}, "logProfileRef": "p"}})
-        self.gw.patch(GOODPUT, self.ns, f"{job}-goodput", {"status": {"lastCheckpointStep": step}}, status=True)
+        self.gw.patch(goodput, self.ns, f"{job}-goodput", {"status": {"lastCheckpointStep": step}}, status=True)
 
     def job(self, name: str = "llm") -> dict[str, Any]:
-        obj = self.gw.get(JOBS, self.ns, name)
+        obj = self.gw.get(self.jobs, self.ns, name)
         assert obj is not None
         return obj
 
@@ -83,7 +92,7 @@ class World:
             return
         if action == "fail":
             self.gw.patch(TRAINJOBS, self.ns, name,
-                          {"metadata": {"annotations": {f"{GROUP}/group-nodes": "gpu-node-07,gpu-node-11"}}})
+                          {"metadata": {"annotations": {f"{self.group}/group-nodes": "gpu-node-07,gpu-node-11"}}})
         conditions = {
             "run": [],
             "fail": [{"type": "Failed", "status": "True", "reason": "JobsFailed",
@@ -136,11 +145,12 @@ class World:
         return json.dumps(self.bus.summary()[-30:], indent=1)
 
 
-def make_world(gw: Gateway, ns: str, urls: dict[str, str], poll: bool = True, **bus_options: Any) -> World:
-    bus = Bus(urls=urls, routes=ROUTES, **bus_options)
-    resources: list[Resource] = [TRAINJOBS, JOBS]
+def make_world(gw: Gateway, ns: str, urls: dict[str, str], poll: bool = True, group: str = GROUP,
+               **bus_options: Any) -> World:
+    bus = Bus(urls=urls, routes=routes(group), **bus_options)
+    resources: list[Resource] = [TRAINJOBS, cre_jobs(group)]
     source = PollingSource(gw, resources, ns, bus.publish) if poll else None
-    return World(gw, ns, bus, source)
+    return World(gw, ns, bus, source, group=group)
 
 
 Step = Callable[[World], None]

@@ -32,6 +32,7 @@ def trainjob_body(name: str, **meta: Any) -> dict[str, Any]:
 
 def test_crds_come_from_upstream(cluster: LocalCluster, gateway: Gateway) -> None:
     assert cluster.crd_source.startswith("upstream CRDs")
+    assert gateway.get(CRDS, None, "jobs.cre.nvidia.com") is not None  # the legacy group, for its tests
     crd = gateway.get(CRDS, None, "jobs.nvcre.nvidia.com")
     assert crd is not None
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]

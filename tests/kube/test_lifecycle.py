@@ -146,3 +146,33 @@ def test_observe_mode_writes_nothing_and_still_emits(functions: Callable[..., di
     assert (world.trainjob() or {})["metadata"]["uid"] == tj["metadata"]["uid"]
     replies = {e.reply_type for e in world.bus.log if e.reply_type}
     assert {"dev.crefn.workload.phase", "dev.crefn.job.condition.changed", "dev.crefn.job.restarted"} <= replies
+
+
+def test_legacy_cre_group(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> None:
+    """CREFN_CRE_GROUP=cre.nvidia.com: early CRE releases, the same lifecycle, labels in that group."""
+    world = make_world(gateway, namespace, functions(CREFN_CRE_GROUP="cre.nvidia.com"), group="cre.nvidia.com")
+    world.create_job()
+    world.checkpoint_evidence()
+    world.settle()
+    tj = world.trainjob()
+    assert tj is not None and tj["metadata"]["labels"]["cre.nvidia.com/job"] == "llm"
+    assert tj["metadata"]["ownerReferences"][0]["apiVersion"] == "cre.nvidia.com/v1alpha1"
+    for step in ("run", "fail", "run", "complete"):
+        world.trainer(step)
+        world.settle()
+    assert world.final() == ("Succeeded", "WorkloadCompleted", 1)
+    assert world.trainjobs_created() == 2
+
+
+@pytest.mark.parametrize("manage_all", [False, True], ids=["labelled-only", "manage-all"])
+def test_unlabelled_jobs_are_managed_only_with_manage_all(manage_all: bool, functions: Callable[..., dict[str, str]],
+                                                          gateway: Gateway, namespace: str) -> None:
+    urls = functions(CREFN_MANAGE_ALL="true") if manage_all else functions()
+    world = make_world(gateway, namespace, urls)
+    world.create_job(managed=False)
+    world.settle()
+    assert (world.trainjob() is not None) is manage_all
+    if manage_all:
+        assert "crefn.dev/managed" not in (world.trainjob() or {})["metadata"]["labels"]
+    else:
+        assert {d.status for d in world.bus.log if d.function == "launch"} == {202}
