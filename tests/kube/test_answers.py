@@ -225,3 +225,31 @@ def test_concurrent_duplicate_launches_create_one_trainjob(functions: Callable[.
         t.join()
     assert set(answers) <= {200, 202, 409} and 200 in answers
     assert len(gateway.list_all(TRAINJOBS, namespace)) == 1
+
+
+def test_adopt_after_a_lost_status_write(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                         namespace: str) -> None:
+    urls = functions()
+    world = make_world(gateway, namespace, urls)
+    world.create_job()
+    world.settle()
+    tj = world.trainjob()
+    assert tj is not None
+    gateway.patch(JOBS, namespace, "llm", {"status": {"workloadRef": None}}, status=True)  # as if never recorded
+    answer = send(urls["launch"], job_record(world))
+    assert answer.status == 200 and answer.json()["adopted"] is True
+    assert answer.json()["workload"]["uid"] == tj["metadata"]["uid"]
+    status = world.job()["status"]
+    assert status["workloadRef"]["name"] == "llm-workload"
+    assert world.final()[:2] == ("InProgress", "WorkloadAdopted")
+
+
+
+def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway, namespace: str) -> None:
+    """`launch`'s "no trainJob" path (unit-tested) is for variants of newer CRE releases: today's CRD
+    refuses a Job whose workload names none."""
+    from functions.errors import PermanentError
+
+    with pytest.raises(PermanentError, match="spec.workload in body should have at least 1 properties"):
+        gateway.create(JOBS, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                         "metadata": {"name": "llm"}, "spec": {"workload": {}}})
