@@ -250,6 +250,6 @@ def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway,
     refuses a Job whose workload names none."""
     from functions.errors import PermanentError
 
-    with pytest.raises(PermanentError, match="spec.workload in body should have at least 1 properties"):
+    with pytest.raises(PermanentError, match=r"spec\.workload in body should have at least 1 properties"):
         gateway.create(JOBS, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
                                          "metadata": {"name": "llm"}, "spec": {"workload": {}}})
