@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench kube-apiserver deps schemas serve clean
+.PHONY: run test test-fast check bench kube-apiserver deps schemas serve image deploy clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -41,6 +41,18 @@ schemas: venv
 
 serve: venv
 	@$(PY) -m functions.cli serve $(or $(TARGET),phase)
+
+IMAGE ?= ghcr.io/crefn/cre-functions:0.1.0
+OVERLAY ?= base
+## Build the single image where a container engine runs (docker or podman).
+image:
+	@engine=$$(for e in docker podman; do command -v $$e >/dev/null && $$e info >/dev/null 2>&1 && echo $$e && break; done); \
+	if [ -z "$$engine" ]; then echo "make image: no running container engine (docker or podman) on this machine"; exit 1; fi; \
+	$$engine build -t $(IMAGE) .
+
+## Apply knative/base, or an overlay: make deploy OVERLAY=overlays/kafka
+deploy: venv
+	@$(VENV)/bin/kubectl apply -k knative/$(OVERLAY)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

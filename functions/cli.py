@@ -32,6 +32,12 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record(args: argparse.Namespace) -> int:
+    from functions.localstack import record
+
+    return record.run(args.port, args.out, args.host)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from functions.localstack import demo
 
@@ -49,6 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     schemas = sub.add_parser("schemas", help="write the emitted events' JSON Schemas into events/schemas/")
     schemas.add_argument("--check", action="store_true", help="fail when the committed schemas are stale")
     schemas.set_defaults(func=cmd_schemas)
+    record = sub.add_parser("record", help="an HTTP sink appending every CloudEvent it receives to JSONL")
+    record.add_argument("--port", type=int, default=8080)
+    record.add_argument("--host", default="0.0.0.0")
+    record.add_argument("--out", default="-", help="JSONL file to append to (- for stdout)")
+    record.set_defaults(func=cmd_record)
     demo = sub.add_parser("demo", help="the local demo behind `make run`")
     demo.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ from events.types import (
     RESTART_NOT_BEFORE_ANNOTATION,
     TRAINJOB_API_VERSION,
     TRAINJOB_KIND,
+    ApiServerType,
     EventType,
     job_label,
 )
@@ -43,6 +44,9 @@ from functions.jobs import (
 from functions.outcome import NoReply, Outcome
 
 FUNCTION = "launch"
+ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value,
+                     ApiServerType.RESOURCE_DELETE.value})
+"""Event types this function handles (the Triggers in knative/ may route only these)."""
 RESTARTING_REASON = "WorkloadRestarting"
 
 

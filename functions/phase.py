@@ -23,7 +23,15 @@ from events.envelope import (
     to_outbound,
 )
 from events.objects import CreJob, TrainJob
-from events.types import ATTEMPT_LABEL, JOB_KIND, TRAINJOB_API_VERSION, TRAINJOB_KIND, EventType, job_label
+from events.types import (
+    ATTEMPT_LABEL,
+    JOB_KIND,
+    TRAINJOB_API_VERSION,
+    TRAINJOB_KIND,
+    ApiServerType,
+    EventType,
+    job_label,
+)
 from functions.adapter import PhaseResult, WrongKind, check_trainjob, decide_phase, deleted_phase
 from functions.context import Context
 from functions.errors import PermanentError
@@ -31,6 +39,8 @@ from functions.gateway import TRAINJOBS, cre_jobs
 from functions.outcome import NoReply, Outcome
 
 FUNCTION = "phase"
+ACCEPTS = frozenset(t.value for t in ApiServerType if t is not ApiServerType.PING)
+"""Event types this function handles (the Triggers in knative/ may route only these)."""
 
 
 def parse_trainjob(obj: dict[str, object]) -> TrainJob:

@@ -40,6 +40,8 @@ from functions.outcome import NoReply, Outcome
 from functions.status import is_current, parse_phase_event
 
 FUNCTION = "restart"
+ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
+"""Event types this function handles (the Triggers in knative/ may route only these)."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from functions.outcome import NoReply, Outcome
 from functions.transport import send_event
 
 FUNCTION = "resync"
+ACCEPTS = frozenset({ApiServerType.PING.value})
+"""Event types this function handles (the Triggers in knative/ may route only these)."""
 CONCURRENCY = 4
 log = logging.getLogger("crefn")
 

@@ -22,6 +22,8 @@ from functions.jobs import JobState, StatusChange, apply_status, condition_chang
 from functions.outcome import NoReply, Outcome
 
 FUNCTION = "status"
+ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
+"""Event types this function handles (the Triggers in knative/ may route only these)."""
 
 
 def parse_phase_event(env: Envelope) -> WorkloadPhaseData:

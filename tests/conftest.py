@@ -10,12 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from functions.gateway import NAMESPACES, Gateway
+from functions.gateway import NAMESPACES, Gateway, Resource
 from functions.localstack.apiserver import LocalCluster
+from functions.localstack.manifests import render, service_account_user
 from functions.localstack.serving import ServedFunction
 
-FUNCTION_USERS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
-                  "crefn-workloadrun", "crefn-alert", "crefn-apiserversource", "nobody")
+SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
+                    "crefn-apiserversource")
+FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
+
+
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+                                 namespaced=False)
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +45,26 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """etcd + kube-apiserver with the upstream CRDs; failing to start fails the tests (never a skip)."""
     with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS,
                       cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")) as c:
+        apply_rbac(c)
         yield c
+
+
+def apply_rbac(cluster: LocalCluster) -> None:
+    """Load the ClusterRoles and bindings of knative/base (and the legacy group's) into the API server:
+    functions served in the tests authenticate as their ServiceAccounts and get exactly those rights."""
+    gw = cluster.gateway()
+    try:
+        for overlay, suffix in (("base", ""), ("overlays/legacy-group", "-legacy")):
+            for doc in render(overlay):
+                if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+                    continue
+                res = CLUSTER_ROLES if doc["kind"] == "ClusterRole" else CLUSTER_ROLE_BINDINGS
+                doc["metadata"]["name"] += suffix
+                if doc["kind"] == "ClusterRoleBinding":
+                    doc["roleRef"]["name"] += suffix
+                gw.create(res, None, doc)
+    finally:
+        gw.close()
 
 
 @pytest.fixture(scope="session")

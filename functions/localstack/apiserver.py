@@ -71,6 +71,17 @@ def find_etcd() -> str:
     return path
 
 
+def groups_of(user: str) -> list[str]:
+    """Groups of a static token user: admin is `system:masters`; a ServiceAccount username gets the
+    groups a real ServiceAccount token carries, so RBAC bindings to ServiceAccounts apply unchanged."""
+    if user == ADMIN:
+        return ["system:masters"]
+    if user.startswith("system:serviceaccount:"):
+        namespace = user.split(":")[2]
+        return ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
+    return []
+
+
 class LocalCluster:
     """One etcd + kube-apiserver pair. Use as a context manager, or call start()/stop()."""
 
@@ -133,8 +144,7 @@ class LocalCluster:
         subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
         token_file = self.work_dir / "tokens.csv"
         token_file.write_text("".join(
-            f'{token},{name},{name},"system:masters"\n' if name == ADMIN else f"{token},{name},{name}\n"
-            for name, token in self.tokens.items()
+            f'{token},{name},{name},"{",".join(groups_of(name))}"\n' for name, token in self.tokens.items()
         ))
         self._apiserver_argv = [
             apiserver,
@@ -204,7 +214,7 @@ class LocalCluster:
         return self.kubeconfig_for(ADMIN)
 
     def kubeconfig_for(self, user: str) -> Path:
-        return self.work_dir / f"kubeconfig-{user}.yaml"
+        return self.work_dir / f"kubeconfig-{user.replace(':', '_')}.yaml"
 
     def token_for(self, user: str) -> str:
         return self.tokens[user]

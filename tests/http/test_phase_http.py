@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from functions.gateway import TRAINJOBS, Gateway, cre_jobs
 from functions.localstack.apiserver import LocalCluster, free_port
 from functions.localstack.client import Answer, load_sample, post, send
+from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction
 
 GOLDEN = sorted((Path(__file__).parents[1] / "golden" / "phase").glob("*.json"))
@@ -247,7 +248,8 @@ def ref_event(verb: str, ns: str, name: str) -> dict[str, Any]:
 
 @pytest.fixture
 def phase_kube(serve: Callable[..., ServedFunction], cluster: LocalCluster) -> ServedFunction:
-    return serve("phase", CREFN_KUBECONFIG=str(cluster.kubeconfig_for("admin")))
+    """phase authenticated as its ServiceAccount, with the RBAC of knative/."""
+    return serve("phase", CREFN_KUBECONFIG=str(cluster.kubeconfig_for(service_account_user("crefn-phase"))))
 
 
 def test_reference_mode_reads_the_object(phase_kube: ServedFunction, gateway: Gateway, namespace: str) -> None:

@@ -1,5 +1,6 @@
-"""Fixtures for lifecycle tests: every lifecycle function served once per settings, and a relay that
-stands where `K_SINK` points (resync's SinkBinding) and hands events to the current test's broker."""
+"""Fixtures for lifecycle tests: every lifecycle function served once per settings, each authenticated
+as its own ServiceAccount (bound exactly as `knative/` binds it), and a relay that stands where `K_SINK`
+points (resync's SinkBinding) and hands events to the current test's broker."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from functions.localstack.apiserver import LocalCluster, free_port
 from functions.localstack.bus import Bus, parse_record
+from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction
 
 LIFECYCLE = ("phase", "launch", "status", "restart", "resync")
@@ -58,9 +60,13 @@ def functions(serve: Callable[..., ServedFunction], cluster: LocalCluster,
               relay: Relay) -> Callable[..., dict[str, str]]:
     """functions(**settings) → {target: url} for every lifecycle function, served with those settings."""
 
-    def start(user: str = "admin", **settings: str) -> dict[str, str]:
-        env = {"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": relay.url,
-               "CREFN_LOG_LEVEL": "WARNING", "CREFN_RESTART_GRACE_SECONDS": "0", **settings}
-        return {target: serve(target, **env).url for target in LIFECYCLE}
+    def start(**settings: str) -> dict[str, str]:
+        urls = {}
+        for target in LIFECYCLE:
+            user = service_account_user(f"crefn-{target}")  # least privilege: the function's own RBAC
+            env = {"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": relay.url,
+                   "CREFN_LOG_LEVEL": "WARNING", "CREFN_RESTART_GRACE_SECONDS": "0", **settings}
+            urls[target] = serve(target, **env).url
+        return urls
 
     return start

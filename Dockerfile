@@ -1,0 +1,17 @@
+# The single image of every function: FUNCTION_TARGET picks the function (see knative/base/services.yaml).
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY events ./events
+COPY functions ./functions
+RUN pip install --no-cache-dir --prefix=/install .
+
+FROM python:3.11-slim
+RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin crefn
+COPY --from=build /install /usr/local
+ENV PYTHONUNBUFFERED=1 PORT=8080 FUNCTION_SIGNATURE_TYPE=http
+WORKDIR /app
+USER 10001
+EXPOSE 8080
+# functions-framework reads FUNCTION_TARGET and PORT; the source is the installed functions/main.py.
+CMD ["sh", "-c", "exec functions-framework --source \"$(python -c 'import functions.main as m; print(m.__file__)')\" --target \"$FUNCTION_TARGET\""]

@@ -1,0 +1,213 @@
+"""`knative/` tested like code: it lints, renders (base and every overlay), validates (core kinds
+against Kubernetes' schemas, Knative kinds against the project's models), and its wiring holds
+together with the code (Triggers, sources, targets, settings, RBAC)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from events.types import EventType
+from functions import launch, main, phase, restart, resync, status
+from functions.localstack.manifests import KNATIVE, OVERLAYS, render
+from functions.settings import Settings
+from tests.manifests.knative_models import KNATIVE_MODELS
+
+HANDLERS = {"phase": phase, "launch": launch, "status": status, "restart": restart, "resync": resync}
+CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
+FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
+RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
+
+
+def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def by_name(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in of_kind(docs, kind)}
+
+
+def test_yamllint() -> None:
+    config = "{extends: default, rules: {line-length: {max: 120}, document-start: disable, comments: {min-spaces-from-content: 1}, indentation: {indent-sequences: whatever}}}"  # noqa: E501
+    result = subprocess.run([sys.executable, "-m", "yamllint", "-f", "parsable", "-d", config, str(KNATIVE)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_renders_and_every_object_is_valid(overlay: str) -> None:
+    docs = RENDERED[overlay]
+    assert docs
+    for doc in docs:
+        key = f"{doc['apiVersion']}/{doc['kind']}"
+        if (doc["kind"] in CORE_KINDS and "/" not in doc["apiVersion"]) or doc["apiVersion"].startswith("rbac."):
+            kubernetes_validate.validate(doc, "1.37.0", strict=True)
+        else:
+            assert key in KNATIVE_MODELS, f"no check for {key}"
+            KNATIVE_MODELS[key].model_validate(doc)
+        assert doc["metadata"].get("namespace", "crefn-system") == "crefn-system" or doc["kind"] == "Namespace"
+
+
+def trigger_types(trigger: dict[str, Any]) -> set[str]:
+    """The `type` values a Trigger's filters admit (exact values, alternatives under `any`)."""
+    types: set[str] = set()
+    for f in trigger["spec"]["filters"]:
+        if "exact" in f and "type" in f["exact"]:
+            types.add(f["exact"]["type"])
+        for alt in f.get("any", []):
+            if "type" in alt.get("exact", {}):
+                types.add(alt["exact"]["type"])
+    return types
+
+
+def trigger_exact(trigger: dict[str, Any], attribute: str) -> set[str]:
+    found: set[str] = set()
+    for f in trigger["spec"]["filters"]:
+        if attribute in f.get("exact", {}):
+            found.add(f["exact"][attribute])
+        for alt in f.get("any", []):
+            if attribute in alt.get("exact", {}):
+                found.add(alt["exact"][attribute])
+    return found
+
+
+def emitted_types(docs: list[dict[str, Any]]) -> set[str]:
+    types = {t.value for t in EventType}
+    for source in of_kind(docs, "ApiServerSource"):
+        mode = source["spec"]["mode"].lower()
+        types |= {f"dev.knative.apiserver.{mode}.{verb}" for verb in ("add", "update", "delete")}
+    return types
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_trigger_routes_what_its_function_handles_and_something_emits(overlay: str) -> None:
+    docs = RENDERED[overlay]
+    services = by_name(docs, "Service")
+    sources = of_kind(docs, "ApiServerSource")
+    watched = {(r["apiVersion"], r["kind"]) for s in sources for r in s["spec"]["resources"]}
+    for trigger in of_kind(docs, "Trigger"):
+        service = services[trigger["spec"]["subscriber"]["ref"]["name"]]
+        target = target_of(service)
+        types = trigger_types(trigger)
+        assert types, f"{trigger['metadata']['name']} filters no type"
+        assert types <= HANDLERS[target].ACCEPTS, (trigger["metadata"]["name"], types - HANDLERS[target].ACCEPTS)
+        assert types <= emitted_types(docs), types - emitted_types(docs)
+        kinds, apiversions = trigger_exact(trigger, "kind"), trigger_exact(trigger, "apiversion")
+        if kinds:  # an ApiServerSource route: some source watches exactly that apiVersion and kind
+            assert {(a, k) for a in apiversions for k in kinds} <= watched
+        assert trigger["spec"]["broker"] in by_name(docs, "Broker")
+
+
+def target_of(service: dict[str, Any]) -> str:
+    env = {e["name"]: e["value"] for e in service["spec"]["template"]["spec"]["containers"][0]["env"]}
+    return env.get("FUNCTION_TARGET", "")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_sources_watch_only_kinds_the_functions_parse(overlay: str) -> None:
+    docs = RENDERED[overlay]
+    group = settings_of(docs)["CREFN_CRE_GROUP"]
+    parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job")}
+    for source in of_kind(docs, "ApiServerSource"):
+        for res in source["spec"]["resources"]:
+            assert (res["apiVersion"], res["kind"]) in parsed
+            assert res["selector"]["matchLabels"] == {"crefn.dev/managed": "true"}
+        assert source["spec"]["mode"] == "Resource"
+
+
+def settings_of(docs: list[dict[str, Any]]) -> dict[str, str]:
+    return dict(by_name(docs, "ConfigMap")["crefn-settings"]["data"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_services_name_real_targets_and_known_settings(overlay: str) -> None:
+    docs = RENDERED[overlay]
+    known = {f"CREFN_{name.upper()}" for name in Settings.model_fields}
+    assert set(settings_of(docs)) <= known
+    Settings.model_validate({k.removeprefix("CREFN_").lower(): v for k, v in settings_of(docs).items()})
+    for name, service in by_name(docs, "Service").items():
+        spec = service["spec"]["template"]["spec"]
+        container = spec["containers"][0]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert set(env) <= FRAMEWORK_ENV | known, name
+        if "FUNCTION_TARGET" in env:
+            assert env["FUNCTION_TARGET"] in HANDLERS and callable(getattr(main, env["FUNCTION_TARGET"]))
+            assert name == f"crefn-{env['FUNCTION_TARGET']}"
+            assert spec["serviceAccountName"] == name
+        else:
+            assert container["args"][:2] == ["cre-fn", "record"]
+        assert int(env["THREADS"]) == spec["containerConcurrency"]
+        assert container["securityContext"]["runAsNonRoot"] is True
+    assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == set(HANDLERS)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_function_has_its_own_bound_role(overlay: str) -> None:
+    docs = RENDERED[overlay]
+    roles, bindings = by_name(docs, "ClusterRole"), by_name(docs, "ClusterRoleBinding")
+    accounts = set(by_name(docs, "ServiceAccount"))
+    used = {s["spec"]["template"]["spec"].get("serviceAccountName") for s in by_name(docs, "Service").values()}
+    used |= {s["spec"]["serviceAccountName"] for s in of_kind(docs, "ApiServerSource")}
+    used.discard(None)
+    assert used <= accounts
+    for account in used:
+        binding = bindings[account]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "crefn-system"}]
+        assert binding["roleRef"]["name"] in roles
+        for rule in roles[binding["roleRef"]["name"]]["rules"]:
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+
+
+def test_resync_is_pinged_and_bound_to_the_broker() -> None:
+    docs = RENDERED["base"]
+    ping = of_kind(docs, "PingSource")[0]
+    assert ping["spec"]["sink"]["ref"]["name"] == "crefn-resync"
+    binding = of_kind(docs, "SinkBinding")[0]
+    assert binding["spec"]["subject"]["name"] == "crefn-resync"
+    assert binding["spec"]["sink"]["ref"]["kind"] == "Broker"
+
+
+def test_dead_letters_go_to_the_recorder() -> None:
+    docs = RENDERED["base"]
+    for obj in of_kind(docs, "Broker") + of_kind(docs, "Trigger"):
+        assert obj["spec"]["delivery"]["deadLetterSink"]["ref"]["name"] == "crefn-dead-letters"
+    assert "crefn-dead-letters" in by_name(docs, "Service")
+
+
+def test_overlays_change_what_they_say() -> None:
+    assert settings_of(RENDERED["overlays/observe"])["CREFN_MODE"] == "observe"
+    assert settings_of(RENDERED["base"])["CREFN_MODE"] == "manage"
+    kafka = RENDERED["overlays/kafka"]
+    broker = of_kind(kafka, "Broker")[0]
+    assert broker["metadata"]["annotations"]["eventing.knative.dev/broker.class"] == "Kafka"
+    assert broker["spec"]["config"]["name"] in by_name(kafka, "ConfigMap")
+    assert all(t["metadata"]["annotations"]["kafka.eventing.knative.dev/delivery.order"] == "ordered"
+               for t in of_kind(kafka, "Trigger"))
+    legacy = RENDERED["overlays/legacy-group"]
+    assert settings_of(legacy)["CREFN_CRE_GROUP"] == "cre.nvidia.com"
+    text = str(legacy)
+    assert "nvcre.nvidia.com" not in text and "cre.nvidia.com/v1alpha1" in text
+
+
+def test_dockerfile_runs_as_non_root_with_the_target_from_env() -> None:
+    text = (Path(__file__).parents[2] / "Dockerfile").read_text()
+    assert "USER 10001" in text and "FUNCTION_TARGET" in text and "functions-framework" in text
+
+
+def test_readme_rbac_matrix_matches_the_roles() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    table = readme.split("### RBAC matrix", 1)[1].split("\n## ", 1)[0]
+    documented = {tuple(c.strip(" `") for c in line.strip("|").split("|"))
+                  for line in table.splitlines() if line.startswith("| `")}
+    actual = set()
+    for role in of_kind(RENDERED["base"], "ClusterRole"):
+        for rule in role["rules"]:
+            for res in rule["resources"]:
+                actual.add((role["metadata"]["name"].removeprefix("crefn-"),
+                            f"{res} ({rule['apiGroups'][0] or 'core'})", ", ".join(rule["verbs"])))
+    assert documented == actual
