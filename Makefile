@@ -29,7 +29,7 @@ test: venv kube-apiserver
 
 ## The inner loop: everything that needs no API server.
 test-fast: venv
-	@$(PY) -m pytest -m "not kube" $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not kube" tests/unit tests/manifests tests/http $(PYTEST_ARGS)
 
 check: venv
 	@$(VENV)/bin/ruff check events functions tests
