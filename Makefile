@@ -21,7 +21,7 @@ kube-apiserver: deps
 
 ## The main job: serve the functions locally against a real API server and replay the sample events.
 run: venv kube-apiserver
-	@$(PY) -m functions.cli demo
+	@$(PY) -m functions.cli dev
 
 ## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use).
 test: venv kube-apiserver

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
 from functions.localstack.serving import MAIN
@@ -38,10 +39,18 @@ def cmd_record(args: argparse.Namespace) -> int:
     return record.run(args.port, args.out, args.host)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from functions.localstack import demo
+def cmd_dev(args: argparse.Namespace) -> int:
+    from functions.localstack import dev
 
-    return demo.run()
+    return dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
+                   replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
+                   namespace=args.namespace)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from functions.localstack import replay
+
+    return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,8 +69,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.add_argument("--host", default="0.0.0.0")
     record.add_argument("--out", default="-", help="JSONL file to append to (- for stdout)")
     record.set_defaults(func=cmd_record)
-    demo = sub.add_parser("demo", help="the local demo behind `make run`")
-    demo.set_defaults(func=cmd_demo)
+    dev = sub.add_parser("dev", help="the local stack and its demo (what `make run` runs)")
+    dev.add_argument("--keep", action="store_true", help="keep the stack up; print KUBECONFIG= and BROKER=")
+    dev.add_argument("--no-demo", action="store_true", help="start the stack without the demo or the Trainer")
+    dev.add_argument("--replay", metavar="FILE", help="reproduce a recorded event log in the fresh stack")
+    dev.add_argument("--out", default="out/dev", help="directory for the event log, dead letters and logs")
+    dev.add_argument("--namespace", help="run the demo, or reproduce the recording, in this namespace")
+    dev.add_argument("--ping-interval", type=float, default=10.0, help="seconds between resync ticks")
+    dev.set_defaults(func=cmd_dev)
+    rep = sub.add_parser("replay", help="post a recorded JSONL event log to a URL, in order")
+    rep.add_argument("file")
+    rep.add_argument("--to", required=True, help="where to post (a broker, a function)")
+    rep.add_argument("--rate", type=float, default=0, help="events per second (0: as fast as answered)")
+    rep.add_argument("--duplicate", action="store_true", help="send every event twice")
+    rep.add_argument("--shuffle-window", type=int, default=0, help="shuffle within windows of this many events")
+    rep.add_argument("--structured", action="store_true", help="structured mode instead of binary")
+    rep.add_argument("--seed", type=int, default=0, help="seed of the shuffle")
+    rep.set_defaults(func=cmd_replay)
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -112,6 +112,12 @@ class Gateway:
         self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
     ) -> list[JsonObj]:
         """Every object, fetched in pages with limit/continue."""
+        return self.list_with_version(res, namespace, label_selector, page_size)[0]
+
+    def list_with_version(
+        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
+    ) -> tuple[list[JsonObj], str]:
+        """Every object and the list's resourceVersion (where a watch continues from)."""
         items: list[JsonObj] = []
         token = ""
         while True:
@@ -127,7 +133,7 @@ class Gateway:
                 items.append(item)
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
-                return items
+                return items, str((page.get("metadata") or {}).get("resourceVersion", ""))
 
     def create(self, res: Resource, namespace: str | None, body: Mapping[str, Any]) -> JsonObj:
         return self.request("POST", res.path(namespace), body=dict(body))
@@ -162,12 +168,15 @@ class Gateway:
         return True
 
     def watch(
-        self, res: Resource, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 60
+        self, res: Resource, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 60,
+        label_selector: str = "",
     ) -> Iterator[tuple[str, JsonObj]]:
         """Yield (ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, object) until the server ends the watch."""
         query: list[tuple[str, Any]] = [("watch", "true"), ("timeoutSeconds", timeout_seconds)]
         if resource_version:
             query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         resp = self._call("GET", res.path(namespace), query=query, timeout=timeout_seconds + 5).response
         buffer = b""
         try:

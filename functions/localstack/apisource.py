@@ -3,17 +3,22 @@
 `apiserver_record()` renders an object change exactly as ApiServerSource does (SPEC §4.1): type
 `dev.knative.apiserver.resource.<verb>`, `source` the API server URL, `subject` the object's API path,
 extensions `kind`, `apiversion`, `name`, `namespace`, a fresh id each, the whole object as data.
+`WatchSource` is the stand-in the local stack runs: an informer-like LIST then WATCH per kind, which
+sends `add` for every object already there (as ApiServerSource does when it starts), then every change,
+re-watching when the server ends a watch and re-listing when the watch expires (410 Gone).
 `PollingSource` lists the watched kinds and publishes what changed since its last poll (adds, updates,
 deletes; a re-created object is a delete then an add): deterministic, for tests that step a lifecycle.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
+from functions.errors import NotFound, PermanentError, TemporaryError
 from functions.gateway import Gateway, Resource
 
 
@@ -80,3 +85,52 @@ class PollingSource:
         else:
             self.seen[key] = obj
         self.publish(apiserver_record(verb, obj, res, self.gateway.host))
+
+
+class WatchSource:
+    """ApiServerSource (Resource mode) for one kind, all namespaces or one, with a label selector."""
+
+    VERBS: ClassVar[dict[str, str]] = {"ADDED": "add", "MODIFIED": "update", "DELETED": "delete"}
+
+    def __init__(self, gateway: Gateway, res: Resource, publish: Callable[[dict[str, Any]], None],
+                 namespace: str | None = None, label_selector: str = "") -> None:
+        self.gateway = gateway
+        self.res = res
+        self.publish = publish
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"source-{res.plural}")
+
+    def start(self) -> WatchSource:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                items, version = self.gateway.list_with_version(self.res, self.namespace, self.label_selector)
+                for obj in items:
+                    self.publish(apiserver_record("add", obj, self.res, self.gateway.host))
+                self.ready.set()
+                self._watch(version)
+            except (TemporaryError, PermanentError, NotFound, OSError):
+                self._stop.wait(1.0)  # the API server is away: list again shortly
+
+    def _watch(self, version: str) -> None:
+        while not self._stop.is_set():
+            for kind, obj in self.gateway.watch(self.res, self.namespace, version, timeout_seconds=5,
+                                                label_selector=self.label_selector):
+                if kind == "ERROR":
+                    return  # e.g. 410 Gone: re-list
+                version = obj["metadata"].get("resourceVersion", version)
+                if kind in self.VERBS:
+                    obj.setdefault("apiVersion", self.res.api_version)
+                    obj.setdefault("kind", self.res.kind)
+                    self.publish(apiserver_record(self.VERBS[kind], obj, self.res, self.gateway.host))
+                if self._stop.is_set():
+                    return

@@ -67,6 +67,7 @@ def post(url: str, headers: dict[str, str], body: bytes, timeout: float = 30) ->
             return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
 
 
-def send(url: str, record: dict[str, Any], structured: bool = False, fresh_id: bool = True) -> Answer:
+def send(url: str, record: dict[str, Any], structured: bool = False, fresh_id: bool = True,
+         timeout: float = 30) -> Answer:
     headers, body = encode(record, structured, fresh_id)
-    return post(url, headers, body)
+    return post(url, headers, body, timeout)

@@ -14,7 +14,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from functions.localstack.bus import parse_record
 
@@ -34,7 +34,12 @@ class Recorder:
             self.count += 1
 
 
-def make_server(port: int, recorder: Recorder, host: str = "0.0.0.0") -> ThreadingHTTPServer:
+class Sink(Protocol):
+    def write(self, headers: dict[str, str], body: bytes) -> None: ...
+
+
+def make_server(port: int, recorder: Sink, host: str = "0.0.0.0") -> ThreadingHTTPServer:
+    """An HTTP server handing every POSTed CloudEvent to `recorder.write` (202), or answering 400."""
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))

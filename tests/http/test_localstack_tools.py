@@ -1,0 +1,232 @@
+"""The local stack's Knative stand-ins and tools over real HTTP: the Broker's delivery (retries with
+backoff, replies re-published, dead letters), `cre-fn record` and `cre-fn replay`."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.localstack.apiserver import free_port
+from functions.localstack.broker import Delivery, LocalBroker, Trigger
+from functions.localstack.client import load_sample, send
+from functions.localstack.replay import arrange
+
+EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
+                        "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}
+
+
+class Subscriber:
+    """An HTTP receiver answering from a script of statuses (then 202); a 200 carries a reply event."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses = statuses
+        self.received: list[tuple[float, dict[str, str]]] = []
+        subscriber = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                subscriber.received.append((time.monotonic(), {k.lower(): v for k, v in self.headers.items()}))
+                status = subscriber.statuses.pop(0) if subscriber.statuses else 202
+                self.send_response(status)
+                body = b""
+                if status == 200:
+                    body = b'{"ok": true}'
+                    for k, v in {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/sub",
+                                 "ce-type": "test.reply", "content-type": "application/json"}.items():
+                        self.send_header(k, v)
+                elif status >= 400:
+                    body = b"no good\n"
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def subscriber(request: pytest.FixtureRequest) -> Iterator[Subscriber]:
+    sub = Subscriber(list(request.param))
+    yield sub
+    sub.close()
+
+
+def broker_for(sub: Subscriber, tmp_path: Path, retry: int = 3) -> LocalBroker:
+    delivery = Delivery(retry=retry, backoff_delay=0.1, timeout=5)
+    triggers = [Trigger("t", ({"exact": {"type": "test.ping"}},), sub.url, delivery),
+                Trigger("replies", ({"exact": {"type": "test.reply"}},), sub.url, delivery)]
+    return LocalBroker(triggers, dead_letters=tmp_path / "dead.jsonl", event_log=tmp_path / "events.jsonl")
+
+
+@pytest.mark.parametrize("subscriber", [[503, 429, 409, 202]], indirect=True)
+def test_retries_with_exponential_backoff(subscriber: Subscriber, tmp_path: Path) -> None:
+    broker = broker_for(subscriber, tmp_path)
+    try:
+        broker.publish(EVENT)
+        assert broker.wait_idle(timeout=10)
+    finally:
+        broker.close()
+    times = [t for t, _ in subscriber.received]
+    assert len(times) == 4
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps[0] >= 0.09 and gaps[1] >= 0.19 and gaps[2] >= 0.39  # 0.1, 0.2, 0.4
+    assert {h["ce-id"] for _, h in subscriber.received} == {"e1"}  # a retry is the same event
+    assert broker.dead == []
+
+
+@pytest.mark.parametrize("subscriber", [[400]], indirect=True)
+def test_permanent_answer_goes_to_dead_letters_at_once(subscriber: Subscriber, tmp_path: Path) -> None:
+    broker = broker_for(subscriber, tmp_path)
+    try:
+        broker.publish(EVENT)
+        assert broker.wait_idle(timeout=10)
+    finally:
+        broker.close()
+    assert len(subscriber.received) == 1
+    (line,) = (tmp_path / "dead.jsonl").read_text().splitlines()
+    dead = json.loads(line)
+    assert dead["attributes"]["knativeerrorcode"] == "400" and dead["attributes"]["knativeerrordata"] == "no good"
+    assert dead["attributes"]["knativeerrordest"] == subscriber.url and dead["data"] == {"n": 1}
+
+
+@pytest.mark.parametrize("subscriber", [[503, 503, 503]], indirect=True)
+def test_exhausted_retries_go_to_dead_letters(subscriber: Subscriber, tmp_path: Path) -> None:
+    broker = broker_for(subscriber, tmp_path, retry=2)
+    try:
+        broker.publish(EVENT)
+        assert broker.wait_idle(timeout=10)
+    finally:
+        broker.close()
+    assert len(subscriber.received) == 3 and broker.dead[0]["attributes"]["knativeerrorcode"] == "503"
+
+
+@pytest.mark.parametrize("subscriber", [[200, 202]], indirect=True)
+def test_replies_are_published_back_and_logged(subscriber: Subscriber, tmp_path: Path) -> None:
+    broker = broker_for(subscriber, tmp_path)
+    try:
+        broker.publish(EVENT)
+        assert broker.wait_idle(timeout=10)
+    finally:
+        broker.close()
+    assert [h["ce-type"] for _, h in subscriber.received] == ["test.ping", "test.reply"]
+    logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert logged == ["test.ping", "test.reply"]
+
+
+@pytest.mark.parametrize("subscriber", [[]], indirect=True)
+def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: Subscriber, tmp_path: Path) -> None:
+    broker = broker_for(subscriber, tmp_path)
+    try:
+        url = broker.serve(free_port())
+        assert send(url, EVENT).status == 202
+        assert send(url, EVENT, structured=True).status == 202
+        from functions.localstack.client import post
+
+        assert post(url, {"content-type": "application/json"}, b"{}").status == 400
+        assert broker.wait_idle(timeout=10)
+    finally:
+        broker.close()
+    assert len(subscriber.received) == 2
+
+
+def wait_port(port: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@pytest.fixture
+def recorder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    port, out = free_port(), tmp_path / "recorded.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
+                             "--port", str(port), "--out", str(out)], stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        yield f"http://127.0.0.1:{port}/", out
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_record_appends_binary_and_structured_events(recorder: tuple[str, Path]) -> None:
+    url, out = recorder
+    sample = load_sample("trainjob-resource-update-failed")
+    assert send(url, sample).status == 202
+    assert send(url, sample, structured=True).status == 202
+    from functions.localstack.client import post
+
+    assert post(url, {"content-type": "text/plain"}, b"hello").status == 400
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 2
+    for line in lines:
+        assert line["data"] == sample["data"]
+        assert {k: v for k, v in line["attributes"].items() if k != "id"} == {
+            k: v for k, v in sample["attributes"].items() if k != "id"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_replay_posts_in_order_with_drills(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    records = [{"attributes": {**EVENT["attributes"], "id": str(i), "seq": str(i)}, "data": {"n": i}}
+               for i in range(6)]
+    recording = write_jsonl(tmp_path / "in.jsonl", records)
+    result = cli("replay", str(recording), "--to", url)
+    assert result.returncode == 0 and "replayed 6 events" in result.stdout and "0 rejected" in result.stdout
+    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == list(range(6))
+    out.write_text("")
+    assert cli("replay", str(recording), "--to", url, "--duplicate", "--rate", "50").returncode == 0
+    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    shuffled = [r["data"]["n"] for r in arrange(records, shuffle_window=3, seed=7)]
+    assert sorted(shuffled[:3]) == [0, 1, 2] and sorted(shuffled[3:]) == [3, 4, 5] and shuffled != list(range(6))
+
+
+def test_replay_exits_non_zero_when_an_event_is_rejected(tmp_path: Path) -> None:
+    from functions.localstack.serving import ServedFunction
+
+    bad = {"attributes": {**load_sample("trainjob-resource-add")["attributes"], "type": "x.unknown"}, "data": {}}
+    recording = write_jsonl(tmp_path / "in.jsonl", [load_sample("trainjob-resource-add"), bad])
+    with ServedFunction("phase") as phase:
+        result = cli("replay", str(recording), "--to", phase.url)
+    assert result.returncode == 1, result.stdout
+    assert "1x200, 1x400; 1 rejected" in result.stdout and "unknown event type" in result.stdout
+
+
+def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"attributes": {}}\nnot json\n')
+    result = cli("replay", str(path), "--to", "http://127.0.0.1:9/")
+    assert result.returncode == 2 and "bad.jsonl:2: not JSON" in result.stderr

@@ -1,0 +1,122 @@
+"""`cre-fn dev`, the main job: the demo ends as expected with a readable timeline and a replayable
+event log; replaying that log into a fresh namespace reproduces the same final Job status; with
+`--no-demo --keep` the stack serves users' Jobs and Ctrl-C stops everything it started."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from functions.gateway import NAMESPACES, Gateway, cre_jobs
+from functions.localstack import dev
+from functions.localstack.apiserver import LocalCluster
+from functions.localstack.client import send
+from functions.localstack.replay import read_recording
+
+JOBS = cre_jobs("nvcre.nvidia.com")
+
+
+def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gateway: Gateway,
+                                                      tmp_path: Path) -> None:
+    ns = f"demo-{uuid.uuid4().hex[:6]}"
+    out = io.StringIO()
+    code = dev.run(tmp_path / "demo", cluster=cluster, namespace=ns, ping_interval=3600, out=out)
+    text = out.getvalue()
+    assert code == 0, text[-3000:]
+    assert "demo ended as expected" in text
+    assert f"== Job {ns}/llama-pretrain: InProgress/WorkloadRestarting (restarts 1)" in text
+    assert "→ restart-failures" in text and "job.restarted attempt 1/2" in text
+    assert "restart grace not over" in text  # launch answered 503 and the Broker retried
+    recording = read_recording(tmp_path / "demo" / "events.jsonl")
+    types = {r["attributes"]["type"] for r in recording}
+    assert {"dev.knative.apiserver.resource.add", "dev.crefn.workload.phase", "dev.crefn.job.restarted",
+            "dev.crefn.workload.created", "dev.crefn.job.condition.changed"} <= types
+    assert (tmp_path / "demo" / "dead-letters.jsonl").read_text() == ""
+
+    into = f"replay-{uuid.uuid4().hex[:6]}"
+    out = io.StringIO()
+    code = dev.run(tmp_path / "replay", replay_file=tmp_path / "demo" / "events.jsonl", cluster=cluster,
+                   namespace=into, ping_interval=3600, out=out)
+    assert code == 0, out.getvalue()[-3000:]
+    assert (f"replay of {into}/llama-pretrain: recorded ('Succeeded', 'WorkloadCompleted', 1), "
+            "reproduced ('Succeeded', 'WorkloadCompleted', 1): same") in out.getvalue()
+    assert dev.final_state(gateway.get(JOBS, into, "llama-pretrain") or {}) == ("Succeeded", "WorkloadCompleted", 1)
+
+
+def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
+    """What the Trainer did is read back from ApiServerSource events alone."""
+    from functions.localstack.trainer import script_from_recording
+
+    def tj(verb: str, uid: str, attempt: int, suspend: bool = False, cond: str = "", active: int = 0) -> dict:
+        conditions = [{"type": cond, "status": "True"}] if cond else []
+        return {"attributes": {"type": f"dev.knative.apiserver.resource.{verb}", "kind": "TrainJob"},
+                "data": {"metadata": {"uid": uid, "labels": {"nvcre.nvidia.com/job": "j",
+                                                             "crefn.dev/attempt": str(attempt)}},
+                         "spec": {"suspend": suspend},
+                         "status": {"conditions": conditions, "jobsStatus": [{"name": "node", "active": active}]}}}
+
+    restarted = {"attributes": {"type": "dev.crefn.job.restarted", "job": "j"},
+                 "data": {"previousWorkload": {"uid": "a"}}}
+    records = [tj("add", "a", 0, suspend=True), tj("update", "a", 0), tj("update", "a", 0, active=2),
+               tj("update", "a", 0, cond="Failed"), restarted, tj("delete", "a", 0, cond="Failed"),
+               tj("add", "b", 1), tj("update", "b", 1, active=2), tj("delete", "b", 1, active=2),
+               tj("add", "c", 2), tj("update", "c", 2, cond="Complete")]
+    assert script_from_recording(records, "j") == {0: ["resume", "run", "fail"], 1: ["run", "delete"],
+                                                   2: ["complete"]}
+
+
+def test_no_demo_keep_serves_users_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
+    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",
+                             "--out", str(tmp_path), "--ping-interval", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(x.startswith("BROKER=") for x in lines):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip())
+        found = dict(x.split("=", 1) for x in lines if x.startswith(("KUBECONFIG=", "BROKER=")))
+        assert set(found) == {"KUBECONFIG", "BROKER"}, "\n".join(lines)
+        gw = Gateway.connect(found["KUBECONFIG"])
+        gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        gw.create(JOBS, "team", {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                 "metadata": {"name": "mine", "labels": {"crefn.dev/managed": "true"}},
+                                 "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not ((gw.get(JOBS, "team", "mine") or {}).get("status") or {}).get(
+                "workloadRef"):
+            time.sleep(0.2)
+        assert gw.get(JOBS, "team", "mine")["status"]["workloadRef"]["name"] == "mine-workload"  # type: ignore[index]
+        assert send(found["BROKER"], {"attributes": {"specversion": "1.0", "id": "1", "source": "me",
+                                                     "type": "my.own"}, "data": {}}).status == 202
+        gw.close()
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        assert len(children) >= 6  # etcd, kube-apiserver and five functions
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        finally:
+            if proc.stdout:
+                proc.stdout.close()
+    for pid in children:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)
+    logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert "my.own" in logged and "dev.crefn.workload.created" in logged
