@@ -23,6 +23,7 @@ from functions.conditions import is_terminal, true_exclusive
 from functions.context import Context
 from functions.errors import PermanentError, TemporaryError
 from functions.gateway import Resource, cre_jobs
+from functions.outcome import NoReply
 
 WORKLOAD_NAME_LIMIT = 44
 WORKLOAD_NAME_KEEP = 38
@@ -94,6 +95,16 @@ def read_job(ctx: Context, namespace: str, name: str) -> JobState | None:
 
 def is_managed(state: JobState, ctx: Context) -> bool:
     return ctx.settings.manage_all or state.job.metadata.labels.get(MANAGED_LABEL) == "true"
+
+
+def read_managed_job(ctx: Context, job: JobRef) -> JobState | NoReply:
+    """The Job read fresh, or why there is nothing to do: it is gone, or not ours to manage."""
+    state = read_job(ctx, job.namespace, job.name)
+    if state is None:
+        return NoReply(f"Job {job.namespace}/{job.name} is gone")
+    if not is_managed(state, ctx):
+        return NoReply(f"Job {job.namespace}/{job.name} is not managed")
+    return state
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,11 @@ from functions.jobs import (
     StatusChange,
     apply_status,
     condition_changed_event,
-    is_managed,
     jobs_resource,
-    read_job,
+    read_managed_job,
 )
 from functions.outcome import NoReply, Outcome
-from functions.status import is_current, parse_phase_event
+from functions.status import is_current, parse_phase_event, stale
 
 FUNCTION = "restart"
 ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
@@ -136,11 +135,9 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if data.phase is not Phase.FAILED:
         return NoReply(f"phase {data.phase.value} is handled by the status function")
     where = f"Job {data.job.namespace}/{data.job.name}"
-    state = read_job(ctx, data.job.namespace, data.job.name)
-    if state is None:
-        return NoReply(f"{where} is gone")
-    if not is_managed(state, ctx):
-        return NoReply(f"{where} is not managed")
+    state = read_managed_job(ctx, data.job)
+    if isinstance(state, NoReply):
+        return state
     attempt = data.workload.attempt
     if attempt is not None and attempt < state.job.status.restart_count:
         finish_restart(state, data, ctx)
@@ -148,7 +145,7 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if state.terminal:
         return NoReply(f"{where} is terminal")
     if not is_current(state, data.workload):
-        return NoReply(f"stale: TrainJob {data.workload.name} attempt {attempt} is not the current attempt of {where}")
+        return stale(data)
     trainjob = ctx.gateway.get(TRAINJOBS, data.workload.namespace, data.workload.name)
     if trainjob is not None and (trainjob["metadata"].get("labels") or {}).get(ATTEMPT_LABEL) != str(attempt):
         trainjob = None  # the name is held by an object of another attempt: this attempt's TrainJob is gone

@@ -18,7 +18,7 @@ from events.types import EventType, Phase
 from functions.conditions import ExclusiveType, decide_conditions, rfc3339
 from functions.context import Context
 from functions.errors import PermanentError
-from functions.jobs import JobState, StatusChange, apply_status, condition_changed_event, is_managed, read_job
+from functions.jobs import JobState, StatusChange, apply_status, condition_changed_event, read_managed_job
 from functions.outcome import NoReply, Outcome
 
 FUNCTION = "status"
@@ -41,6 +41,11 @@ def is_current(state: JobState, workload: WorkloadRef) -> bool:
     """The event is about the Job's current attempt: same TrainJob name, same attempt number."""
     ref = state.job.status.workload_ref
     return ref is not None and ref.name == workload.name and workload.attempt == state.job.status.restart_count
+
+
+def stale(data: WorkloadPhaseData) -> NoReply:
+    return NoReply(f"stale: TrainJob {data.workload.name} attempt {data.workload.attempt} is not the current "
+                   f"attempt of Job {data.job.namespace}/{data.job.name}")
 
 
 def condition_for(phase: Phase, name: str, message: str) -> tuple[ExclusiveType, str, str]:
@@ -74,16 +79,13 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if data.phase is Phase.FAILED:
         return NoReply("phase Failed is handled by the restart function")
     where = f"Job {data.job.namespace}/{data.job.name}"
-    state = read_job(ctx, data.job.namespace, data.job.name)
-    if state is None:
-        return NoReply(f"{where} is gone")
-    if not is_managed(state, ctx):
-        return NoReply(f"{where} is not managed")
+    state = read_managed_job(ctx, data.job)
+    if isinstance(state, NoReply):
+        return state
     if state.terminal:
         return NoReply(f"{where} is terminal")
     if not is_current(state, data.workload):
-        return NoReply(f"stale: TrainJob {data.workload.name} attempt {data.workload.attempt} is not the current "
-                       f"attempt of {where}")
+        return stale(data)
     write = apply_status(ctx, state, lambda current: decide_status(current, data, ctx.clock())
                          if is_current(current, data.workload) else None)
     if not write.condition_changed:

@@ -7,12 +7,24 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from functions.localstack.apiserver import free_port
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
+
+
+def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = lambda: True) -> bool:
+    """Whether something listens on the loopback port within `timeout` (gives up once `alive()` is false)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 class ServedFunction:
@@ -40,16 +52,13 @@ class ServedFunction:
         else:
             self._proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                           start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"functions-framework for {self.target} exited with {self._proc.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.1)
+        proc = self._proc
+        if wait_for_port(self.port, timeout, alive=lambda: proc.poll() is None):
+            return self
+        code = proc.poll()
         self.stop()
+        if code is not None:
+            raise RuntimeError(f"functions-framework for {self.target} exited with {code}")
         raise RuntimeError(f"functions-framework for {self.target} did not listen within {timeout}s")
 
     def terminate(self) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from functions.localstack.apiserver import free_port
 from functions.localstack.broker import Delivery, LocalBroker, Trigger
 from functions.localstack.client import load_sample, send
 from functions.localstack.replay import arrange
+from functions.localstack.serving import wait_for_port
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
                         "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}
@@ -78,14 +78,19 @@ def broker_for(sub: Subscriber, tmp_path: Path, retry: int = 3) -> LocalBroker:
     return LocalBroker(triggers, dead_letters=tmp_path / "dead.jsonl", event_log=tmp_path / "events.jsonl")
 
 
-@pytest.mark.parametrize("subscriber", [[503, 429, 409, 202]], indirect=True)
-def test_retries_with_exponential_backoff(subscriber: Subscriber, tmp_path: Path) -> None:
-    broker = broker_for(subscriber, tmp_path)
+def deliver(record: dict[str, Any], broker: LocalBroker) -> LocalBroker:
+    """Publish one event and let the broker finish with it (retries included), then close it."""
     try:
-        broker.publish(EVENT)
+        broker.publish(record)
         assert broker.wait_idle(timeout=10)
     finally:
         broker.close()
+    return broker
+
+
+@pytest.mark.parametrize("subscriber", [[503, 429, 409, 202]], indirect=True)
+def test_retries_with_exponential_backoff(subscriber: Subscriber, tmp_path: Path) -> None:
+    broker = deliver(EVENT, broker_for(subscriber, tmp_path))
     times = [t for t, _ in subscriber.received]
     assert len(times) == 4
     gaps = [b - a for a, b in itertools.pairwise(times)]
@@ -96,13 +101,8 @@ def test_retries_with_exponential_backoff(subscriber: Subscriber, tmp_path: Path
 
 @pytest.mark.parametrize("subscriber", [[400]], indirect=True)
 def test_permanent_answer_goes_to_dead_letters_at_once(subscriber: Subscriber, tmp_path: Path) -> None:
-    broker = broker_for(subscriber, tmp_path)
-    try:
-        broker.publish(EVENT)
-        assert broker.wait_idle(timeout=10)
-    finally:
-        broker.close()
-    assert len(subscriber.received) == 1
+    broker = deliver(EVENT, broker_for(subscriber, tmp_path))
+    assert len(subscriber.received) == 1 and len(broker.dead) == 1
     (line,) = (tmp_path / "dead.jsonl").read_text().splitlines()
     dead = json.loads(line)
     assert dead["attributes"]["knativeerrorcode"] == "400" and dead["attributes"]["knativeerrordata"] == "no good"
@@ -111,24 +111,14 @@ def test_permanent_answer_goes_to_dead_letters_at_once(subscriber: Subscriber, t
 
 @pytest.mark.parametrize("subscriber", [[503, 503, 503]], indirect=True)
 def test_exhausted_retries_go_to_dead_letters(subscriber: Subscriber, tmp_path: Path) -> None:
-    broker = broker_for(subscriber, tmp_path, retry=2)
-    try:
-        broker.publish(EVENT)
-        assert broker.wait_idle(timeout=10)
-    finally:
-        broker.close()
+    broker = deliver(EVENT, broker_for(subscriber, tmp_path, retry=2))
     assert len(subscriber.received) == 3 and broker.dead[0]["attributes"]["knativeerrorcode"] == "503"
 
 
 @pytest.mark.parametrize("subscriber", [[200, 202]], indirect=True)
 def test_replies_are_published_back_and_logged(subscriber: Subscriber, tmp_path: Path) -> None:
-    broker = broker_for(subscriber, tmp_path)
-    try:
-        broker.publish(EVENT)
-        assert broker.wait_idle(timeout=10)
-    finally:
-        broker.close()
-    assert [h["ce-type"] for _, h in subscriber.received] == ["test.ping", "test.reply"]
+    broker = deliver(EVENT, broker_for(subscriber, tmp_path))
+    assert [h["ce-type"] for _, h in subscriber.received] == ["test.ping", "test.reply"] and broker.published == 2
     logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert logged == ["test.ping", "test.reply"]
 
@@ -149,24 +139,13 @@ def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: 
     assert len(subscriber.received) == 2
 
 
-def wait_port(port: int, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {port}")
-
-
 @pytest.fixture
 def recorder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port, out = free_port(), tmp_path / "recorded.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
                              "--port", str(port), "--out", str(out)], stderr=subprocess.DEVNULL)
     try:
-        wait_port(port)
+        assert wait_for_port(port)
         yield f"http://127.0.0.1:{port}/", out
     finally:
         proc.terminate()

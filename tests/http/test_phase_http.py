@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +18,7 @@ from functions.gateway import TRAINJOBS, Gateway, cre_jobs
 from functions.localstack.apiserver import LocalCluster, free_port
 from functions.localstack.client import Answer, load_sample, post, send
 from functions.localstack.manifests import service_account_user
-from functions.localstack.serving import ServedFunction
+from functions.localstack.serving import ServedFunction, wait_for_port
 
 GOLDEN = sorted((Path(__file__).parents[1] / "golden" / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -209,13 +207,7 @@ def test_cre_fn_serve_phase() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "serve", "phase", "--host", "127.0.0.1",
                              "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert wait_for_port(port)
         answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-complete"))
         assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
     finally:
