@@ -46,8 +46,10 @@ def decide_conditions(
     reason: str,
     message: str,
     now: datetime,
+    sibling_reason: str = NOT_APPLICABLE,
 ) -> list[dict[str, Any]] | None:
-    """The full new conditions list, or None when nothing would change."""
+    """The full new conditions list, or None when nothing would change. The False siblings get
+    `sibling_reason` (CRE's Jobs: `NotApplicable`; WorkloadRuns mirroring a Job: `Superseded`)."""
     by_type = {c.get("type"): c for c in current}
     desired: list[dict[str, Any]] = []
     changed = False
@@ -56,7 +58,7 @@ def decide_conditions(
         want = {
             "type": cond_type,
             "status": "True" if is_chosen else "False",
-            "reason": reason if is_chosen else NOT_APPLICABLE,
+            "reason": reason if is_chosen else sibling_reason,
             "message": message if is_chosen else "",
             "observedGeneration": generation,
         }

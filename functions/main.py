@@ -22,6 +22,7 @@ from functions import restart as restart_fn
 from functions import resync as resync_fn
 from functions import status as status_fn
 from functions import transport
+from functions import workloadrun as workloadrun_fn
 from functions.context import Context
 from functions.settings import Settings
 
@@ -66,3 +67,8 @@ def restart(request: Any) -> Any:
 @functions_framework.http
 def resync(request: Any) -> Any:
     return serve(request, "resync", resync_fn.handle)
+
+
+@functions_framework.http
+def workloadrun(request: Any) -> Any:
+    return serve(request, "workloadrun", workloadrun_fn.handle)

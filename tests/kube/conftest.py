@@ -17,7 +17,7 @@ from functions.localstack.bus import Bus, parse_record
 from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction
 
-LIFECYCLE = ("phase", "launch", "status", "restart", "resync")
+LIFECYCLE = ("phase", "launch", "status", "restart", "resync", "workloadrun")
 
 
 @dataclass

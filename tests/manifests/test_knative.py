@@ -13,12 +13,13 @@ import kubernetes_validate
 import pytest
 
 from events.types import EventType
-from functions import launch, main, phase, restart, resync, status
+from functions import launch, main, phase, restart, resync, status, workloadrun
 from functions.localstack.manifests import KNATIVE, OVERLAYS, render
 from functions.settings import Settings
 from tests.manifests.knative_models import KNATIVE_MODELS
 
-HANDLERS = {"phase": phase, "launch": launch, "status": status, "restart": restart, "resync": resync}
+HANDLERS = {"phase": phase, "launch": launch, "status": status, "restart": restart, "resync": resync,
+            "workloadrun": workloadrun}
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
@@ -112,7 +113,8 @@ def target_of(service: dict[str, Any]) -> str:
 def test_sources_watch_only_kinds_the_functions_parse(overlay: str) -> None:
     docs = RENDERED[overlay]
     group = settings_of(docs)["CREFN_CRE_GROUP"]
-    parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job")}
+    parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job"),
+              (f"{group}/v1alpha1", "WorkloadRun")}
     for source in of_kind(docs, "ApiServerSource"):
         for res in source["spec"]["resources"]:
             assert (res["apiVersion"], res["kind"]) in parsed
