@@ -33,6 +33,30 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    import yaml
+
+    from functions.translate import InvalidSpec, translate
+
+    try:
+        docs = [d for d in yaml.safe_load_all(Path(args.file).read_text()) if d]
+    except (OSError, yaml.YAMLError) as e:
+        print(f"cre-fn render: {args.file}: {e}", file=sys.stderr)
+        return 1
+    rendered = []
+    for doc in docs:
+        if doc.get("kind") != "WorkloadRun":
+            print(f"cre-fn render: {args.file}: expected WorkloadRun, got {doc.get('kind')}", file=sys.stderr)
+            return 1
+        try:
+            rendered += translate(doc, args.cre_group).objects
+        except InvalidSpec as e:
+            print(f"cre-fn render: {doc['metadata'].get('name', '?')}: {e}", file=sys.stderr)
+            return 1
+    sys.stdout.write(yaml.safe_dump_all(rendered, sort_keys=False, explicit_start=True))
+    return 0
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     from functions.localstack import record
 
@@ -64,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     schemas = sub.add_parser("schemas", help="write the emitted events' JSON Schemas into events/schemas/")
     schemas.add_argument("--check", action="store_true", help="fail when the committed schemas are stale")
     schemas.set_defaults(func=cmd_schemas)
+    rend = sub.add_parser("render", help="print the objects a WorkloadRun file becomes, as YAML")
+    rend.add_argument("file")
+    rend.add_argument("--cre-group", default="nvcre.nvidia.com")
+    rend.set_defaults(func=cmd_render)
     record = sub.add_parser("record", help="an HTTP sink appending every CloudEvent it receives to JSONL")
     record.add_argument("--port", type=int, default=8080)
     record.add_argument("--host", default="0.0.0.0")

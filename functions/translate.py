@@ -122,6 +122,8 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com") -> Trans
     name, ns = meta["name"], meta.get("namespace", "")
     owner = {"apiVersion": run.get("apiVersion", f"{cre_group}/v1alpha1"), "kind": "WorkloadRun", "name": name,
              "uid": meta.get("uid", ""), "controller": True, "blockOwnerDeletion": True}
+    if not owner["uid"]:
+        del owner["uid"]  # `cre-fn render` of a file: the uid exists only once the WorkloadRun is created
 
     def object_meta(obj_name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
         return {"name": obj_name, "namespace": ns, "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **(labels or {})},

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from functions.errors import PermanentError
-from functions.gateway import CRDS, NAMESPACES, TRAINJOBS, Gateway, cre_goodput, cre_jobs
+from functions.gateway import CONFIGMAPS, CRDS, NAMESPACES, TRAINJOBS, Gateway, cre_goodput, cre_jobs
 from functions.localstack.apiserver import LocalCluster
 from functions.localstack.manifests import kubectl, render, service_account_user
 
@@ -30,6 +30,8 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("restart", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("resync", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
     ("apiserversource", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
+    ("workloadrun", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
+    ("workloadrun", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
 ]
 ALLOWED: list[tuple[str, str, Call]] = [
     ("phase", "get trainjobs", lambda gw, ns: gw.get(TRAINJOBS, ns, "x")),
@@ -37,6 +39,8 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("apiserversource", "list trainjobs", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
+    ("workloadrun", "create configmaps", lambda gw, ns: gw.create(CONFIGMAPS, ns, {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}})),
 ]
 
 

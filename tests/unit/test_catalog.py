@@ -52,9 +52,11 @@ def test_samples_look_like_apiserversource_traffic(path: Path) -> None:
     uuid.UUID(attrs["id"])
     assert attrs["source"].startswith("https://")
     assert attrs["type"] in {t.value for t in ApiServerType}
-    assert attrs["subject"] == (f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{attrs['namespace']}"
-                                f"/trainjobs/{attrs['name']}")
-    assert (attrs["kind"], attrs["apiversion"]) == ("TrainJob", "trainer.kubeflow.org/v1alpha1")
+    assert attrs["subject"] == (f"/apis/{attrs['apiversion']}/namespaces/{attrs['namespace']}"
+                                f"/{attrs['kind'].lower()}s/{attrs['name']}")
+    assert (attrs["kind"], attrs["apiversion"]) in {("TrainJob", "trainer.kubeflow.org/v1alpha1"),
+                                                    ("WorkloadRun", "nvcre.nvidia.com/v1alpha1")}
+    assert record["data"]["kind"] == attrs["kind"] or attrs["type"].startswith("dev.knative.apiserver.ref.")
     parsed = parse_apiserver_event(env(attrs["type"], record["data"]))
     assert parsed.ref.name == attrs["name"] and parsed.ref.namespace == attrs["namespace"]
 

@@ -1,0 +1,199 @@
+"""WorkloadRuns on the real API server: every generated object is stored exactly as sent (apart from
+server defaults: nothing pruned by the upstream CRDs), and WorkloadRuns run end to end through the
+local Broker, the sources and every function."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from functions.errors import NotFound
+from functions.gateway import (
+    CONFIGMAPS,
+    PVCS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    Gateway,
+    Resource,
+    cre_jobs,
+    cre_workloadruns,
+)
+from functions.localstack.apisource import WatchSource
+from functions.localstack.broker import LocalBroker, triggers_from_manifests
+from functions.localstack.dev import final_state
+from functions.localstack.manifests import render
+from functions.localstack.trainer import TrainerSimulator, wait_until
+from functions.translate import translate
+from tests.unit.render_cases import CASES
+
+RUNS = cre_workloadruns("nvcre.nvidia.com")
+JOBS = cre_jobs("nvcre.nvidia.com")
+SAMPLES = sorted((Path(__file__).parents[2] / "events" / "samples" / "workloadruns").glob("*.yaml"))
+RESOURCES = {"ConfigMap": CONFIGMAPS, "PersistentVolumeClaim": PVCS, "TrainingRuntime": TRAINING_RUNTIMES,
+             "Job": JOBS}
+
+
+def missing(sent: Any, stored: Any, path: str = "") -> list[str]:
+    """Where `stored` lacks or changed what was `sent` (server-added fields are fine)."""
+    if isinstance(sent, dict):
+        if not isinstance(stored, dict):
+            return [path or "/"]
+        return [p for k, v in sent.items() for p in (missing(v, stored[k], f"{path}.{k}") if k in stored
+                                                    else [f"{path}.{k}"])]
+    if isinstance(sent, list):
+        if not isinstance(stored, list) or len(stored) != len(sent):
+            return [path]
+        return [p for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for p in missing(a, b, f"{path}[{i}]")]
+    return [] if sent == stored else [f"{path}: {sent!r} became {stored!r}"]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_generated_objects_are_stored_unchanged(case: str, gateway: Gateway, namespace: str) -> None:
+    run = copy.deepcopy(CASES[case])
+    run["metadata"]["namespace"] = namespace
+    for obj in translate(run).objects:
+        stored = gateway.create(RESOURCES[obj["kind"]], namespace, obj)
+        assert missing(obj, stored) == [], obj["kind"]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_example_workloadruns_are_valid_and_their_objects_stored_unchanged(sample: Path, gateway: Gateway,
+                                                                          namespace: str) -> None:
+    run = yaml.safe_load(sample.read_text())
+    run["metadata"]["namespace"] = namespace
+    created = gateway.create(RUNS, namespace, run)
+    assert missing(run["spec"], created["spec"]) == []
+    for obj in translate(created).objects:
+        assert missing(obj, gateway.create(RESOURCES[obj["kind"]], namespace, obj)) == [], obj["kind"]
+
+
+def stack(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> tuple[LocalBroker,
+                                                                                             list[WatchSource]]:
+    urls = functions()
+    triggers, _ = triggers_from_manifests(render("base"), {f"crefn-{t}": u for t, u in urls.items()})
+    broker = LocalBroker(triggers)
+    sources = [WatchSource(gateway, res, broker.publish, namespace=namespace,
+                           label_selector="crefn.dev/managed=true").start() for res in (TRAINJOBS, JOBS, RUNS)]
+    for source in sources:
+        assert source.ready.wait(10)
+    return broker, sources
+
+
+def workloadrun(namespace: str, framework: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+            "metadata": {"name": "wr", "namespace": namespace, "labels": {"crefn.dev/managed": "true"}},
+            "spec": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 2, "gpusPerNode": 4,
+                     "framework": framework, **spec}}
+
+
+def run_conditions(gateway: Gateway, namespace: str) -> dict[str, tuple[str, str]]:
+    obj = gateway.get(RUNS, namespace, "wr") or {}
+    return {c["type"]: (c["status"], c["reason"]) for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+@pytest.mark.parametrize(("script", "expect"), [
+    ({0: ["run", "complete"]}, "Succeeded"),
+    ({0: ["run", "fail"]}, "Failed"),
+], ids=["succeeds", "fails"])
+def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callable[..., dict[str, str]],
+                    gateway: Gateway, namespace: str) -> None:
+    broker, sources = stack(functions, gateway, namespace)
+    trainer = None
+    try:
+        run = gateway.create(RUNS, namespace, workloadrun(namespace, {"torch": {"module": "train"}}))
+        assert wait_until(lambda: gateway.get(TRAINJOBS, namespace, "wr-workload") is not None, 30)
+        # the owner chain: WorkloadRun → runtime and Job → TrainJob
+        job = gateway.get(JOBS, namespace, "wr") or {}
+        runtime = gateway.get(TRAINING_RUNTIMES, namespace, "wr-runtime") or {}
+        tj = gateway.get(TRAINJOBS, namespace, "wr-workload") or {}
+        assert job["metadata"]["ownerReferences"][0]["uid"] == run["metadata"]["uid"]
+        assert runtime["metadata"]["ownerReferences"][0]["uid"] == run["metadata"]["uid"]
+        assert tj["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+        assert tj["spec"]["runtimeRef"] == {"name": "wr-runtime", "apiGroup": "trainer.kubeflow.org",
+                                            "kind": "TrainingRuntime"}
+        assert tj["spec"]["trainer"]["numProcPerNode"] == 4
+        assert wait_until(lambda: run_conditions(gateway, namespace).get("InProgress", ("",))[0] == "True", 20)
+
+        def quiet() -> bool:
+            return broker.wait_idle(timeout=0.5, quiet=0.3)
+
+        trainer = TrainerSimulator(gateway, namespace, "wr", script, quiet, step_delay=0.2).start()
+        assert wait_until(lambda: run_conditions(gateway, namespace).get(expect, ("",))[0] == "True", 60), \
+            run_conditions(gateway, namespace)
+    finally:
+        if trainer:
+            trainer.stop()
+        for source in sources:
+            source.stop()
+        broker.close()
+    conditions = run_conditions(gateway, namespace)
+    job_state = final_state(gateway.get(JOBS, namespace, "wr") or {})
+    assert conditions[expect] == ("True", job_state[1])
+    assert {k: v for k, v in conditions.items() if k != expect} == {
+        t: ("False", "Superseded") for t in {"InProgress", "Succeeded", "Failed"} - {expect}}
+    assert broker.dead == []
+
+
+def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Callable[..., dict[str, str]],
+                                                                gateway: Gateway, namespace: str) -> None:
+    broker, sources = stack(functions, gateway, namespace)
+    try:
+        # script and module together: a CEL rule of the CRD, which this API server does not enforce
+        gateway.create(RUNS, namespace, workloadrun(namespace, {"torch": {"script": "a.py", "module": "a"}}))
+        assert wait_until(lambda: run_conditions(gateway, namespace).get("Failed", ("",))[0] == "True", 20)
+        assert broker.wait_idle(timeout=10, quiet=0.3)
+    finally:
+        for source in sources:
+            source.stop()
+        broker.close()
+    obj = gateway.get(RUNS, namespace, "wr") or {}
+    failed = next(c for c in obj["status"]["conditions"] if c["type"] == "Failed")
+    assert (failed["reason"], failed["message"]) == ("InvalidSpec",
+                                                     "spec.framework.torch: set exactly one of script or module")
+    for res in (JOBS, TRAINING_RUNTIMES, CONFIGMAPS, PVCS):
+        assert [o["metadata"]["name"] for o in gateway.list_all(res, namespace)
+                if o["metadata"]["name"].startswith("wr")] == []
+
+
+def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                          namespace: str) -> None:
+    from functions.localstack.apisource import apiserver_record
+    from functions.localstack.client import send
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}},
+                                                      checkpoint={"storageSize": "1Gi", "maxRestarts": 1},
+                                                      config={"inline": {"a": "b"}}))
+    record = apiserver_record("add", run, RUNS, gateway.host)
+    assert send(urls["workloadrun"], record).status == 202
+    first = {(o["kind"], o["metadata"]["uid"]) for res in RESOURCES.values() for o in gateway.list_all(res, namespace)}
+    assert {k for k, _ in first} == {"ConfigMap", "PersistentVolumeClaim", "TrainingRuntime", "Job"}
+    for _ in range(2):
+        assert send(urls["workloadrun"], record).status == 202
+    again = {(o["kind"], o["metadata"]["uid"]) for res in RESOURCES.values() for o in gateway.list_all(res, namespace)}
+    assert again == first
+
+
+def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[..., dict[str, str]],
+                                                           gateway: Gateway, namespace: str) -> None:
+    from functions.localstack.apisource import apiserver_record
+    from functions.localstack.client import send
+
+    gateway.create(TRAINING_RUNTIMES, namespace, {"apiVersion": "trainer.kubeflow.org/v1alpha1",
+                                                  "kind": "TrainingRuntime", "metadata": {"name": "wr-runtime"},
+                                                  "spec": {"template": {"spec": {}}}})
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    assert send(functions()["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    assert run_conditions(gateway, namespace)["Failed"] == ("True", "ObjectConflict")
+    with pytest.raises(NotFound):
+        gateway.request("GET", JOBS.path(namespace, "wr"))
+
+
+def test_resource_helper_covers_every_generated_kind() -> None:
+    assert set(RESOURCES) == {o["kind"] for o in translate(CASES["checkpoint"]).objects} | {"ConfigMap"}
+    assert all(isinstance(r, Resource) for r in RESOURCES.values())

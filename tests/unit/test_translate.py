@@ -1,0 +1,136 @@
+"""WorkloadRun translation (SPEC §7): golden renders, validation naming the field, `cre-fn render`."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from functions.translate import InvalidSpec, translate
+from tests.unit.render_cases import CASES, run
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "render"
+SAMPLES = Path(__file__).parents[2] / "events" / "samples" / "workloadruns"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_golden_render(case: str) -> None:
+    expected = list(yaml.safe_load_all((GOLDEN / f"{case}.yaml").read_text()))
+    assert translate(CASES[case]).objects == expected
+
+
+def runtime_container(objs: list[dict[str, Any]], job: str = "node") -> dict[str, Any]:
+    runtime = next(o for o in objs if o["kind"] == "TrainingRuntime")
+    rj = next(r for r in runtime["spec"]["template"]["spec"]["replicatedJobs"] if r["name"] == job)
+    container: dict[str, Any] = rj["template"]["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def trainer(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    job = next(o for o in objs if o["kind"] == "Job")
+    result: dict[str, Any] = job["spec"]["workload"]["trainJob"]["trainer"]
+    return result
+
+
+def test_the_rules_behind_the_goldens() -> None:
+    torch = translate(CASES["torch-script"]).objects
+    assert trainer(torch)["command"] == ["torchrun"]
+    assert trainer(torch)["args"] == ["/workspace/train.py", "--epochs", "3"]
+    assert trainer(torch)["numProcPerNode"] == 8  # gpusPerNode defaults to 8
+    runtime = next(o for o in torch if o["kind"] == "TrainingRuntime")
+    assert runtime["spec"]["mlPolicy"] == {"numNodes": 2, "torch": {}}
+    assert runtime["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "torch"
+    assert runtime_container(torch)["resources"] == {"limits": {"nvidia.com/gpu": "8"}}
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in runtime_container(torch)["volumeMounts"]
+    assert trainer(translate(CASES["torch-module"]).objects)["args"] == ["-m", "megatron.train", "--tp", "8"]
+    mpi = translate(CASES["mpi-custom"]).objects
+    assert trainer(mpi)["command"] == ["/opt/hpcx/bin/mpirun"]
+    assert trainer(mpi)["args"] == ["-N", "8", "--bind-to", "none", "/usr/local/bin/all_reduce_perf", "-b", "8"]
+    mpi_runtime = next(o for o in mpi if o["kind"] == "TrainingRuntime")["spec"]
+    assert mpi_runtime["mlPolicy"]["mpi"] == {"mpiImplementation": "OpenMPI", "numProcPerNode": 8,
+                                              "sshAuthMountPath": "/root/.ssh"}
+    launcher, node = mpi_runtime["template"]["spec"]["replicatedJobs"]
+    assert node["name"] == "node" and "dependsOn" not in node
+    assert (launcher["name"], launcher["replicas"], launcher["dependsOn"]) == (
+        "launcher", 1, [{"name": "node", "status": "Ready"}])
+    assert runtime_container(mpi)["command"] == ["/usr/sbin/sshd"]
+    assert mpi_runtime["template"]["spec"]["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["launcher"]}
+    assert trainer(translate(CASES["exec"]).objects)["command"] == ["/bin/bash", "-c"]
+    ck = translate(CASES["checkpoint"])
+    assert ck.pvc is not None and ck.pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert ck.job["spec"]["checkpoint"] == {"pvcName": "wr-checkpoint-pvc", "maxRestarts": 3}
+    assert ck.configmap is None and translate(CASES["config-ref"]).configmap is None
+    assert translate(CASES["config-inline"]).configmap["data"] == {"train.yaml": "lr: 0.1\n"}  # type: ignore[index]
+    assert runtime_container(translate(CASES["gpus-zero-by-user"]).objects)["resources"] == {
+        "limits": {"nvidia.com/gpu": "0"}}
+    every = translate(CASES["checkpoint"]).objects
+    assert all(o["metadata"]["ownerReferences"][0]["kind"] == "WorkloadRun" for o in every)
+    assert translate(CASES["checkpoint"]).job["metadata"]["labels"]["crefn.dev/managed"] == "true"
+
+
+def with_spec(**changes: Any) -> dict[str, Any]:
+    r = run()
+    for key, value in changes.items():
+        if value is None:
+            r["spec"].pop(key, None)
+        else:
+            r["spec"][key] = copy.deepcopy(value)
+    return r
+
+
+INVALID = [
+    ("script-and-module", with_spec(framework={"torch": {"script": "a.py", "module": "a"}}),
+     "spec.framework.torch: set exactly one of script or module"),
+    ("neither-script-nor-module", with_spec(framework={"torch": {"args": ["x"]}}),
+     "spec.framework.torch: set exactly one of script or module"),
+    ("num-nodes-zero", with_spec(numNodes=0), "spec.numNodes must be an integer of at least 1"),
+    ("empty-exec-command", with_spec(framework={"exec": {"command": []}}),
+     "spec.framework.exec.command must not be empty"),
+    ("bad-storage-size", with_spec(checkpoint={"storageSize": "lots"}),
+     "spec.checkpoint.storageSize: 'lots' is not a storage size"),
+    ("no-image", with_spec(image=None), "spec.image is required"),
+    ("two-frameworks", with_spec(framework={"torch": {"script": "a"}, "exec": {"command": ["x"]}}),
+     "spec.framework must set exactly one of torch, mpi or exec"),
+    ("no-framework", with_spec(framework={}), "spec.framework must set exactly one of torch, mpi or exec"),
+    ("mpi-without-binary", with_spec(framework={"mpi": {"mpirunPath": "/bin/mpirun"}}),
+     "spec.framework.mpi.binary is required"),
+    ("mpi-intel", with_spec(framework={"mpi": {"binary": "b", "mpirunPath": "m", "mpiImplementation": "Intel"}}),
+     "spec.framework.mpi.mpiImplementation"),
+    ("config-both", with_spec(config={"inline": {"a": "b"}, "configMapRef": {"name": "c"}}),
+     "spec.config: set exactly one of inline or configMapRef"),
+    ("config-ref-without-name", with_spec(config={"configMapRef": {}}), "spec.config.configMapRef.name is required"),
+]
+
+
+@pytest.mark.parametrize(("r", "message"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
+def test_invalid_specs_name_the_field(r: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidSpec) as err:
+        translate(r)
+    assert str(err.value).startswith(message)
+
+
+def cre_fn(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_cre_fn_render_prints_the_objects(sample: Path) -> None:
+    result = cre_fn("render", str(sample))
+    assert result.returncode == 0, result.stderr
+    objs = list(yaml.safe_load_all(result.stdout))
+    assert objs == translate(yaml.safe_load(sample.read_text())).objects
+    assert {o["kind"] for o in objs} >= {"TrainingRuntime", "Job"}
+
+
+def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(with_spec(framework={"torch": {"script": "a.py", "module": "a"}})))
+    result = cre_fn("render", str(path))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == "cre-fn render: wr: spec.framework.torch: set exactly one of script or module"
