@@ -7,6 +7,7 @@ a test keeps the committed files in step with these models.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -88,11 +89,27 @@ class JobRestartedData(EventData):
     not_before: datetime
 
 
+class AlertData(EventData):
+    """`dev.crefn.alert`: an alert as the `alert` function sends it to a CloudEvents sink (not the Broker)."""
+
+    alertname: str
+    status: Literal["firing", "resolved"]
+    severity: Literal["critical", "warning"]
+    job: JobRef
+    reason: str
+    summary: str
+    description: str
+    starts_at: datetime
+    ends_at: datetime | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
 DATA_MODELS: dict[EventType, type[EventData]] = {
     EventType.WORKLOAD_PHASE: WorkloadPhaseData,
     EventType.WORKLOAD_CREATED: WorkloadCreatedData,
     EventType.JOB_CONDITION_CHANGED: JobConditionChangedData,
     EventType.JOB_RESTARTED: JobRestartedData,
+    EventType.ALERT: AlertData,
 }
 
 EXTENSIONS: dict[EventType, tuple[str, ...]] = {
@@ -100,5 +117,6 @@ EXTENSIONS: dict[EventType, tuple[str, ...]] = {
     EventType.WORKLOAD_CREATED: ("namespace", "job", "partitionkey"),
     EventType.JOB_CONDITION_CHANGED: ("namespace", "job", "jobcondition", "partitionkey"),
     EventType.JOB_RESTARTED: ("namespace", "job", "partitionkey"),
+    EventType.ALERT: ("namespace", "job", "partitionkey", "alertname", "alertstatus", "severity"),
 }
 """The extension attributes every emitted event of a type carries."""

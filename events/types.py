@@ -23,6 +23,7 @@ class EventType(StrEnum):
     WORKLOAD_CREATED = "dev.crefn.workload.created"
     JOB_CONDITION_CHANGED = "dev.crefn.job.condition.changed"
     JOB_RESTARTED = "dev.crefn.job.restarted"
+    ALERT = "dev.crefn.alert"
 
 
 class Phase(StrEnum):

@@ -12,7 +12,7 @@ from pathlib import Path
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
 from functions.localstack.serving import MAIN
 
-TARGETS = ("phase", "launch", "status", "restart", "resync", "workloadrun")
+TARGETS = ("phase", "launch", "status", "restart", "resync", "workloadrun", "alert")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

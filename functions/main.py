@@ -16,6 +16,7 @@ from typing import Any
 
 import functions_framework
 
+from functions import alert as alert_fn
 from functions import launch as launch_fn
 from functions import phase as phase_fn
 from functions import restart as restart_fn
@@ -72,3 +73,8 @@ def resync(request: Any) -> Any:
 @functions_framework.http
 def workloadrun(request: Any) -> Any:
     return serve(request, "workloadrun", workloadrun_fn.handle)
+
+
+@functions_framework.http
+def alert(request: Any) -> Any:
+    return serve(request, "alert", alert_fn.handle)

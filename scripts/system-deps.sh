@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Install the Debian packages the test suite and the local stack run: etcd (etcd-server) and openssl.
+# Install the Debian packages the test suite and the local stack run: etcd (etcd-server), openssl and
+# Prometheus Alertmanager (prometheus-alertmanager; the package's service is not started here).
 set -euo pipefail
 missing=()
 command -v etcd >/dev/null 2>&1 || [[ -n "${ETCD:-}" ]] || missing+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v prometheus-alertmanager >/dev/null 2>&1 || [[ -n "${ALERTMANAGER:-}" ]] || missing+=(prometheus-alertmanager)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 echo "[deps] installing ${missing[*]}" >&2

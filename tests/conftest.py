@@ -16,7 +16,7 @@ from functions.localstack.manifests import render, service_account_user
 from functions.localstack.serving import ServedFunction
 
 SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
-                    "crefn-workloadrun", "crefn-apiserversource")
+                    "crefn-workloadrun", "crefn-alert", "crefn-apiserversource")
 FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
 
 

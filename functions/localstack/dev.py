@@ -38,7 +38,7 @@ from functions.localstack.replay import read_recording
 from functions.localstack.serving import ServedFunction
 from functions.localstack.trainer import Script, TrainerSimulator, script_from_recording, wait_until
 
-TARGETS = ("phase", "launch", "status", "restart", "resync", "workloadrun")
+TARGETS = ("phase", "launch", "status", "restart", "resync", "workloadrun", "alert")
 RBAC_KINDS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
 DEMO_NAMESPACE, DEMO_JOB = "ml-team", "llama-pretrain"
 DEMO_SCRIPT: Script = {0: ["resume", "run", "fail"], 1: ["resume", "run", "complete"]}

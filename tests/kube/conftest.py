@@ -18,6 +18,7 @@ from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction
 
 LIFECYCLE = ("phase", "launch", "status", "restart", "resync", "workloadrun")
+ALERT_USER = "crefn-alert"
 
 
 @dataclass

@@ -31,6 +31,7 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("resync", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
     ("apiserversource", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("workloadrun", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
+    ("alert", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
     ("workloadrun", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
 ]
 ALLOWED: list[tuple[str, str, Call]] = [
@@ -39,6 +40,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("apiserversource", "list trainjobs", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
+    ("alert", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("workloadrun", "create configmaps", lambda gw, ns: gw.create(CONFIGMAPS, ns, {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}})),
 ]

@@ -13,13 +13,13 @@ import kubernetes_validate
 import pytest
 
 from events.types import EventType
-from functions import launch, main, phase, restart, resync, status, workloadrun
+from functions import alert, launch, main, phase, restart, resync, status, workloadrun
 from functions.localstack.manifests import KNATIVE, OVERLAYS, render
 from functions.settings import Settings
 from tests.manifests.knative_models import KNATIVE_MODELS
 
 HANDLERS = {"phase": phase, "launch": launch, "status": status, "restart": restart, "resync": resync,
-            "workloadrun": workloadrun}
+            "workloadrun": workloadrun, "alert": alert}
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
@@ -194,6 +194,18 @@ def test_overlays_change_what_they_say() -> None:
     assert settings_of(legacy)["CREFN_CRE_GROUP"] == "cre.nvidia.com"
     text = str(legacy)
     assert "nvcre.nvidia.com" not in text and "cre.nvidia.com/v1alpha1" in text
+
+
+def test_alert_sinks_secret_template_is_valid_and_names_known_settings() -> None:
+    import yaml
+
+    secret = yaml.safe_load((KNATIVE / "base" / "alert-sinks-secret.template.yaml").read_text())
+    kubernetes_validate.validate(secret, "1.37.0", strict=True)
+    known = {f"CREFN_{name.upper()}" for name in Settings.model_fields}
+    assert set(secret["stringData"]) <= known
+    alert = by_name(RENDERED["base"], "Service")["crefn-alert"]
+    env_from = alert["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert {"secretRef": {"name": secret["metadata"]["name"], "optional": True}} in env_from
 
 
 def test_dockerfile_runs_as_non_root_with_the_target_from_env() -> None:

@@ -1,0 +1,80 @@
+"""The `alert` function (SPEC §8): `job.condition.changed`, `job.restarted` and CRE Job deletes →
+alerts to every configured sink.
+
+parse → decide (pure, `functions.alerts`; a `Failed` change reads the Job for its restart budget) →
+send to each sink (`functions.sinks`) → answer. Every sink is tried: one that is down or throttled
+(429) makes the answer 503, naming it, so the Broker retries (the others have already received the
+alerts; see `functions.sinks` for which sinks absorb the duplicates); one that refuses the payload
+(other 4xx) is a configuration error: 400 when no sink needs a retry. No sink configured: 202.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from events.emitted import JobConditionChangedData, JobRestartedData
+from events.envelope import Envelope, ResourceChange, first_error, parse_apiserver_event
+from events.types import ApiServerType, EventType
+from functions.alerts import Alert, on_condition_changed, on_job_deleted, on_restarted
+from functions.context import Context
+from functions.errors import PermanentError, TemporaryError
+from functions.jobs import parse_job, read_job
+from functions.outcome import NoReply, Outcome
+from functions.sinks import SinkError, configured_sinks
+
+M = TypeVar("M", bound=BaseModel)
+FUNCTION = "alert"
+ACCEPTS = frozenset({EventType.JOB_CONDITION_CHANGED.value, EventType.JOB_RESTARTED.value,
+                     ApiServerType.RESOURCE_DELETE.value})
+"""Event types this function handles (the Triggers in knative/ may route only these)."""
+
+
+def parse_data(env: Envelope, model: type[M]) -> M:
+    if not isinstance(env.data, dict):
+        raise PermanentError(f"data of {env.type} must be a JSON object")
+    try:
+        return model.model_validate(env.data)
+    except ValidationError as e:
+        raise PermanentError(f"invalid {env.type} data: {first_error(e)}") from None
+
+
+def decide(env: Envelope, ctx: Context) -> list[Alert]:
+    now = ctx.clock()
+    if env.type == EventType.JOB_CONDITION_CHANGED:
+        changed = parse_data(env, JobConditionChangedData)
+        max_restarts = None
+        if changed.new.type == "Failed":
+            state = read_job(ctx, changed.job.namespace, changed.job.name)
+            checkpoint = state.job.spec.checkpoint if state else None
+            max_restarts = checkpoint.max_restarts if checkpoint else None
+        return on_condition_changed(changed, max_restarts, now)
+    if env.type == EventType.JOB_RESTARTED:
+        return on_restarted(parse_data(env, JobRestartedData), now)
+    change = parse_apiserver_event(env)
+    if not isinstance(change, ResourceChange) or change.verb != "delete":
+        raise PermanentError(f"unknown event type {env.type!r} for this function")
+    return on_job_deleted(parse_job(change.object, ctx.settings.cre_group).raw, now)
+
+
+def handle(env: Envelope, ctx: Context) -> Outcome:
+    alerts = decide(env, ctx)
+    if not alerts:
+        return NoReply("no alert to raise or resolve")
+    sinks = configured_sinks(ctx.settings)
+    if not sinks:
+        return NoReply(f"{len(alerts)} alerts, no sink configured")
+    failures: list[SinkError] = []
+    for sink in sinks:
+        try:
+            sink.send(alerts)
+        except SinkError as e:
+            failures.append(e)
+    names = ", ".join(f"{a.name} {a.status}" for a in alerts)
+    if any(f.temporary for f in failures):
+        raise TemporaryError(f"alert sinks failed: {'; '.join(str(f) for f in failures)} "
+                             f"(delivered to the others: {names})", 503)
+    if failures:
+        raise PermanentError(f"alert sinks refused: {'; '.join(str(f) for f in failures)}")
+    return NoReply(f"sent to {len(sinks)} sinks: {names}")

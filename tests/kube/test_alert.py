@@ -1,0 +1,258 @@
+"""The `alert` function with real sinks: a real Prometheus Alertmanager (with a webhook receiver), and
+local HTTP receivers checking the Slack and PagerDuty payloads against their documented shapes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.gateway import Gateway, cre_jobs
+from functions.localstack.alertmanager import LocalAlertmanager
+from functions.localstack.apiserver import LocalCluster, free_port
+from functions.localstack.client import Answer, send
+from functions.localstack.manifests import service_account_user
+from functions.localstack.serving import ServedFunction
+from functions.localstack.trainer import wait_until
+
+JOBS = cre_jobs("nvcre.nvidia.com")
+
+
+class Receiver:
+    """An HTTP endpoint recording JSON bodies; answers from `script` (status, headers), then `default`."""
+
+    def __init__(self, default: int = 200, body: bytes = b"ok") -> None:
+        self.bodies: list[Any] = []
+        self.script: list[tuple[int, dict[str, str]]] = []
+        self.default, self.body = default, body
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                receiver.bodies.append(json.loads(self.rfile.read(int(self.headers.get("content-length") or 0))))
+                status, headers = receiver.script.pop(0) if receiver.script else (receiver.default, {})
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(receiver.body)))
+                self.end_headers()
+                self.wfile.write(receiver.body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(scope="module")
+def alertmanager(tmp_path_factory: pytest.TempPathFactory, webhook: Receiver) -> Iterator[LocalAlertmanager]:
+    am = LocalAlertmanager(tmp_path_factory.mktemp("alertmanager"), webhook.url).start()
+    yield am
+    am.stop()
+
+
+@pytest.fixture
+def receivers() -> Iterator[tuple[Receiver, Receiver]]:
+    slack, pagerduty = Receiver(200, b"ok"), Receiver(202, b'{"status":"success"}')
+    yield slack, pagerduty
+    slack.close()
+    pagerduty.close()
+
+
+def alert_fn(serve: Callable[..., ServedFunction], cluster: LocalCluster, **settings: str) -> str:
+    kubeconfig = str(cluster.kubeconfig_for(service_account_user("crefn-alert")))
+    return serve("alert", CREFN_KUBECONFIG=kubeconfig, CREFN_LOG_LEVEL="WARNING", **settings).url
+
+
+def event(type_: str, data: dict[str, Any], ns: str, job: str = "llm", **ext: str) -> dict[str, Any]:
+    return {"attributes": {"specversion": "1.0", "id": "a1", "source": "/crefn/restart", "type": type_,
+                           "subject": f"{ns}/{job}", "namespace": ns, "job": job, **ext}, "data": data}
+
+
+def failed(ns: str, restarts: int = 0, job: str = "llm") -> dict[str, Any]:
+    return event("dev.crefn.job.condition.changed", {
+        "job": {"name": job, "namespace": ns},
+        "previous": {"type": "InProgress", "reason": "WorkloadRunning", "message": ""},
+        "new": {"type": "Failed", "reason": "WorkloadFailed",
+                "message": "Workload TrainJob/llm-workload failed: exit code 137"},
+        "restartCount": restarts, "failedNodes": [{"name": "gpu-node-07", "reason": "WorkloadFailed"}]},
+        ns, job, jobcondition="Failed")
+
+
+def job_deleted(gateway: Gateway, ns: str, job: dict[str, Any]) -> dict[str, Any]:
+    from functions.localstack.apisource import apiserver_record
+
+    return apiserver_record("delete", job, JOBS, gateway.host)
+
+
+def create_failed_job(gateway: Gateway, ns: str, restarts: int, max_restarts: int) -> dict[str, Any]:
+    gateway.create(JOBS, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "llm"},
+                              "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}},
+                                       "checkpoint": {"pvcName": "p", "maxRestarts": max_restarts}}})
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return gateway.patch(JOBS, ns, "llm", {"status": {"restartCount": restarts, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "WorkloadFailed", "message": "m", "observedGeneration": 1,
+         "lastTransitionTime": now}]}}, status=True)
+
+
+def ours(alerts: list[dict[str, Any]], ns: str) -> dict[str, dict[str, Any]]:
+    return {a["labels"]["alertname"]: a for a in alerts if a["labels"].get("namespace") == ns}
+
+
+def notified(webhook: Receiver, ns: str, status: str) -> list[str]:
+    return [a["labels"]["alertname"] for body in webhook.bodies for a in body["alerts"]
+            if a["labels"].get("namespace") == ns and a["status"] == status]
+
+
+def test_failed_job_alert_in_alertmanager_then_resolved_by_the_delete(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+        alertmanager: LocalAlertmanager, webhook: Receiver) -> None:
+    url = alert_fn(serve, cluster, CREFN_ALERTMANAGER_URL=alertmanager.url)
+    job = create_failed_job(gateway, namespace, restarts=2, max_restarts=2)
+    answer = send(url, failed(namespace, restarts=2))
+    assert answer.status == 202, answer.text
+    listed = ours(alertmanager.alerts(), namespace)
+    assert set(listed) == {"CREJobFailed", "CREJobRestartsExhausted"}
+    failed_alert = listed["CREJobFailed"]
+    assert failed_alert["labels"] == {"alertname": "CREJobFailed", "severity": "critical", "namespace": namespace,
+                                      "job": "llm", "reason": "WorkloadFailed"}
+    assert "gpu-node-07" in failed_alert["annotations"]["description"]
+    assert "Restarts used: 2/2" in failed_alert["annotations"]["description"]
+    assert failed_alert["status"]["state"] == "active"
+    assert wait_until(lambda: {"CREJobFailed", "CREJobRestartsExhausted"} <= set(notified(webhook, namespace,
+                                                                                          "firing")), 15)
+    # the Job is deleted: the ApiServerSource's delete event resolves what it raised
+    answer = send(url, job_deleted(gateway, namespace, job))
+    assert answer.status == 202, answer.text
+    assert wait_until(lambda: not ours(alertmanager.alerts(active="true"), namespace), 10)
+    assert wait_until(lambda: {"CREJobFailed", "CREJobRestartsExhausted"} <= set(notified(webhook, namespace,
+                                                                                          "resolved")), 15)
+
+
+def test_restart_warning(serve: Callable[..., ServedFunction], cluster: LocalCluster, namespace: str,
+                         alertmanager: LocalAlertmanager) -> None:
+    url = alert_fn(serve, cluster, CREFN_ALERTMANAGER_URL=alertmanager.url)
+    data = {"job": {"name": "llm", "namespace": namespace}, "attempt": 1, "maxRestarts": 3,
+            "notBefore": datetime.now(UTC).isoformat(),
+            "previousWorkload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                 "name": "llm-workload", "namespace": namespace, "attempt": 0}}
+    assert send(url, event("dev.crefn.job.restarted", data, namespace)).status == 202
+    alert = ours(alertmanager.alerts(), namespace)["CREJobRestarted"]
+    assert alert["labels"]["severity"] == "warning" and "restart 1/3" in alert["annotations"]["description"]
+    ends = datetime.fromisoformat(alert["endsAt"].replace("Z", "+00:00"))
+    assert 3000 < (ends - datetime.now(UTC)).total_seconds() <= 3600
+
+
+def test_slack_and_pagerduty_payloads(serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway,
+                                      namespace: str, receivers: tuple[Receiver, Receiver]) -> None:
+    slack, pagerduty = receivers
+    url = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=slack.url, CREFN_PAGERDUTY_URL=pagerduty.url,
+                   CREFN_PAGERDUTY_ROUTING_KEY="R0UT1NGKEY")
+    job = create_failed_job(gateway, namespace, restarts=0, max_restarts=0)
+    assert send(url, failed(namespace)).status == 202
+    (message,) = slack.bodies
+    assert message["text"] == f"CRITICAL: CRE Job {namespace}/llm failed (WorkloadFailed)"
+    attachment = message["attachments"][0]
+    assert attachment["color"] == "danger" and attachment["title"] == "CREJobFailed"
+    assert {f["title"]: f["value"] for f in attachment["fields"]} == {
+        "namespace": namespace, "job": "llm", "reason": "WorkloadFailed", "severity": "critical"}
+    (trigger,) = pagerduty.bodies
+    assert trigger["routing_key"] == "R0UT1NGKEY" and trigger["event_action"] == "trigger"
+    assert trigger["dedup_key"] == f"{namespace}/llm/CREJobFailed"
+    payload = trigger["payload"]
+    assert (payload["severity"], payload["source"], payload["class"], payload["group"]) == (
+        "critical", f"{namespace}/llm", "CREJobFailed", namespace)
+    assert payload["summary"] and "exit code 137" in payload["custom_details"]["description"]
+    assert send(url, job_deleted(gateway, namespace, job)).status == 202
+    assert pagerduty.bodies[1] == {"routing_key": "R0UT1NGKEY", "dedup_key": f"{namespace}/llm/CREJobFailed",
+                                   "event_action": "resolve"}
+    assert slack.bodies[1]["text"].startswith("RESOLVED: ") and slack.bodies[1]["attachments"][0]["color"] == "good"
+
+
+def test_throttled_sink_is_503_and_the_others_are_delivered(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, namespace: str,
+        receivers: tuple[Receiver, Receiver], alertmanager: LocalAlertmanager) -> None:
+    slack, pagerduty = receivers
+    slack.script = [(429, {"Retry-After": "3"})]
+    url = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=slack.url, CREFN_PAGERDUTY_URL=pagerduty.url,
+                   CREFN_PAGERDUTY_ROUTING_KEY="k", CREFN_ALERTMANAGER_URL=alertmanager.url)
+    answer: Answer = send(url, failed(namespace, job="throttled"))
+    assert answer.status == 503
+    assert "slack: throttled (429, retry after 3s)" in answer.text and "\n" not in answer.text
+    assert len(pagerduty.bodies) == 1 and "CREJobFailed" in ours(alertmanager.alerts(), namespace)
+    # the Broker retries: Slack takes it now; PagerDuty dedups by key, Alertmanager by labels
+    assert send(url, failed(namespace, job="throttled")).status == 202
+    keys = {b["dedup_key"] for b in pagerduty.bodies}
+    assert len(slack.bodies) == 2 and keys == {f"{namespace}/throttled/CREJobFailed"}
+
+
+def test_sink_down_is_503_naming_it(serve: Callable[..., ServedFunction], cluster: LocalCluster, namespace: str,
+                                    receivers: tuple[Receiver, Receiver]) -> None:
+    slack, pagerduty = receivers
+    url = alert_fn(serve, cluster, CREFN_ALERTMANAGER_URL=f"http://127.0.0.1:{free_port()}",
+                   CREFN_SLACK_WEBHOOK_URL=slack.url, CREFN_PAGERDUTY_URL=pagerduty.url,
+                   CREFN_PAGERDUTY_ROUTING_KEY="k")
+    answer = send(url, failed(namespace, job="down"))
+    assert answer.status == 503 and answer.text.startswith("alert sinks failed: alertmanager: unreachable")
+    assert len(slack.bodies) == 1 and len(pagerduty.bodies) == 1
+
+
+def test_a_sink_refusing_the_payload_is_400(serve: Callable[..., ServedFunction], cluster: LocalCluster,
+                                            namespace: str) -> None:
+    refusing = Receiver(403, b"invalid_token")
+    try:
+        url = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=refusing.url + "refuse")
+        answer = send(url, failed(namespace, job="refused"))
+        assert answer.status == 400 and "slack: answered 403: invalid_token" in answer.text
+    finally:
+        refusing.close()
+
+
+def test_cloudevents_sink_gets_alert_events(serve: Callable[..., ServedFunction], cluster: LocalCluster,
+                                            namespace: str, tmp_path: Path) -> None:
+    from functions.localstack.record import Recorder, make_server
+
+    out = (tmp_path / "alerts.jsonl").open("w")
+    server = make_server(free_port(), Recorder(out), "127.0.0.1")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = alert_fn(serve, cluster, CREFN_ALERT_SINK_URL=f"http://127.0.0.1:{server.server_address[1]}/")
+        assert send(url, failed(namespace, job="ce")).status == 202
+    finally:
+        server.shutdown()
+        server.server_close()
+        out.close()
+    (record,) = [json.loads(x) for x in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    attrs = record["attributes"]
+    assert (attrs["type"], attrs["alertname"], attrs["alertstatus"], attrs["severity"], attrs["partitionkey"]) == (
+        "dev.crefn.alert", "CREJobFailed", "firing", "critical", f"{namespace}/ce")
+    assert record["data"]["job"] == {"name": "ce", "namespace": namespace} and record["data"]["status"] == "firing"
+
+
+def test_no_sink_configured_is_202_and_bad_data_400(serve: Callable[..., ServedFunction], cluster: LocalCluster,
+                                                     namespace: str) -> None:
+    url = alert_fn(serve, cluster)
+    assert send(url, failed(namespace, job="nosink")).status == 202
+    bad = failed(namespace)
+    bad["data"]["new"] = "Failed"
+    answer = send(url, bad)
+    assert answer.status == 400 and "invalid dev.crefn.job.condition.changed data: new" in answer.text
