@@ -31,6 +31,10 @@ test: venv kube-apiserver
 test-fast: venv
 	@$(PY) -m pytest -m "not kube" tests/unit tests/manifests tests/http $(PYTEST_ARGS)
 
+## Benchmarks: phase in process and over HTTP, against baselines measured in the same run.
+bench: venv
+	@$(PY) -m functions.localstack.bench
+
 check: venv
 	@$(VENV)/bin/ruff check events functions tests
 	@$(VENV)/bin/mypy

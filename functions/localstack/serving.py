@@ -36,6 +36,10 @@ class ServedFunction:
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
