@@ -5,7 +5,9 @@ parse → decide (pure, `functions.alerts`; a `Failed` change reads the Job for 
 send to each sink (`functions.sinks`) → answer. Every sink is tried: one that is down or throttled
 (429) makes the answer 503, naming it, so the Broker retries (the others have already received the
 alerts; see `functions.sinks` for which sinks absorb the duplicates); one that refuses the payload
-(other 4xx) is a configuration error: 400 when no sink needs a retry. No sink configured: 202.
+(other 4xx) is a configuration error: 400 when no sink needs a retry. No sink configured: 202. When
+the Job cannot be read for its restart budget (API away), `CREJobFailed` is sent anyway and the answer
+is 503, so the retry adds `CREJobRestartsExhausted` if it applies (duplicates are absorbed by labels).
 """
 
 from __future__ import annotations
@@ -40,26 +42,31 @@ def parse_data(env: Envelope, model: type[M]) -> M:
         raise PermanentError(f"invalid {env.type} data: {first_error(e)}") from None
 
 
-def decide(env: Envelope, ctx: Context) -> list[Alert]:
+def decide(env: Envelope, ctx: Context) -> tuple[list[Alert], str]:
+    """The alerts, and what could not be decided yet (the Job's restart budget when the API is away)."""
     now = ctx.clock()
     if env.type == EventType.JOB_CONDITION_CHANGED:
         changed = parse_data(env, JobConditionChangedData)
-        max_restarts = None
+        max_restarts, missing = None, ""
         if changed.new.type == "Failed":
-            state = read_job(ctx, changed.job.namespace, changed.job.name)
+            try:
+                state = read_job(ctx, changed.job.namespace, changed.job.name)
+            except TemporaryError as e:
+                state, missing = None, f"the Job's restart budget is unknown ({e})"
             checkpoint = state.job.spec.checkpoint if state else None
             max_restarts = checkpoint.max_restarts if checkpoint else None
-        return on_condition_changed(changed, max_restarts, now)
+        return on_condition_changed(changed, max_restarts, now), missing
     if env.type == EventType.JOB_RESTARTED:
-        return on_restarted(parse_data(env, JobRestartedData), now)
+        return on_restarted(parse_data(env, JobRestartedData), now), ""
     change = parse_apiserver_event(env)
     if not isinstance(change, ResourceChange) or change.verb != "delete":
         raise PermanentError(f"unknown event type {env.type!r} for this function")
-    return on_job_deleted(parse_job(change.object, ctx.settings.cre_group).raw, now)
+    return on_job_deleted(parse_job(change.object, ctx.settings.cre_group).raw, now), ""
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:
-    alerts = decide(env, ctx)
+    """Send what can be decided now; answer 503 when a sink or the Job's budget needs a retry."""
+    alerts, missing = decide(env, ctx)
     if not alerts:
         return NoReply("no alert to raise or resolve")
     sinks = configured_sinks(ctx.settings)
@@ -77,4 +84,6 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
                              f"(delivered to the others: {names})", 503)
     if failures:
         raise PermanentError(f"alert sinks refused: {'; '.join(str(f) for f in failures)}")
+    if missing:
+        raise TemporaryError(f"sent {names}; {missing}", 503)
     return NoReply(f"sent to {len(sinks)} sinks: {names}")

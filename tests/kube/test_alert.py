@@ -256,3 +256,19 @@ def test_no_sink_configured_is_202_and_bad_data_400(serve: Callable[..., ServedF
     bad["data"]["new"] = "Failed"
     answer = send(url, bad)
     assert answer.status == 400 and "invalid dev.crefn.job.condition.changed data: new" in answer.text
+
+
+def test_api_away_still_pages_then_asks_for_a_retry(serve: Callable[..., ServedFunction], namespace: str,
+                                                    tmp_path: Path, alertmanager: LocalAlertmanager) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    url = serve("alert", CREFN_KUBECONFIG=str(kubeconfig), CREFN_ALERTMANAGER_URL=alertmanager.url,
+                CREFN_KUBE_TIMEOUT_SECONDS="2").url
+    answer = send(url, failed(namespace, restarts=2, job="away"))
+    assert answer.status == 503 and "the Job's restart budget is unknown" in answer.text
+    assert "CREJobFailed" in ours(alertmanager.alerts(), namespace)
