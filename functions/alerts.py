@@ -24,6 +24,10 @@ RESTARTED = "CREJobRestarted"
 EXHAUSTED = "CREJobRestartsExhausted"
 RESTART_REASON = "WorkloadRestarting"
 RESTART_ALERT_TTL = timedelta(hours=1)
+FAILED_ALERT_TTL = timedelta(days=90)
+"""Alertmanager resolves an alert without `endsAt` after its `resolve_timeout` (5 minutes by default)
+unless it is sent again; these alerts are sent once, so they carry an explicit `endsAt`: a failed Job
+stays alerted until it is deleted (or 90 days pass), a restart warning for an hour."""
 
 Status = Literal["firing", "resolved"]
 
@@ -65,11 +69,11 @@ def on_condition_changed(data: JobConditionChangedData, max_restarts: int | None
         description = (f"Job {where} failed{workload}: {new.message or new.reason}. Reason: {new.reason}. "
                        f"Restarts used: {restarts_text(data.restart_count, max_restarts)}. Failed nodes: {nodes}.")
         alerts.append(Alert(FAILED, "critical", "firing", ns, job, new.reason,
-                            f"CRE Job {where} failed ({new.reason})", description, now))
+                            f"CRE Job {where} failed ({new.reason})", description, now, now + FAILED_ALERT_TTL))
         if max_restarts and data.restart_count >= max_restarts:
             alerts.append(Alert(EXHAUSTED, "critical", "firing", ns, job, new.reason,
                                 f"CRE Job {where} failed after all {max_restarts} checkpoint restarts",
-                                description, now))
+                                description, now, now + FAILED_ALERT_TTL))
         if data.restart_count:
             alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
     elif new.type == "Succeeded" and data.restart_count:

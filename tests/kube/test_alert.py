@@ -138,6 +138,8 @@ def test_failed_job_alert_in_alertmanager_then_resolved_by_the_delete(
     assert "gpu-node-07" in failed_alert["annotations"]["description"]
     assert "Restarts used: 2/2" in failed_alert["annotations"]["description"]
     assert failed_alert["status"]["state"] == "active"
+    ends = datetime.fromisoformat(failed_alert["endsAt"].replace("Z", "+00:00"))
+    assert (ends - datetime.now(UTC)).days >= 89  # not auto-resolved after Alertmanager's resolve_timeout
     assert wait_until(lambda: {"CREJobFailed", "CREJobRestartsExhausted"} <= set(notified(webhook, namespace,
                                                                                           "firing")), 15)
     # the Job is deleted: the ApiServerSource's delete event resolves what it raised

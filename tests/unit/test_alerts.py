@@ -53,6 +53,7 @@ def test_failed_alert_says_what_an_operator_needs() -> None:
     assert alert.labels == {"alertname": "CREJobFailed", "severity": "critical", "namespace": "ml", "job": "llm",
                             "reason": "WorkloadFailed"}
     assert alert.dedup_key == "ml/llm/CREJobFailed"
+    assert alert.ends_at == NOW + timedelta(days=90)
     for fact in ("ml/llm", "exit 137", "WorkloadFailed", "Restarts used: 0", "gpu-7", "llm-workload"):
         assert fact in alert.description
 
