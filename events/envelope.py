@@ -11,7 +11,7 @@ The transport turns a request into an `Envelope` (the SDK object never leaves it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,6 +19,7 @@ from events.emitted import EventData
 from events.types import EVENT_SOURCE_PREFIX, ApiServerType
 
 Verb = Literal["add", "update", "delete"]
+M = TypeVar("M", bound=BaseModel)
 
 
 class InvalidEvent(ValueError):
@@ -136,6 +137,16 @@ def parse_apiserver_event(env: Envelope) -> ResourceChange | ReferenceChange:
     except ValidationError as e:
         raise InvalidEvent(f"invalid object reference: {first_error(e)}") from None
     return ReferenceChange(verb=verb, ref=ref)
+
+
+def parse_data(env: Envelope, model: type[M]) -> M:
+    """An event's `data` as one of our models; raise `InvalidEvent` with a one-line reason."""
+    if not isinstance(env.data, dict):
+        raise InvalidEvent(f"data of {env.type} must be a JSON object, got {_describe(env.data)}")
+    try:
+        return model.model_validate(env.data)
+    except ValidationError as e:
+        raise InvalidEvent(f"invalid {env.type} data: {first_error(e)}") from None
 
 
 def first_error(e: ValidationError) -> str:

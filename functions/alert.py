@@ -12,12 +12,8 @@ is 503, so the retry adds `CREJobRestartsExhausted` if it applies (duplicates ar
 
 from __future__ import annotations
 
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
-
 from events.emitted import JobConditionChangedData, JobRestartedData
-from events.envelope import Envelope, ResourceChange, first_error, parse_apiserver_event
+from events.envelope import Envelope, ResourceChange, parse_apiserver_event, parse_data
 from events.types import ApiServerType, EventType
 from functions.alerts import Alert, on_condition_changed, on_job_deleted, on_restarted
 from functions.context import Context
@@ -26,20 +22,10 @@ from functions.jobs import parse_job, read_job
 from functions.outcome import NoReply, Outcome
 from functions.sinks import SinkError, configured_sinks
 
-M = TypeVar("M", bound=BaseModel)
 FUNCTION = "alert"
 ACCEPTS = frozenset({EventType.JOB_CONDITION_CHANGED.value, EventType.JOB_RESTARTED.value,
                      ApiServerType.RESOURCE_DELETE.value})
 """Event types this function handles (the Triggers in knative/ may route only these)."""
-
-
-def parse_data(env: Envelope, model: type[M]) -> M:
-    if not isinstance(env.data, dict):
-        raise PermanentError(f"data of {env.type} must be a JSON object")
-    try:
-        return model.model_validate(env.data)
-    except ValidationError as e:
-        raise PermanentError(f"invalid {env.type} data: {first_error(e)}") from None
 
 
 def decide(env: Envelope, ctx: Context) -> tuple[list[Alert], str]:

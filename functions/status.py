@@ -10,10 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from events.emitted import ConditionSummary, WorkloadPhaseData, WorkloadRef
-from events.envelope import Envelope, first_error
+from events.envelope import Envelope, parse_data
 from events.types import EventType, Phase
 from functions.conditions import ExclusiveType, decide_conditions, rfc3339
 from functions.context import Context
@@ -29,12 +27,7 @@ ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
 def parse_phase_event(env: Envelope) -> WorkloadPhaseData:
     if env.type != EventType.WORKLOAD_PHASE:
         raise PermanentError(f"unknown event type {env.type!r} for this function")
-    if not isinstance(env.data, dict):
-        raise PermanentError(f"data of {env.type} must be a JSON object")
-    try:
-        return WorkloadPhaseData.model_validate(env.data)
-    except ValidationError as e:
-        raise PermanentError(f"invalid {env.type} data: {first_error(e)}") from None
+    return parse_data(env, WorkloadPhaseData)
 
 
 def is_current(state: JobState, workload: WorkloadRef) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from functions.localstack.apiserver import free_port
+from functions.localstack.apiserver import free_port, stop_process
 
 
 class AlertmanagerError(RuntimeError):
@@ -76,11 +76,6 @@ class LocalAlertmanager:
             return result
 
     def stop(self) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        if self._proc:
+            stop_process(self._proc)
         self._proc = None

@@ -48,6 +48,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """Stop a child by PID: SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 def find_kube_apiserver(progress: bool = True) -> str:
     """The binary's path, building it on first use (prints build progress to stderr)."""
     script = REPO / "scripts" / "kube-apiserver.sh"
@@ -173,8 +184,7 @@ class LocalCluster:
         """Stop kube-apiserver alone (etcd keeps the data): clients see the API unreachable."""
         for name, proc in list(self._procs):
             if name == "kube-apiserver":
-                proc.terminate()
-                proc.wait(timeout=15)
+                stop_process(proc, timeout=15)
                 self._procs.remove((name, proc))
 
     def start_apiserver(self) -> None:
@@ -185,13 +195,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop kube-apiserver, then etcd, by PID."""
         for _, proc in reversed(self._procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
+            stop_process(proc)
         self._procs.clear()
 
     # -- access -------------------------------------------------------------------------------

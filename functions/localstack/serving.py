@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from functions.localstack.apiserver import free_port
+from functions.localstack.apiserver import free_port, stop_process
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
 
@@ -71,14 +71,8 @@ class ServedFunction:
             self._proc.terminate()
 
     def stop(self) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
         if self._proc:
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
         self._proc = None
 
     def __enter__(self) -> ServedFunction:

@@ -7,10 +7,7 @@ import itertools
 import json
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,57 +18,21 @@ from functions.localstack.broker import Delivery, LocalBroker, Trigger
 from functions.localstack.client import load_sample, send
 from functions.localstack.replay import arrange
 from functions.localstack.serving import wait_for_port
+from tests.helpers import Receiver
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
                         "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}
 
 
-class Subscriber:
-    """An HTTP receiver answering from a script of statuses (then 202); a 200 carries a reply event."""
-
-    def __init__(self, statuses: list[int]) -> None:
-        self.statuses = statuses
-        self.received: list[tuple[float, dict[str, str]]] = []
-        subscriber = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                subscriber.received.append((time.monotonic(), {k.lower(): v for k, v in self.headers.items()}))
-                status = subscriber.statuses.pop(0) if subscriber.statuses else 202
-                self.send_response(status)
-                body = b""
-                if status == 200:
-                    body = b'{"ok": true}'
-                    for k, v in {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/sub",
-                                 "ce-type": "test.reply", "content-type": "application/json"}.items():
-                        self.send_header(k, v)
-                elif status >= 400:
-                    body = b"no good\n"
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def subscriber(request: pytest.FixtureRequest) -> Iterator[Subscriber]:
-    sub = Subscriber(list(request.param))
+def subscriber(request: pytest.FixtureRequest) -> Iterator[Receiver]:
+    """A subscriber answering the given statuses in turn (then 202); a 200 carries a reply event."""
+    sub = Receiver(default=202, body=b"no good\n", script=[(status, {}) for status in request.param], reply_event=True)
     yield sub
     sub.close()
 
 
-def broker_for(sub: Subscriber, tmp_path: Path, retry: int = 3) -> LocalBroker:
+def broker_for(sub: Receiver, tmp_path: Path, retry: int = 3) -> LocalBroker:
     delivery = Delivery(retry=retry, backoff_delay=0.1, timeout=5)
     triggers = [Trigger("t", ({"exact": {"type": "test.ping"}},), sub.url, delivery),
                 Trigger("replies", ({"exact": {"type": "test.reply"}},), sub.url, delivery)]
@@ -89,20 +50,20 @@ def deliver(record: dict[str, Any], broker: LocalBroker) -> LocalBroker:
 
 
 @pytest.mark.parametrize("subscriber", [[503, 429, 409, 202]], indirect=True)
-def test_retries_with_exponential_backoff(subscriber: Subscriber, tmp_path: Path) -> None:
+def test_retries_with_exponential_backoff(subscriber: Receiver, tmp_path: Path) -> None:
     broker = deliver(EVENT, broker_for(subscriber, tmp_path))
-    times = [t for t, _ in subscriber.received]
+    times = [t for t, _, _ in subscriber.requests]
     assert len(times) == 4
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert gaps[0] >= 0.09 and gaps[1] >= 0.19 and gaps[2] >= 0.39  # 0.1, 0.2, 0.4
-    assert {h["ce-id"] for _, h in subscriber.received} == {"e1"}  # a retry is the same event
+    assert {h["ce-id"] for _, h, _ in subscriber.requests} == {"e1"}  # a retry is the same event
     assert broker.dead == []
 
 
 @pytest.mark.parametrize("subscriber", [[400]], indirect=True)
-def test_permanent_answer_goes_to_dead_letters_at_once(subscriber: Subscriber, tmp_path: Path) -> None:
+def test_permanent_answer_goes_to_dead_letters_at_once(subscriber: Receiver, tmp_path: Path) -> None:
     broker = deliver(EVENT, broker_for(subscriber, tmp_path))
-    assert len(subscriber.received) == 1 and len(broker.dead) == 1
+    assert len(subscriber.requests) == 1 and len(broker.dead) == 1
     (line,) = (tmp_path / "dead.jsonl").read_text().splitlines()
     dead = json.loads(line)
     assert dead["attributes"]["knativeerrorcode"] == "400" and dead["attributes"]["knativeerrordata"] == "no good"
@@ -110,21 +71,21 @@ def test_permanent_answer_goes_to_dead_letters_at_once(subscriber: Subscriber, t
 
 
 @pytest.mark.parametrize("subscriber", [[503, 503, 503]], indirect=True)
-def test_exhausted_retries_go_to_dead_letters(subscriber: Subscriber, tmp_path: Path) -> None:
+def test_exhausted_retries_go_to_dead_letters(subscriber: Receiver, tmp_path: Path) -> None:
     broker = deliver(EVENT, broker_for(subscriber, tmp_path, retry=2))
-    assert len(subscriber.received) == 3 and broker.dead[0]["attributes"]["knativeerrorcode"] == "503"
+    assert len(subscriber.requests) == 3 and broker.dead[0]["attributes"]["knativeerrorcode"] == "503"
 
 
 @pytest.mark.parametrize("subscriber", [[200, 202]], indirect=True)
-def test_replies_are_published_back_and_logged(subscriber: Subscriber, tmp_path: Path) -> None:
+def test_replies_are_published_back_and_logged(subscriber: Receiver, tmp_path: Path) -> None:
     broker = deliver(EVENT, broker_for(subscriber, tmp_path))
-    assert [h["ce-type"] for _, h in subscriber.received] == ["test.ping", "test.reply"] and broker.published == 2
+    assert [h["ce-type"] for _, h, _ in subscriber.requests] == ["test.ping", "test.reply"] and broker.published == 2
     logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert logged == ["test.ping", "test.reply"]
 
 
 @pytest.mark.parametrize("subscriber", [[]], indirect=True)
-def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: Subscriber, tmp_path: Path) -> None:
+def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: Receiver, tmp_path: Path) -> None:
     broker = broker_for(subscriber, tmp_path)
     try:
         url = broker.serve(free_port())
@@ -136,7 +97,7 @@ def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: 
         assert broker.wait_idle(timeout=10)
     finally:
         broker.close()
-    assert len(subscriber.received) == 2
+    assert len(subscriber.requests) == 2
 
 
 @pytest.fixture

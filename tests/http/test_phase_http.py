@@ -19,6 +19,7 @@ from functions.localstack.apiserver import LocalCluster, free_port
 from functions.localstack.client import Answer, load_sample, post, send
 from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction, wait_for_port
+from tests.helpers import unreachable_kubeconfig
 
 GOLDEN = sorted((Path(__file__).parents[1] / "golden" / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -285,13 +286,7 @@ def test_reference_mode_gone_and_unknown_is_202(phase_kube: ServedFunction, name
 
 
 def test_reference_mode_api_unreachable_is_503(serve: Callable[..., ServedFunction], tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
-                                               "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
     served = serve("phase", CREFN_KUBECONFIG=str(kubeconfig), CREFN_KUBE_TIMEOUT_SECONDS="2")
     answer = send(served.url, ref_event("update", "ns", "tj"))
     assert answer.status == 503 and "unreachable" in answer.text

@@ -3,15 +3,18 @@ Knative's delivery semantics, a polling ApiServerSource and a Kubeflow Trainer s
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from functions.gateway import TRAINJOBS, Gateway, Resource, cre_goodput, cre_jobs
-from functions.localstack.apisource import PollingSource
+from functions.localstack.apisource import PollingSource, WatchSource
+from functions.localstack.broker import LocalBroker, triggers_from_manifests
 from functions.localstack.bus import Bus, Route, route
 from functions.localstack.client import send
+from functions.localstack.manifests import render
 
 GROUP = "nvcre.nvidia.com"
 JOBS = cre_jobs(GROUP)
@@ -154,3 +157,22 @@ def make_world(gw: Gateway, ns: str, urls: dict[str, str], poll: bool = True, gr
 
 
 Step = Callable[[World], None]
+
+
+@contextlib.contextmanager
+def event_plane(urls: dict[str, str], gateway: Gateway, namespace: str, resources: Sequence[Resource],
+                **broker_options: Any) -> Iterator[LocalBroker]:
+    """The local Broker with the Triggers of knative/base (subscribers: `urls` by function) and a
+    watching ApiServerSource per resource, confined to `namespace`; all stopped on the way out."""
+    triggers, _ = triggers_from_manifests(render("base"), {f"crefn-{t}": u for t, u in urls.items()})
+    broker = LocalBroker(triggers, **broker_options)
+    sources = [WatchSource(gateway, res, broker.publish, namespace=namespace,
+                           label_selector="crefn.dev/managed=true").start() for res in resources]
+    try:
+        for source in sources:
+            assert source.ready.wait(10)
+        yield broker
+    finally:
+        for source in sources:
+            source.stop()
+        broker.close()

@@ -7,7 +7,6 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,40 +19,9 @@ from functions.localstack.client import Answer, send
 from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction
 from functions.localstack.trainer import wait_until
+from tests.helpers import Receiver, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
-
-
-class Receiver:
-    """An HTTP endpoint recording JSON bodies; answers from `script` (status, headers), then `default`."""
-
-    def __init__(self, default: int = 200, body: bytes = b"ok") -> None:
-        self.bodies: list[Any] = []
-        self.script: list[tuple[int, dict[str, str]]] = []
-        self.default, self.body = default, body
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                receiver.bodies.append(json.loads(self.rfile.read(int(self.headers.get("content-length") or 0))))
-                status, headers = receiver.script.pop(0) if receiver.script else (receiver.default, {})
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("content-length", str(len(receiver.body)))
-                self.end_headers()
-                self.wfile.write(receiver.body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -262,13 +230,7 @@ def test_no_sink_configured_is_202_and_bad_data_400(serve: Callable[..., ServedF
 
 def test_api_away_still_pages_then_asks_for_a_retry(serve: Callable[..., ServedFunction], namespace: str,
                                                     tmp_path: Path, alertmanager: LocalAlertmanager) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
-                                               "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
     url = serve("alert", CREFN_KUBECONFIG=str(kubeconfig), CREFN_ALERTMANAGER_URL=alertmanager.url,
                 CREFN_KUBE_TIMEOUT_SECONDS="2").url
     answer = send(url, failed(namespace, restarts=2, job="away"))

@@ -12,11 +12,9 @@ import pytest
 import yaml
 
 from functions.gateway import TRAINJOBS, Gateway, cre_jobs
-from functions.localstack.apisource import WatchSource
-from functions.localstack.broker import LocalBroker, triggers_from_manifests
 from functions.localstack.dev import create_job, final_state
-from functions.localstack.manifests import render
 from functions.localstack.trainer import TrainerSimulator, wait_until
+from tests.kube.lifecycle import event_plane
 
 SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml"))
 JOBS = cre_jobs("nvcre.nvidia.com")
@@ -44,17 +42,9 @@ def injected(record: dict[str, Any], namespace: str) -> dict[str, Any]:
 def test_scenario(path: Path, functions: Callable[..., dict[str, str]], cluster: Any, gateway: Gateway,
                   namespace: str) -> None:
     sc = yaml.safe_load(path.read_text())
-    urls = functions()
-    triggers, _ = triggers_from_manifests(render("base"), {f"crefn-{t}": u for t, u in urls.items()})
     delivery = sc.get("delivery") or {}
-    broker = LocalBroker(triggers, duplicate=delivery.get("duplicate", False), jitter=delivery.get("jitter", 0.0),
-                         seed=delivery.get("seed", 0))
-    sources = [WatchSource(gateway, res, broker.publish, namespace=namespace,
-                           label_selector="crefn.dev/managed=true").start() for res in (TRAINJOBS, JOBS)]
-    trainer = None
-    try:
-        for source in sources:
-            assert source.ready.wait(10)
+    with event_plane(functions(), gateway, namespace, (TRAINJOBS, JOBS), duplicate=delivery.get("duplicate", False),
+                     jitter=delivery.get("jitter", 0.0), seed=delivery.get("seed", 0)) as broker:
         create_job(gateway, namespace, job_body(sc["job"]), evidence=sc.get("evidence", False))
         for record in sc.get("inject") or []:
             broker.publish(injected(record, namespace))
@@ -66,16 +56,13 @@ def test_scenario(path: Path, functions: Callable[..., dict[str, str]], cluster:
         trainer = TrainerSimulator(gateway, namespace, "llm", script, quiet, step_delay=0.2).start()
 
         def settled() -> bool:
-            return trainer is not None and trainer.finished and final_state(
+            return trainer.finished and final_state(
                 gateway.get(JOBS, namespace, "llm") or {})[0] in ("Succeeded", "Failed") and quiet()
 
-        assert wait_until(settled, 90), (trainer.done, final_state(gateway.get(JOBS, namespace, "llm") or {}))
-    finally:
-        if trainer:
+        try:
+            assert wait_until(settled, 90), (trainer.done, final_state(gateway.get(JOBS, namespace, "llm") or {}))
+        finally:
             trainer.stop()
-        for source in sources:
-            source.stop()
-        broker.close()
     expect = sc["expect"]
     job = gateway.get(JOBS, namespace, "llm") or {}
     assert final_state(job) == (expect["condition"], expect["reason"], expect["restartCount"])

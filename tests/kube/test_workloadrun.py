@@ -23,12 +23,10 @@ from functions.gateway import (
     cre_jobs,
     cre_workloadruns,
 )
-from functions.localstack.apisource import WatchSource
-from functions.localstack.broker import LocalBroker, triggers_from_manifests
 from functions.localstack.dev import final_state
-from functions.localstack.manifests import render
 from functions.localstack.trainer import TrainerSimulator, wait_until
 from functions.translate import translate
+from tests.kube.lifecycle import event_plane
 from tests.unit.render_cases import CASES
 
 RUNS = cre_workloadruns("nvcre.nvidia.com")
@@ -72,18 +70,6 @@ def test_example_workloadruns_are_valid_and_their_objects_stored_unchanged(sampl
         assert missing(obj, gateway.create(RESOURCES[obj["kind"]], namespace, obj)) == [], obj["kind"]
 
 
-def stack(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> tuple[LocalBroker,
-                                                                                             list[WatchSource]]:
-    urls = functions()
-    triggers, _ = triggers_from_manifests(render("base"), {f"crefn-{t}": u for t, u in urls.items()})
-    broker = LocalBroker(triggers)
-    sources = [WatchSource(gateway, res, broker.publish, namespace=namespace,
-                           label_selector="crefn.dev/managed=true").start() for res in (TRAINJOBS, JOBS, RUNS)]
-    for source in sources:
-        assert source.ready.wait(10)
-    return broker, sources
-
-
 def workloadrun(namespace: str, framework: dict[str, Any], **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
             "metadata": {"name": "wr", "namespace": namespace, "labels": {"crefn.dev/managed": "true"}},
@@ -102,9 +88,7 @@ def run_conditions(gateway: Gateway, namespace: str) -> dict[str, tuple[str, str
 ], ids=["succeeds", "fails"])
 def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callable[..., dict[str, str]],
                     gateway: Gateway, namespace: str) -> None:
-    broker, sources = stack(functions, gateway, namespace)
-    trainer = None
-    try:
+    with event_plane(functions(), gateway, namespace, (TRAINJOBS, JOBS, RUNS)) as broker:
         run = gateway.create(RUNS, namespace, workloadrun(namespace, {"torch": {"module": "train"}}))
         assert wait_until(lambda: gateway.get(TRAINJOBS, namespace, "wr-workload") is not None, 30)
         # the owner chain: WorkloadRun → runtime and Job → TrainJob
@@ -123,14 +107,11 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
             return broker.wait_idle(timeout=0.5, quiet=0.3)
 
         trainer = TrainerSimulator(gateway, namespace, "wr", script, quiet, step_delay=0.2).start()
-        assert wait_until(lambda: run_conditions(gateway, namespace).get(expect, ("",))[0] == "True", 60), \
-            run_conditions(gateway, namespace)
-    finally:
-        if trainer:
+        try:
+            assert wait_until(lambda: run_conditions(gateway, namespace).get(expect, ("",))[0] == "True", 60), \
+                run_conditions(gateway, namespace)
+        finally:
             trainer.stop()
-        for source in sources:
-            source.stop()
-        broker.close()
     conditions = run_conditions(gateway, namespace)
     job_state = final_state(gateway.get(JOBS, namespace, "wr") or {})
     assert conditions[expect] == ("True", job_state[1])
@@ -141,16 +122,11 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
 
 def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Callable[..., dict[str, str]],
                                                                 gateway: Gateway, namespace: str) -> None:
-    broker, sources = stack(functions, gateway, namespace)
-    try:
+    with event_plane(functions(), gateway, namespace, (TRAINJOBS, JOBS, RUNS)) as broker:
         # script and module together: a CEL rule of the CRD, which this API server does not enforce
         gateway.create(RUNS, namespace, workloadrun(namespace, {"torch": {"script": "a.py", "module": "a"}}))
         assert wait_until(lambda: run_conditions(gateway, namespace).get("Failed", ("",))[0] == "True", 20)
         assert broker.wait_idle(timeout=10, quiet=0.3)
-    finally:
-        for source in sources:
-            source.stop()
-        broker.close()
     obj = gateway.get(RUNS, namespace, "wr") or {}
     failed = next(c for c in obj["status"]["conditions"] if c["type"] == "Failed")
     assert (failed["reason"], failed["message"]) == ("InvalidSpec",

@@ -1,0 +1,69 @@
+"""Small real peers the tests talk to over HTTP, and shared test data."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from functions.localstack.apiserver import free_port
+
+REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver", "ce-type": "test.reply",
+               "content-type": "application/json"}
+
+
+class Receiver:
+    """An HTTP endpoint on loopback that records every POST (time, headers, body) and answers from
+    `script` (status, headers) in order, then with `default`. With `reply_event`, a 200 carries a
+    CloudEvent in binary mode (a Knative reply)."""
+
+    def __init__(self, default: int = 200, body: bytes = b"ok", script: list[tuple[int, dict[str, str]]] | None = None,
+                 reply_event: bool = False) -> None:
+        self.requests: list[tuple[float, dict[str, str], bytes]] = []
+        self.script = list(script or [])
+        self.default, self.body, self.reply_event = default, body, reply_event
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.requests.append((time.monotonic(), {k.lower(): v for k, v in self.headers.items()}, body))
+                status, headers = receiver.script.pop(0) if receiver.script else (receiver.default, {})
+                payload = receiver.body
+                if status == 200 and receiver.reply_event:
+                    headers, payload = {**REPLY_EVENT, **headers}, b'{"ok": true}'
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [json.loads(body) for _, _, body in self.requests]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def unreachable_kubeconfig(path: Path) -> Path:
+    """A kubeconfig naming an API server that is not there (a free loopback port)."""
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return path
