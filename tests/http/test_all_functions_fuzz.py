@@ -1,0 +1,68 @@
+"""Every function over HTTP, fed random and mutated events: the answer is always one of SPEC §4.3's
+(never 500, never a crash). The Kubernetes API is unreachable here, so reads answer 503."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from functions.cli import TARGETS
+from functions.localstack.client import load_sample, send
+from functions.localstack.serving import ServedFunction
+from tests.helpers import unreachable_kubeconfig
+
+TYPES = ["dev.knative.apiserver.resource.add", "dev.knative.apiserver.resource.update",
+         "dev.knative.apiserver.resource.delete", "dev.knative.apiserver.ref.update", "dev.knative.sources.ping",
+         "dev.crefn.workload.phase", "dev.crefn.job.condition.changed", "dev.crefn.job.restarted", "x.y"]
+BASES: list[dict[str, Any]] = [
+    load_sample("trainjob-resource-update-failed")["data"],
+    load_sample("workloadrun-resource-add")["data"],
+    {"job": {"name": "llm", "namespace": "ml"}, "phase": "Failed", "observedAt": "2026-11-30T12:00:00Z",
+     "workload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                  "namespace": "ml", "attempt": 0}},
+    {"job": {"name": "llm", "namespace": "ml"}, "new": {"type": "Failed", "reason": "WorkloadFailed"},
+     "restartCount": 1},
+    {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "llm", "namespace": "ml"},
+     "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}},
+     "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "WorkloadFailed"}]}},
+]
+ALLOWED = {200, 202, 400, 409, 429, 503}
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=10)
+
+
+@pytest.fixture(scope="module")
+def servers(serve: Callable[..., ServedFunction], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    kubeconfig = unreachable_kubeconfig(Path(tmp_path_factory.mktemp("kc")) / "kubeconfig")
+    env = {"CREFN_KUBECONFIG": str(kubeconfig), "CREFN_KUBE_TIMEOUT_SECONDS": "1", "CREFN_LOG_LEVEL": "ERROR",
+           "K_SINK": "http://127.0.0.1:9/", "CREFN_ALERTMANAGER_URL": "http://127.0.0.1:9"}
+    return {target: serve(target, **env).url for target in TARGETS}
+
+
+def mutate(obj: Any, path: list[str], value: Any) -> Any:
+    if not path or not isinstance(obj, dict):
+        return value
+    return {**obj, path[0]: mutate(obj.get(path[0]), path[1:], value)}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(target=st.sampled_from(TARGETS), type_=st.sampled_from(TYPES), base=st.sampled_from(BASES),
+       path=st.lists(st.sampled_from(["metadata", "spec", "status", "job", "new", "phase", "workload", "name",
+                                      "kind", "apiVersion", "conditions", "framework", "attempt"]), max_size=3),
+       value=json_values, structured=st.booleans(),
+       kind=st.sampled_from(["TrainJob", "Job", "WorkloadRun", ""]))
+def test_every_answer_is_a_documented_one(servers: dict[str, str], target: str, type_: str, base: dict[str, Any],
+                                          path: list[str], value: Any, structured: bool, kind: str) -> None:
+    attrs = {"specversion": "1.0", "id": "f", "source": "/fuzz", "type": type_, "kind": kind,
+             "apiversion": "nvcre.nvidia.com/v1alpha1", "workloadphase": "Failed"}
+    answer = send(servers[target], {"attributes": attrs, "data": mutate(base, path, value)}, structured=structured)
+    assert answer.status in ALLOWED, (target, answer.status, answer.text)
+    if answer.status >= 400:
+        assert answer.text and "\n" not in answer.text
