@@ -1,0 +1,122 @@
+"""Data models of every event this project emits (SPEC §4.2): the public contract.
+
+JSON field names are camelCase. `cre-fn schemas` writes their JSON Schemas into `events/schemas/`;
+a test keeps the committed files in step with these models.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from events.types import EventType, Phase
+
+
+class EventData(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class JobRef(EventData):
+    name: str
+    namespace: str
+
+
+class WorkloadRef(EventData):
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    uid: str = ""
+    resource_version: str = ""
+    attempt: int | None = Field(default=None, description="the crefn.dev/attempt label, when present")
+
+
+class ConditionSummary(EventData):
+    type: str
+    reason: str = ""
+    message: str = ""
+
+
+class FailedNode(EventData):
+    name: str
+    reason: str
+    message: str = ""
+
+
+class WorkloadPhaseData(EventData):
+    """`dev.crefn.workload.phase`: the WorkloadPhase of a Job's TrainJob."""
+
+    job: JobRef
+    workload: WorkloadRef
+    phase: Phase
+    reason: str = ""
+    message: str = ""
+    observed_at: datetime
+
+
+class WorkloadCreatedData(EventData):
+    """`dev.crefn.workload.created`: launch created or adopted a Job's TrainJob."""
+
+    job: JobRef
+    workload: WorkloadRef
+    attempt: int
+    adopted: bool
+
+
+class JobConditionChangedData(EventData):
+    """`dev.crefn.job.condition.changed`: the True exclusive condition of a Job or its reason changed."""
+
+    job: JobRef
+    previous: ConditionSummary | None = None
+    new: ConditionSummary
+    restart_count: int = 0
+    workload: WorkloadRef | None = None
+    failed_nodes: list[FailedNode] = Field(default_factory=list)
+
+
+class JobRestartedData(EventData):
+    """`dev.crefn.job.restarted`: a Job's failed TrainJob was deleted for a checkpoint restart."""
+
+    job: JobRef
+    attempt: int
+    max_restarts: int
+    previous_workload: WorkloadRef
+    not_before: datetime
+
+
+class AlertData(EventData):
+    """`dev.crefn.alert`: an alert as the `alert` function sends it to a CloudEvents sink (not the Broker)."""
+
+    alertname: str
+    status: Literal["firing", "resolved"]
+    severity: Literal["critical", "warning"]
+    job: JobRef
+    reason: str
+    summary: str
+    description: str
+    starts_at: datetime
+    ends_at: datetime | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+DATA_MODELS: dict[EventType, type[EventData]] = {
+    EventType.WORKLOAD_PHASE: WorkloadPhaseData,
+    EventType.WORKLOAD_CREATED: WorkloadCreatedData,
+    EventType.JOB_CONDITION_CHANGED: JobConditionChangedData,
+    EventType.JOB_RESTARTED: JobRestartedData,
+    EventType.ALERT: AlertData,
+}
+
+EXTENSIONS: dict[EventType, tuple[str, ...]] = {
+    EventType.WORKLOAD_PHASE: ("workloadphase", "namespace", "job", "partitionkey"),
+    EventType.WORKLOAD_CREATED: ("namespace", "job", "partitionkey"),
+    EventType.JOB_CONDITION_CHANGED: ("namespace", "job", "jobcondition", "partitionkey"),
+    EventType.JOB_RESTARTED: ("namespace", "job", "partitionkey"),
+    EventType.ALERT: ("namespace", "job", "partitionkey", "alertname", "alertstatus", "severity"),
+}
+"""The extension attributes every emitted event of a type carries."""

@@ -1,0 +1,137 @@
+"""Pydantic models of the Kubernetes objects the functions read (SPEC §2).
+
+Only the fields the code uses are declared; unknown fields are ignored, because Trainer and CRE
+releases differ (`runtimePatches` vs `podTemplateOverrides`, the early `Created` condition, ...).
+Models are frozen: a decision never mutates what it read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class KubeModel(BaseModel):
+    """Base of every Kubernetes model: camelCase on the wire, unknown fields ignored, frozen."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class OwnerReference(KubeModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+class ObjectMeta(KubeModel):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+    deletion_timestamp: datetime | None = None
+    finalizers: list[str] = Field(default_factory=list)
+
+
+class Condition(KubeModel):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    observed_generation: int | None = None
+    last_transition_time: datetime | None = None
+
+
+class KubeObject(KubeModel):
+    """Any object: enough to tell what it is and who owns it."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def controller_owner(self) -> OwnerReference | None:
+        return next((ref for ref in self.metadata.owner_references if ref.controller), None)
+
+
+class TrainJobSpec(KubeModel):
+    suspend: bool = False
+    managed_by: str = ""
+
+
+class TrainJobStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class TrainJob(KubeObject):
+    """Kubeflow Trainer v2 TrainJob: only what the adapter reads (SPEC §3)."""
+
+    spec: TrainJobSpec = Field(default_factory=TrainJobSpec)
+    status: TrainJobStatus = Field(default_factory=TrainJobStatus)
+
+
+class Checkpoint(KubeModel):
+    pvc_name: str
+    max_restarts: int = 0
+
+
+class WorkloadMetadata(KubeModel):
+    labels: dict[str, str] = Field(default_factory=dict, max_length=32)
+
+
+class JobWorkload(KubeModel):
+    train_job: dict[str, Any] | None = None
+
+
+class JobSpec(KubeModel):
+    workload: JobWorkload = Field(default_factory=JobWorkload)
+    checkpoint: Checkpoint | None = None
+    workload_metadata: WorkloadMetadata = Field(default_factory=WorkloadMetadata)
+
+
+class WorkloadRef(KubeModel):
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+
+class FailedNode(KubeModel):
+    name: str
+    reason: str
+    message: str = ""
+
+
+class JobStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list)
+    workload_ref: WorkloadRef | None = None
+    workload_start_time: datetime | None = None
+    restart_count: int = 0
+    failed_nodes: list[FailedNode] = Field(default_factory=list)
+
+
+class CreJob(KubeObject):
+    """CRE `Job` (group `nvcre.nvidia.com`, or `cre.nvidia.com` in early releases)."""
+
+    spec: JobSpec = Field(default_factory=JobSpec)
+    status: JobStatus = Field(default_factory=JobStatus)
+
+
+class WorkloadRunStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class WorkloadRun(KubeObject):
+    """CRE `WorkloadRun`: the spec is kept raw here; the translator validates it field by field."""
+
+    spec: dict[str, Any] = Field(default_factory=dict)
+    status: WorkloadRunStatus = Field(default_factory=WorkloadRunStatus)

@@ -1,0 +1,65 @@
+"""Event types, phases and the fixed names of SPEC §2 and §4, as str-enums and constants."""
+
+from enum import StrEnum
+from typing import Final
+
+
+class ApiServerType(StrEnum):
+    """Types sent by Knative's ApiServerSource (Resource and Reference modes) and PingSource."""
+
+    RESOURCE_ADD = "dev.knative.apiserver.resource.add"
+    RESOURCE_UPDATE = "dev.knative.apiserver.resource.update"
+    RESOURCE_DELETE = "dev.knative.apiserver.resource.delete"
+    REF_ADD = "dev.knative.apiserver.ref.add"
+    REF_UPDATE = "dev.knative.apiserver.ref.update"
+    REF_DELETE = "dev.knative.apiserver.ref.delete"
+    PING = "dev.knative.sources.ping"
+
+
+class EventType(StrEnum):
+    """Types this project emits (SPEC §4.2)."""
+
+    WORKLOAD_PHASE = "dev.crefn.workload.phase"
+    WORKLOAD_CREATED = "dev.crefn.workload.created"
+    JOB_CONDITION_CHANGED = "dev.crefn.job.condition.changed"
+    JOB_RESTARTED = "dev.crefn.job.restarted"
+    ALERT = "dev.crefn.alert"
+
+
+class Phase(StrEnum):
+    """The WorkloadPhase computed by the workload adapter (SPEC §3)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+TRAINER_GROUP: Final = "trainer.kubeflow.org"
+TRAINER_VERSION: Final = "v1alpha1"
+TRAINJOB_API_VERSION: Final = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
+TRAINJOB_KIND: Final = "TrainJob"
+
+CRE_GROUP_DEFAULT: Final = "nvcre.nvidia.com"
+CRE_VERSION: Final = "v1alpha1"
+JOB_KIND: Final = "Job"
+WORKLOADRUN_KIND: Final = "WorkloadRun"
+
+EVENT_SOURCE_PREFIX: Final = "/crefn/"
+"""`source` of every emitted event is `/crefn/<function>`."""
+
+MANAGED_LABEL: Final = "crefn.dev/managed"
+ATTEMPT_LABEL: Final = "crefn.dev/attempt"
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE: Final = "cre-functions"
+RESTART_NOT_BEFORE_ANNOTATION: Final = "crefn.dev/restart-not-before"
+
+
+def job_label(cre_group: str) -> str:
+    """The label naming a workload's CRE Job (`nvcre.nvidia.com/job`; follows the CRE group setting)."""
+    return f"{cre_group}/job"
+
+
+def group_nodes_annotation(cre_group: str) -> str:
+    """The annotation listing a workload's nodes (`nvcre.nvidia.com/group-nodes`)."""
+    return f"{cre_group}/group-nodes"

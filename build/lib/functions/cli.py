@@ -1,0 +1,125 @@
+"""`cre-fn`: serve a function, write the event schemas, run the local demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
+from functions.localstack.serving import MAIN
+
+TARGETS = ("phase", "launch", "status", "restart", "resync", "workloadrun", "alert")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", args.target,
+            "--host", args.host, "--port", str(args.port)]
+    os.execv(sys.executable, argv)
+    return 0  # not reached
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    if args.check:
+        stale = stale_schemas()
+        for name in stale:
+            print(f"stale: {SCHEMA_DIR / name} (run `cre-fn schemas`)", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_schemas():
+        print(path)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    import yaml
+
+    from functions.translate import InvalidSpec, translate
+
+    try:
+        docs = [d for d in yaml.safe_load_all(Path(args.file).read_text()) if d]
+    except (OSError, yaml.YAMLError) as e:
+        print(f"cre-fn render: {args.file}: {e}", file=sys.stderr)
+        return 1
+    rendered = []
+    for doc in docs:
+        if doc.get("kind") != "WorkloadRun":
+            print(f"cre-fn render: {args.file}: expected WorkloadRun, got {doc.get('kind')}", file=sys.stderr)
+            return 1
+        try:
+            rendered += translate(doc, args.cre_group).objects
+        except InvalidSpec as e:
+            print(f"cre-fn render: {doc['metadata'].get('name', '?')}: {e}", file=sys.stderr)
+            return 1
+    sys.stdout.write(yaml.safe_dump_all(rendered, sort_keys=False, explicit_start=True))
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from functions.localstack import record
+
+    return record.run(args.port, args.out, args.host)
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    from functions.localstack import dev
+
+    return dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
+                   replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
+                   namespace=args.namespace)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from functions.localstack import replay
+
+    return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cre-fn", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve one function with functions-framework")
+    serve.add_argument("target", choices=TARGETS)
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(func=cmd_serve)
+    schemas = sub.add_parser("schemas", help="write the emitted events' JSON Schemas into events/schemas/")
+    schemas.add_argument("--check", action="store_true", help="fail when the committed schemas are stale")
+    schemas.set_defaults(func=cmd_schemas)
+    rend = sub.add_parser("render", help="print the objects a WorkloadRun file becomes, as YAML")
+    rend.add_argument("file")
+    rend.add_argument("--cre-group", default="nvcre.nvidia.com")
+    rend.set_defaults(func=cmd_render)
+    record = sub.add_parser("record", help="an HTTP sink appending every CloudEvent it receives to JSONL")
+    record.add_argument("--port", type=int, default=8080)
+    record.add_argument("--host", default="0.0.0.0")
+    record.add_argument("--out", default="-", help="JSONL file to append to (- for stdout)")
+    record.set_defaults(func=cmd_record)
+    dev = sub.add_parser("dev", help="the local stack and its demo (what `make run` runs)")
+    dev.add_argument("--keep", action="store_true", help="keep the stack up; print KUBECONFIG= and BROKER=")
+    dev.add_argument("--no-demo", action="store_true", help="start the stack without the demo or the Trainer")
+    dev.add_argument("--replay", metavar="FILE", help="reproduce a recorded event log in the fresh stack")
+    dev.add_argument("--out", default="out/dev", help="directory for the event log, dead letters and logs")
+    dev.add_argument("--namespace", help="run the demo, or reproduce the recording, in this namespace")
+    dev.add_argument("--ping-interval", type=float, default=10.0, help="seconds between resync ticks")
+    dev.set_defaults(func=cmd_dev)
+    rep = sub.add_parser("replay", help="post a recorded JSONL event log to a URL, in order")
+    rep.add_argument("file")
+    rep.add_argument("--to", required=True, help="where to post (a broker, a function)")
+    rep.add_argument("--rate", type=float, default=0, help="events per second (0: as fast as answered)")
+    rep.add_argument("--duplicate", action="store_true", help="send every event twice")
+    rep.add_argument("--shuffle-window", type=int, default=0, help="shuffle within windows of this many events")
+    rep.add_argument("--structured", action="store_true", help="structured mode instead of binary")
+    rep.add_argument("--seed", type=int, default=0, help="seed of the shuffle")
+    rep.set_defaults(func=cmd_replay)
+    args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

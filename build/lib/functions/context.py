@@ -1,0 +1,37 @@
+"""What every handler is given: the settings, the Kubernetes gateway (connected on first use) and a clock."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from functions.gateway import Gateway
+from functions.settings import Settings
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Context:
+    def __init__(
+        self,
+        settings: Settings,
+        gateway: Gateway | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._gateway = gateway
+        self._lock = threading.Lock()
+
+    @property
+    def gateway(self) -> Gateway:
+        """Connected on first use, so functions that make no API call never need a cluster."""
+        with self._lock:
+            if self._gateway is None:
+                self._gateway = Gateway.connect(
+                    self.settings.kubeconfig, self.settings.kube_timeout_seconds
+                )
+            return self._gateway

@@ -1,0 +1,39 @@
+"""Settings (SPEC §10): one object, env prefix `CREFN_`, built once per process and passed down.
+
+Nothing else in `functions/` reads the environment. `KUBECONFIG` is read here too (as `kubeconfig`),
+so the gateway never looks at the environment for it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CREFN_", frozen=True, extra="ignore")
+
+    mode: Literal["manage", "observe"] = "manage"
+    manage_all: bool = False
+    cre_group: str = "nvcre.nvidia.com"
+    restart_grace_seconds: int = Field(default=30, ge=0)
+    require_checkpoint_evidence: bool = True
+    alertmanager_url: str | None = None
+    slack_webhook_url: str | None = None
+    pagerduty_routing_key: str | None = None
+    pagerduty_url: str = DEFAULT_PAGERDUTY_URL
+    alert_sink_url: str | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    kubeconfig: str | None = Field(
+        default=None, validation_alias=AliasChoices("CREFN_KUBECONFIG", "KUBECONFIG")
+    )
+    k_sink: str | None = Field(default=None, validation_alias=AliasChoices("CREFN_K_SINK", "K_SINK"))
+    kube_timeout_seconds: float = Field(default=10.0, gt=0)
+
+    @property
+    def observe(self) -> bool:
+        return self.mode == "observe"
