@@ -57,6 +57,6 @@ def test_dockerfile_cmd_serves_the_target_from_the_installed_package(wheel: Path
                                  env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
         assert located.startswith(str(site))  # the installed copy, not the work tree
     finally:
-        stop_process(proc)  # type: ignore[arg-type]  # a text-less Popen of bytes
+        stop_process(proc)
         if proc.stderr:
             proc.stderr.close()
