@@ -36,6 +36,9 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert f"== Job {ns}/llama-pretrain: InProgress/WorkloadRestarting (restarts 1)" in text
     assert "→ restart-failures" in text and "job.restarted attempt 1/2" in text
     assert "restart grace not over" in text  # launch answered 503 and the Broker retried
+    assert f"!! Alertmanager notifies: firing CREJobRestarted (warning) {ns}/llama-pretrain" in text
+    assert f"!! Alertmanager notifies: resolved CREJobRestarted (warning) {ns}/llama-pretrain" in text
+    assert "active alerts in Alertmanager: none" in text
     recording = read_recording(tmp_path / "demo" / "events.jsonl")
     types = {r["attributes"]["type"] for r in recording}
     assert {"dev.knative.apiserver.resource.add", "dev.crefn.workload.phase", "dev.crefn.job.restarted",
