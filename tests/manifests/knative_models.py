@@ -114,7 +114,7 @@ class Selector(Strict):
 class ApiResource(Strict):
     apiVersion: str
     kind: str
-    selector: Selector
+    selector: Selector | None = None
 
 
 class ApiServerSourceSpec(Strict):

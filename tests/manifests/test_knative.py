@@ -115,10 +115,14 @@ def test_sources_watch_only_kinds_the_functions_parse(overlay: str) -> None:
     group = settings_of(docs)["CREFN_CRE_GROUP"]
     parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job"),
               (f"{group}/v1alpha1", "WorkloadRun")}
+    manage_all = settings_of(docs)["CREFN_MANAGE_ALL"] == "true"
     for source in of_kind(docs, "ApiServerSource"):
         for res in source["spec"]["resources"]:
             assert (res["apiVersion"], res["kind"]) in parsed
-            assert res["selector"]["matchLabels"] == {"crefn.dev/managed": "true"}
+            if manage_all:  # TrainJobs of unlabelled Jobs carry no label: watch everything
+                assert "selector" not in res
+            else:
+                assert res["selector"]["matchLabels"] == {"crefn.dev/managed": "true"}
         assert source["spec"]["mode"] == "Resource"
 
 
@@ -194,6 +198,7 @@ def test_overlays_change_what_they_say() -> None:
     assert settings_of(legacy)["CREFN_CRE_GROUP"] == "cre.nvidia.com"
     text = str(legacy)
     assert "nvcre.nvidia.com" not in text and "cre.nvidia.com/v1alpha1" in text
+    assert settings_of(RENDERED["overlays/manage-all"])["CREFN_MANAGE_ALL"] == "true"
 
 
 def test_alert_sinks_secret_template_is_valid_and_names_known_settings() -> None:

@@ -7,15 +7,40 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from functions.localstack.apiserver import free_port, stop_process
+
+
+def start_webhook(on_notification: Callable[[dict[str, Any]], None]) -> tuple[ThreadingHTTPServer, str]:
+    """A webhook receiver for Alertmanager's notifications (plain JSON, one call per notification)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            try:
+                on_notification(json.loads(body))
+                self.send_response(200)
+            except ValueError:
+                self.send_response(400)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
 class AlertmanagerError(RuntimeError):

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from functions.conditions import true_exclusive
 from functions.errors import TemporaryError
 from functions.gateway import NAMESPACES, Gateway, Resource, cre_goodput, cre_jobs
+from functions.localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from functions.localstack.apiserver import LocalCluster, free_port
 from functions.localstack.apisource import WatchSource
 from functions.localstack.broker import LocalBroker, Outcome, triggers_from_manifests
@@ -51,6 +52,8 @@ class Timeline:
     out: TextIO = sys.stdout
     started: float = field(default_factory=time.monotonic)
     conditions: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    notified: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    """(namespace, job, alertname) → the last status Alertmanager notified."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def say(self, text: str) -> None:
@@ -142,9 +145,39 @@ class Stack:
     broker: LocalBroker
     functions: dict[str, ServedFunction]
     out_dir: Path
+    alertmanager: LocalAlertmanager | None = None
 
     def quiet(self) -> bool:
         return self.broker.wait_idle(timeout=0.5, quiet=0.3)
+
+
+def start_alertmanager(stack: contextlib.ExitStack, work_dir: Path, timeline: Timeline,
+                       settings: dict[str, str]) -> LocalAlertmanager | None:
+    """A local Alertmanager for the `alert` function, unless the user named one (or none is installed);
+    its notifications are printed on the timeline."""
+    if settings.get("CREFN_ALERTMANAGER_URL"):
+        return None
+    try:
+        find_alertmanager()
+    except AlertmanagerError as e:
+        timeline.say(f"      {e}; alerts go to no sink")
+        return None
+
+    def notified(body: dict[str, Any]) -> None:
+        for alert in body.get("alerts") or []:
+            labels = alert.get("labels") or {}
+            key = (str(labels.get("namespace")), str(labels.get("job")), str(labels.get("alertname")))
+            timeline.notified[key] = str(alert.get("status"))
+            timeline.say(f"!! Alertmanager notifies: {alert.get('status')} {labels.get('alertname')} "
+                         f"({labels.get('severity')}) {labels.get('namespace')}/{labels.get('job')}")
+
+    server, url = start_webhook(notified)
+    stack.callback(server.server_close)
+    stack.callback(server.shutdown)
+    alertmanager = LocalAlertmanager(work_dir / "alertmanager", url).start()
+    stack.callback(alertmanager.stop)
+    timeline.say(f"      Alertmanager on {alertmanager.url} (its notifications show as !! lines)")
+    return alertmanager
 
 
 def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
@@ -183,6 +216,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         stack.callback(gw.close)
         docs = render("base")
         apply_rbac(gw, docs)
+        alertmanager = start_alertmanager(stack, work_dir, timeline, settings)
+        if alertmanager is not None:
+            settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
         say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
         broker_port = free_port()
         broker_url = f"http://127.0.0.1:{broker_port}/"
@@ -212,7 +248,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         say(f"[5/5] PingSource: resync every {ping_interval:g}s")
         ticker = Ticker(functions["resync"].url, ping_interval)
         stack.callback(ticker.stop)
-        yield Stack(cluster, gw, broker, functions, out_dir)
+        yield Stack(cluster, gw, broker, functions, out_dir, alertmanager)
 
 
 def create_job(gw: Gateway, namespace: str, body: dict[str, Any], evidence: bool) -> None:
@@ -271,6 +307,10 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline) -> tuple
     counts = ", ".join(f"{fn} {st}x{n}" for (fn, st), n in sorted(outcomes.items()))
     print(f"   deliveries: {counts}", file=timeline.out)
     print(f"   events published: {stack.broker.published}; dead letters: {len(stack.broker.dead)}", file=timeline.out)
+    if stack.alertmanager is not None:
+        active = [f"{a['labels']['alertname']} ({a['labels']['severity']})" for a in stack.alertmanager.alerts()
+                  if a["labels"].get("namespace") == namespace and a["labels"].get("job") == job]
+        print(f"   active alerts in Alertmanager: {', '.join(active) or 'none'}", file=timeline.out)
     print(f"   event log: {stack.out_dir / 'events.jsonl'} (replay: cre-fn dev --replay FILE)", file=timeline.out)
     return state
 
@@ -328,6 +368,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
                          "TrainJob starts suspended")
             create_job(stack.gateway, demo_ns, demo_job(), evidence=True)
             drive(stack, demo_ns, DEMO_JOB, DEMO_SCRIPT, timeline, timeout)
+            if stack.alertmanager is not None:  # let Alertmanager send the resolved notifications
+                wait_until(lambda: "firing" not in timeline.notified.values(), 20, interval=0.5)
             state = summary(stack, demo_ns, DEMO_JOB, timeline)
             expected = ("Succeeded", "WorkloadCompleted", 1)
             trainjobs = count_trainjobs(out_dir / "events.jsonl", DEMO_JOB)

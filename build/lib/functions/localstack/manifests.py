@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 KNATIVE = Path(__file__).resolve().parents[2] / "knative"
-OVERLAYS = ("base", "overlays/kafka", "overlays/observe", "overlays/legacy-group")
+OVERLAYS = ("base", "overlays/kafka", "overlays/observe", "overlays/legacy-group", "overlays/manage-all")
 NAMESPACE = "crefn-system"
 
 
