@@ -1,1 +1,0 @@
-"""cre-functions: the CRE Job controller's workload logic as stateless Knative functions."""
