@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from functions.localstack.bus import parse_record
-from functions.localstack.client import Answer, send
+from functions.localstack.client import Answer, parse_record, send
 from functions.localstack.record import make_server
 
 RETRIED = {404, 408, 409, 429, 500, 502, 503, 504}

@@ -11,6 +11,7 @@ import json
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,16 @@ def send(url: str, record: dict[str, Any], structured: bool = False, fresh_id: b
          timeout: float = 30) -> Answer:
     headers, body = encode(record, structured, fresh_id)
     return post(url, headers, body, timeout)
+
+
+def parse_record(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+    """An HTTP CloudEvent (binary or structured) as a `{"attributes", "data"}` record."""
+    if headers.get("content-type", "").startswith("application/cloudevents+json"):
+        envelope = json.loads(body)
+        data = envelope.pop("data", None)
+        return {"attributes": envelope, "data": data}
+    attrs = {k[3:]: v for k, v in headers.items() if k.startswith("ce-")}
+    if not {"id", "type", "source", "specversion"} <= set(attrs):
+        raise ValueError("not a CloudEvent")
+    attrs["datacontenttype"] = headers.get("content-type", "application/json")
+    return {"attributes": attrs, "data": json.loads(body) if body else None}

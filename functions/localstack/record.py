@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Protocol
 
-from functions.localstack.bus import parse_record
+from functions.localstack.client import parse_record
 
 
 class Recorder:

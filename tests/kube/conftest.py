@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from functions.localstack.apiserver import LocalCluster, free_port
-from functions.localstack.bus import Bus, parse_record
+from functions.localstack.client import parse_record
 from functions.localstack.manifests import service_account_user
 from functions.localstack.serving import ServedFunction
+from tests.kube.rounds import Bus
 
 LIFECYCLE = ("phase", "launch", "status", "restart", "resync", "workloadrun")
 ALERT_USER = "crefn-alert"

@@ -12,9 +12,9 @@ from typing import Any
 from functions.gateway import TRAINJOBS, Gateway, Resource, cre_goodput, cre_jobs
 from functions.localstack.apisource import PollingSource, WatchSource
 from functions.localstack.broker import LocalBroker, triggers_from_manifests
-from functions.localstack.bus import Bus, Route, route
 from functions.localstack.client import send
 from functions.localstack.manifests import render
+from tests.kube.rounds import Bus, Route, route
 
 GROUP = "nvcre.nvidia.com"
 JOBS = cre_jobs(GROUP)

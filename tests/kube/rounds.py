@@ -1,8 +1,7 @@
-"""A small in-process broker for the test suite and the local stack: Knative's delivery, on loopback.
+"""A deterministic, round-based broker for the lifecycle tests (the local stack uses `LocalBroker`).
 
-Events (`{"attributes", "data"}` records) enter through `publish()` or an HTTP ingress (binary or
-structured mode, as a Knative Broker accepts them); each is delivered to every route whose filter
-matches (exact attribute values, any of a set), in order. A 200 reply is re-published, like a
+Events (`{"attributes", "data"}` records) enter through `publish()`; each is delivered to every
+route whose filter matches (exact attribute values, any of a set), in order. A 200 reply is re-published, like a
 Knative reply; 409/429/503 (and 500/connection errors) are retried on a later round, up to
 `max_attempts`; 400 and exhausted retries go to the dead letters. `duplicate` delivers every event
 twice and `swap` exchanges neighbouring events in each round: the at-least-once and reordering drills.
@@ -10,14 +9,12 @@ twice and `swap` exchanges neighbouring events in each round: the at-least-once 
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from functions.localstack.client import Answer, send
+from functions.localstack.client import Answer, parse_record, send
 
 RETRIED = {409, 429, 500, 502, 503, 504}
 
@@ -62,7 +59,6 @@ class Bus:
     dead_letters: list[Delivery] = field(default_factory=list)
     _queue: list[Pending] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
 
     def publish(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -111,48 +107,6 @@ class Bus:
 
     def summary(self) -> list[tuple[str, str, int, str]]:
         return [(d.record["attributes"]["type"], d.function, d.status, d.reason or d.reply_type) for d in self.log]
-
-    # -- HTTP ingress (what K_SINK points at) --------------------------------------------------
-
-    def serve(self, port: int) -> str:
-        bus = self
-
-        class Ingress(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                try:
-                    bus.publish(parse_record(headers, body))
-                    self.send_response(202)
-                except (ValueError, KeyError) as e:
-                    self.send_response(400)
-                    print(e)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Ingress)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{port}/"
-
-    def close(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-
-
-def parse_record(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
-    """An HTTP CloudEvent (binary or structured) as a `{"attributes", "data"}` record."""
-    if headers.get("content-type", "").startswith("application/cloudevents+json"):
-        envelope = json.loads(body)
-        data = envelope.pop("data", None)
-        return {"attributes": envelope, "data": data}
-    attrs = {k[3:]: v for k, v in headers.items() if k.startswith("ce-")}
-    if not {"id", "type", "source", "specversion"} <= set(attrs):
-        raise ValueError("not a CloudEvent")
-    attrs["datacontenttype"] = headers.get("content-type", "application/json")
-    return {"attributes": attrs, "data": json.loads(body) if body else None}
 
 
 def reply_record(answer: Answer) -> dict[str, Any]:
