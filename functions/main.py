@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import functions_framework
@@ -25,6 +26,7 @@ from functions import status as status_fn
 from functions import transport
 from functions import workloadrun as workloadrun_fn
 from functions.context import Context
+from functions.outcome import Envelope, Outcome
 from functions.settings import Settings
 
 
@@ -40,41 +42,24 @@ def context() -> Context:
     return Context(settings)
 
 
-def serve(request: Any, name: str, handle: Any) -> Any:
-    ctx = context()
-    return transport.respond(request, lambda env: handle(env, ctx), name)
+Handle = Callable[[Envelope, Context], Outcome]
 
 
-@functions_framework.http
-def phase(request: Any) -> Any:
-    return serve(request, "phase", phase_fn.handle)
+def target(name: str, handle: Handle) -> Callable[[Any], Any]:
+    """An HTTP function for functions-framework, registered under `name`."""
+
+    def serve(request: Any) -> Any:
+        ctx = context()
+        return transport.respond(request, lambda env: handle(env, ctx), name)
+
+    serve.__name__ = serve.__qualname__ = name
+    return functions_framework.http(serve)
 
 
-@functions_framework.http
-def launch(request: Any) -> Any:
-    return serve(request, "launch", launch_fn.handle)
-
-
-@functions_framework.http
-def status(request: Any) -> Any:
-    return serve(request, "status", status_fn.handle)
-
-
-@functions_framework.http
-def restart(request: Any) -> Any:
-    return serve(request, "restart", restart_fn.handle)
-
-
-@functions_framework.http
-def resync(request: Any) -> Any:
-    return serve(request, "resync", resync_fn.handle)
-
-
-@functions_framework.http
-def workloadrun(request: Any) -> Any:
-    return serve(request, "workloadrun", workloadrun_fn.handle)
-
-
-@functions_framework.http
-def alert(request: Any) -> Any:
-    return serve(request, "alert", alert_fn.handle)
+phase = target("phase", phase_fn.handle)
+launch = target("launch", launch_fn.handle)
+status = target("status", status_fn.handle)
+restart = target("restart", restart_fn.handle)
+resync = target("resync", resync_fn.handle)
+workloadrun = target("workloadrun", workloadrun_fn.handle)
+alert = target("alert", alert_fn.handle)
