@@ -10,7 +10,7 @@ everything and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -113,7 +113,6 @@ class StatusChange:
 
     status: dict[str, Any]
     new_condition: ConditionSummary | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -135,29 +134,44 @@ class StatusWrite:
 Decide = Callable[[JobState], StatusChange | None]
 
 
-def apply_status(ctx: Context, state: JobState, decide: Decide) -> StatusWrite:
-    """Compute and write a status change with optimistic locking; recompute once on conflict."""
+def patch_status(ctx: Context, res: Resource, raw: dict[str, Any],
+                 decide: Callable[[dict[str, Any]], dict[str, Any] | None]) -> tuple[dict[str, Any] | None, bool]:
+    """Merge-patch the `status` decided from `raw`, with its resourceVersion; on a 409 read the object
+    again and decide once more, then let the 409 through. Returns the status decided (None: nothing to
+    write, or the object is gone) and whether it was written (never in observe mode)."""
+    meta = raw["metadata"]
     for attempt in (1, 2):
-        if state.terminal:
-            return StatusWrite(state, None, False)
-        change = decide(state)
-        if change is None:
-            return StatusWrite(state, None, False)
-        if ctx.settings.observe:
-            return StatusWrite(state, change, False)
+        status = decide(raw)
+        if status is None or ctx.settings.observe:
+            return status, False
         try:
-            ctx.gateway.patch(jobs_resource(ctx), state.job.metadata.namespace, state.job.metadata.name,
-                              {"status": change.status}, resource_version=state.job.metadata.resource_version,
-                              status=True)
-            return StatusWrite(state, change, True)
+            ctx.gateway.patch(res, meta["namespace"], meta["name"], {"status": status},
+                              resource_version=meta.get("resourceVersion"), status=True)
+            return status, True
         except TemporaryError as e:
             if e.status != 409 or attempt == 2:
                 raise
-        fresh = read_job(ctx, state.job.metadata.namespace, state.job.metadata.name)
+        fresh = ctx.gateway.get(res, meta["namespace"], meta["name"])
         if fresh is None:
-            return StatusWrite(state, None, False)
-        state = fresh
+            return None, False
+        raw, meta = fresh, fresh["metadata"]
     raise AssertionError("unreachable")
+
+
+def apply_status(ctx: Context, state: JobState, decide: Decide) -> StatusWrite:
+    """Compute and write a Job's status change (`patch_status`), never on a terminal Job."""
+    decided: list[tuple[JobState, StatusChange | None]] = []
+
+    def decide_raw(raw: dict[str, Any]) -> dict[str, Any] | None:
+        current = state if raw is state.raw else parse_job(
+            {"apiVersion": state.job.api_version, "kind": JOB_KIND, **raw}, ctx.settings.cre_group)
+        change = None if current.terminal else decide(current)
+        decided.append((current, change))
+        return change.status if change else None
+
+    status, written = patch_status(ctx, jobs_resource(ctx), state.raw, decide_raw)
+    current, change = decided[-1]
+    return StatusWrite(current, change if status is not None else None, written)
 
 
 def condition_changed_event(write: StatusWrite, function: str, cause: Envelope | None,

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from events.emitted import WorkloadRef
 from events.envelope import Envelope, Outbound
-from events.objects import TrainJob
 from events.types import MANAGED_LABEL, TRAINJOB_API_VERSION, TRAINJOB_KIND, ApiServerType
 from functions import launch, phase
 from functions.adapter import decide_phase, deleted_phase
@@ -57,7 +56,7 @@ def derive(state: JobState, ctx: Context) -> Outbound | None:
         workload = WorkloadRef(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND, name=ref.name,
                                namespace=namespace, attempt=state.job.status.restart_count)
         return phase.to_phase_event(state.ref.name, workload, deleted_phase(ref.name), None, ctx, FUNCTION)
-    trainjob = TrainJob.model_validate(raw)
+    trainjob = phase.parse_trainjob(raw)
     return phase.to_phase_event(state.ref.name, phase.to_workload_ref(trainjob), decide_phase(trainjob), None, ctx,
                                 FUNCTION)
 

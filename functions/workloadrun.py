@@ -25,7 +25,7 @@ from functions.conditions import ExclusiveType, decide_conditions, is_terminal, 
 from functions.context import Context
 from functions.errors import PermanentError, TemporaryError
 from functions.gateway import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_workloadruns
-from functions.jobs import read_job
+from functions.jobs import patch_status, read_job
 from functions.outcome import NoReply, Outcome
 from functions.translate import InvalidSpec, Translation, translate
 
@@ -117,31 +117,18 @@ def create_missing(translation: Translation, owner_uid: str, ctx: Context) -> in
 
 def write_run_conditions(raw: dict[str, Any], chosen: ExclusiveType, reason: str, message: str, ctx: Context,
                          siblings: str = SUPERSEDED) -> bool:
-    """Write the WorkloadRun's exclusive conditions (re-read and retried once on a conflict)."""
-    if ctx.settings.observe:
-        return False
-    res = cre_workloadruns(ctx.settings.cre_group)
-    meta = raw["metadata"]
-    for attempt in (1, 2):
-        current = (raw.get("status") or {}).get("conditions") or []
-        if is_terminal(current):
-            return False
-        conditions = decide_conditions(current, int(meta.get("generation", 0)), chosen, reason, message,
-                                       ctx.clock(), sibling_reason=siblings)
-        if conditions is None:
-            return False
-        try:
-            ctx.gateway.patch(res, meta["namespace"], meta["name"], {"status": {"conditions": conditions}},
-                              resource_version=meta.get("resourceVersion"), status=True)
-            return True
-        except TemporaryError as e:
-            if e.status != 409 or attempt == 2:
-                raise
-        fresh = ctx.gateway.get(res, meta["namespace"], meta["name"])
-        if fresh is None:
-            return False
-        raw, meta = fresh, fresh["metadata"]
-    return False
+    """Write the WorkloadRun's exclusive conditions (`patch_status`: re-read and decided once more on a
+    conflict); a terminal WorkloadRun is left alone."""
+
+    def decide(current: dict[str, Any]) -> dict[str, Any] | None:
+        conditions = (current.get("status") or {}).get("conditions") or []
+        if is_terminal(conditions):
+            return None
+        new = decide_conditions(conditions, int(current["metadata"].get("generation", 0)), chosen, reason,
+                                message, ctx.clock(), sibling_reason=siblings)
+        return None if new is None else {"conditions": new}
+
+    return patch_status(ctx, cre_workloadruns(ctx.settings.cre_group), raw, decide)[1]
 
 
 def mirror(env: Envelope, ctx: Context) -> Outcome:
