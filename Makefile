@@ -9,6 +9,8 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@echo "[venv] installing cre-functions with its test and dev extras into $(VENV)"
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,dev]"
+	@# the dev stack (localstack/) is not in the wheel: make it importable in this development venv only
+	@$(PY) -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "cre_functions_devstack.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -29,14 +31,14 @@ test: venv kube-apiserver
 
 ## The inner loop: everything that needs no API server.
 test-fast: venv
-	@$(PY) -m pytest -m "not kube" tests/unit tests/manifests tests/http $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not kube" $(PYTEST_ARGS)
 
 ## Benchmarks: phase in process and over HTTP, against baselines measured in the same run.
 bench: venv
-	@$(PY) -m functions.localstack.bench
+	@$(PY) -m localstack.bench
 
 check: venv
-	@$(VENV)/bin/ruff check events functions tests
+	@$(VENV)/bin/ruff check events functions localstack tests
 	@$(VENV)/bin/mypy
 	@$(VENV)/bin/lint-imports --no-logo
 

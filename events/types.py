@@ -63,3 +63,23 @@ def job_label(cre_group: str) -> str:
 def group_nodes_annotation(cre_group: str) -> str:
     """The annotation listing a workload's nodes (`nvcre.nvidia.com/group-nodes`)."""
     return f"{cre_group}/group-nodes"
+
+
+class Reason(StrEnum):
+    """Condition reasons this project writes (CRE's where CRE has one)."""
+
+    WORKLOAD_CREATED = "WorkloadCreated"
+    WORKLOAD_ADOPTED = "WorkloadAdopted"
+    WORKLOAD_PENDING = "WorkloadPending"
+    WORKLOAD_RUNNING = "WorkloadRunning"
+    WORKLOAD_COMPLETED = "WorkloadCompleted"
+    WORKLOAD_FAILED = "WorkloadFailed"
+    WORKLOAD_RESTARTING = "WorkloadRestarting"
+    WORKLOAD_CREATION_ERROR = "WorkloadCreationError"
+    WORKLOAD_DELETED = "WorkloadDeleted"
+    SUSPENDED = "Suspended"
+    NOT_APPLICABLE = "NotApplicable"
+    SUPERSEDED = "Superseded"
+    JOB_CREATED = "JobCreated"
+    INVALID_SPEC = "InvalidSpec"
+    OBJECT_CONFLICT = "ObjectConflict"

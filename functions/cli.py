@@ -1,8 +1,11 @@
-"""`cre-fn`: serve a function, write the event schemas, run the local demo."""
+"""`cre-fn`: serve a function, write the event schemas, render a WorkloadRun, record and replay
+events, and run the local dev stack (`cre-fn dev`, which needs the source tree's `localstack`)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 import signal
 import sys
@@ -10,9 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
-from functions.localstack.serving import MAIN
+from functions.registry import TARGETS
 
-TARGETS = ("phase", "launch", "status", "restart", "resync", "workloadrun", "alert")
+MAIN = Path(__file__).with_name("main.py")
+DEV_STACK_MISSING = ("cre-fn {command}: the local dev stack is not installed (it lives in the source tree's "
+                     "localstack/ package, not in the wheel or the image): run `make run` in a checkout")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -36,7 +41,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     import yaml
 
-    from functions.translate import InvalidSpec, translate
+    from functions.rules.translate import InvalidSpec, translate
 
     try:
         docs = [d for d in yaml.safe_load_all(Path(args.file).read_text()) if d]
@@ -58,21 +63,24 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from functions.localstack import record
+    from functions import deadletters
 
-    return record.run(args.port, args.out, args.host)
+    return deadletters.run(args.port, args.out, args.host)
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    from functions.localstack import dev
-
-    return dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
-                   replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
-                   namespace=args.namespace)
+    if importlib.util.find_spec("localstack") is None:
+        print(DEV_STACK_MISSING.format(command="dev"), file=sys.stderr)
+        return 2
+    dev = importlib.import_module("localstack.dev")  # looked up by name: the product never imports it
+    code: int = dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
+                        replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
+                        namespace=args.namespace)
+    return code
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from functions.localstack import replay
+    from functions import replay
 
     return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed)
 
@@ -81,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cre-fn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve one function with functions-framework")
-    serve.add_argument("target", choices=TARGETS)
+    serve.add_argument("target", choices=sorted(TARGETS))
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=cmd_serve)

@@ -1,26 +1,54 @@
-"""The two error kinds, which are Knative's retry API (SPEC §4.3).
+"""What went wrong, as types: the retry API of SPEC §4.3 without its numbers.
 
-`PermanentError` → 400, never retried. `TemporaryError` → 409/429/503, retried by Knative's delivery
-spec with backoff. The transport maps them to HTTP in one place; nothing else picks status codes.
+The gateway raises these from Kubernetes answers and the transport from HTTP peers; handlers raise
+`PermanentError` for input that can never succeed and `NotYet` for a wait. Which HTTP answer each
+class becomes is one table in `functions.transport` (`ANSWERS`), looked up by class.
+
+- `PermanentError`: bad input, wrong kind, a request the peer refuses for good (never retried).
+- `NotFound`: the object does not exist (callers decide what "gone" means; escaping, it is a 202).
+- `Conflict`: a stale resourceVersion or a failed precondition; `AlreadyExists` is one kind of it.
+- `Throttled`: the peer asked us to slow down (`retry_after` seconds when it said so).
+- `Unavailable`: the peer is down, unreachable or answered 5xx.
+- `NotYet`: nothing is wrong, it is too early (restart grace, an object still terminating).
+The last four are `TemporaryError`s: Knative retries them with backoff.
 """
 
 from __future__ import annotations
 
 
-class PermanentError(Exception):
-    """The event can never succeed: bad input, wrong kind, invalid data."""
-
-    status = 400
+class CrefnError(Exception):
+    """Base of every error the functions answer for."""
 
 
-class TemporaryError(Exception):
-    """The event may succeed later: conflict (409), throttled (429), unavailable or not yet (503)."""
+class PermanentError(CrefnError):
+    """The event can never succeed."""
 
-    def __init__(self, message: str, status: int = 503, reason: str = "") -> None:
+
+class NotFound(CrefnError):
+    """The object does not exist."""
+
+
+class TemporaryError(CrefnError):
+    """The event may succeed later."""
+
+
+class Conflict(TemporaryError):
+    """The object changed since it was read, or a precondition failed."""
+
+
+class AlreadyExists(Conflict):
+    """A create found the name taken."""
+
+
+class Throttled(TemporaryError):
+    def __init__(self, message: str, retry_after: str = "") -> None:
         super().__init__(message)
-        self.status = status if status in (409, 429, 503) else 503
-        self.reason = reason
+        self.retry_after = retry_after
 
 
-class NotFound(Exception):
-    """The object does not exist (not an HTTP answer by itself: callers decide what gone means)."""
+class Unavailable(TemporaryError):
+    """The peer is down, unreachable or failing."""
+
+
+class NotYet(TemporaryError):
+    """Too early: the same event will succeed once time has passed."""

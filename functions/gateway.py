@@ -2,16 +2,16 @@
 
 Plain JSON objects in and out, addressed by `Resource` (group, version, plural). Calls go through the
 SDK's `ApiClient` (authentication, TLS, kubeconfig or in-cluster config) to the REST paths directly,
-so every kind — CRDs included — is handled the same way. `ApiException` and connection errors are
-translated here, once: 404 → `NotFound`; 409/429 and 5xx/unreachable → `TemporaryError` (retried);
-other 4xx → `PermanentError`. Response bodies are trimmed to one line; the cause is chained.
+so every kind — CRDs included — is handled the same way. API answers become the typed errors of
+`functions.errors` here, once (`error_of`): 404 → `NotFound`, 409 → `Conflict` (`AlreadyExists` when
+the server says so), 429 → `Throttled`, 5xx and unreachable → `Unavailable`, other 4xx →
+`PermanentError`. Response bodies are trimmed to one line; the cause is chained.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import urllib3
@@ -19,58 +19,22 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from functions.errors import NotFound, PermanentError, TemporaryError
+from functions.errors import (
+    AlreadyExists,
+    Conflict,
+    CrefnError,
+    NotFound,
+    PermanentError,
+    Throttled,
+    Unavailable,
+)
+from functions.resources import Resource
 
 JsonObj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-        if sub:
-            base += f"/{sub}"
-        return base
-
-
-TRAINJOBS = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
-TRAINING_RUNTIMES = Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime")
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
-CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
-
-
-def cre_jobs(group: str) -> Resource:
-    return Resource(group, "v1alpha1", "jobs", "Job")
-
-
-def cre_workloadruns(group: str) -> Resource:
-    return Resource(group, "v1alpha1", "workloadruns", "WorkloadRun")
-
-
-def cre_goodput(group: str) -> Resource:
-    return Resource(group, "v1alpha1", "goodputmeasurements", "GoodputMeasurement")
-
-
 class Gateway:
-    """Kubernetes API access for the functions, the local stack and the tests."""
+    """Kubernetes API access: get, paged list, create, merge patch, delete, and a line stream."""
 
     def __init__(self, api_client: Any, timeout_seconds: float = 10.0) -> None:
         self._api = api_client
@@ -89,7 +53,7 @@ class Gateway:
         try:
             api = config.new_client_from_config(config_file=kubeconfig)
         except (ConfigException, OSError) as e:
-            raise TemporaryError(f"no Kubernetes configuration: {e}") from e
+            raise Unavailable(f"no Kubernetes configuration: {e}") from e
         return cls(api, timeout_seconds)
 
     @property
@@ -112,13 +76,12 @@ class Gateway:
         self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
     ) -> list[JsonObj]:
         """Every object, fetched in pages with limit/continue."""
-        return self.list_with_version(res, namespace, label_selector, page_size)[0]
+        return [item for page in self.pages(res, namespace, label_selector, page_size) for item in page["items"]]
 
-    def list_with_version(
+    def pages(
         self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
-    ) -> tuple[list[JsonObj], str]:
-        """Every object and the list's resourceVersion (where a watch continues from)."""
-        items: list[JsonObj] = []
+    ) -> Iterator[JsonObj]:
+        """A LIST page by page (limit/continue); each page's items carry their apiVersion and kind."""
         token = ""
         while True:
             query: list[tuple[str, Any]] = [("limit", page_size)]
@@ -127,13 +90,14 @@ class Gateway:
             if token:
                 query.append(("continue", token))
             page = self.request("GET", res.path(namespace), query=query)
-            for item in page.get("items") or []:
+            page["items"] = page.get("items") or []
+            for item in page["items"]:
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
-                items.append(item)
+            yield page
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
-                return items, str((page.get("metadata") or {}).get("resourceVersion", ""))
+                return
 
     def create(self, res: Resource, namespace: str | None, body: Mapping[str, Any]) -> JsonObj:
         return self.request("POST", res.path(namespace), body=dict(body))
@@ -167,17 +131,9 @@ class Gateway:
             return False
         return True
 
-    def watch(
-        self, res: Resource, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 60,
-        label_selector: str = "",
-    ) -> Iterator[tuple[str, JsonObj]]:
-        """Yield (ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, object) until the server ends the watch."""
-        query: list[tuple[str, Any]] = [("watch", "true"), ("timeoutSeconds", timeout_seconds)]
-        if resource_version:
-            query.append(("resourceVersion", resource_version))
-        if label_selector:
-            query.append(("labelSelector", label_selector))
-        resp = self._call("GET", res.path(namespace), query=query, timeout=timeout_seconds + 5).response
+    def stream(self, path: str, query: list[tuple[str, Any]], timeout_seconds: float) -> Iterator[JsonObj]:
+        """A GET whose answer is one JSON object per line (a watch), until the server ends it."""
+        resp = self._call("GET", path, query=query, timeout=timeout_seconds).response
         buffer = b""
         try:
             for chunk in resp.stream(4096, decode_content=True):
@@ -185,10 +141,9 @@ class Gateway:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
-                        event = json.loads(line)
-                        yield event["type"], event["object"]
+                        yield json.loads(line)
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise TemporaryError(f"watch of {res.plural} ended: {e}") from e
+            raise Unavailable(f"stream of {path} ended: {e}") from e
         finally:
             resp.release_conn()
 
@@ -224,15 +179,15 @@ class Gateway:
             )
             resp = self._api.call_api(*request, _request_timeout=timeout or self._timeout)
         except ApiException as e:
-            raise translate(int(e.status or 0), str(e.reason or ""), e.body, method, path) from e
+            raise error_of(int(e.status or 0), str(e.reason or ""), e.body, method, path) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise TemporaryError(f"Kubernetes API unreachable: {type(e).__name__}", 503) from e
+            raise Unavailable(f"Kubernetes API unreachable: {type(e).__name__}") from e
         if resp.status >= 400:
-            raise translate(resp.status, str(resp.reason or ""), resp.read(), method, path)
+            raise error_of(resp.status, str(resp.reason or ""), resp.read(), method, path)
         return resp
 
 
-def translate(status: int, http_reason: str, body: Any, method: str, path: str) -> Exception:
+def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -> CrefnError:
     """One boundary from an API error answer to our error kinds, with a trimmed one-line message."""
     reason, message = "", ""
     try:
@@ -244,8 +199,10 @@ def translate(status: int, http_reason: str, body: Any, method: str, path: str) 
     text = f"{method} {path}: {status} {reason or http_reason}: {message}".rstrip(": ")
     if status == 404:
         return NotFound(text)
-    if status in (409, 429):
-        return TemporaryError(text, status, reason)
+    if status == 409:
+        return AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
+    if status == 429:
+        return Throttled(text)
     if status >= 500 or status == 0:
-        return TemporaryError(text, 503, reason)
+        return Unavailable(text)
     return PermanentError(text)

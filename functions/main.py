@@ -1,4 +1,4 @@
-"""Function targets served by functions-framework (SPEC §5):
+"""Function targets served by functions-framework (SPEC §5), one per entry of `functions.registry`:
 
     functions-framework --source functions/main.py --target phase
 
@@ -17,16 +17,9 @@ from typing import Any
 
 import functions_framework
 
-from functions import alert as alert_fn
-from functions import launch as launch_fn
-from functions import phase as phase_fn
-from functions import restart as restart_fn
-from functions import resync as resync_fn
-from functions import status as status_fn
 from functions import transport
-from functions import workloadrun as workloadrun_fn
 from functions.context import Context
-from functions.outcome import Envelope, Outcome
+from functions.registry import TARGETS, Target
 from functions.settings import Settings
 
 
@@ -42,24 +35,21 @@ def context() -> Context:
     return Context(settings)
 
 
-Handle = Callable[[Envelope, Context], Outcome]
+def serve(target: Target) -> Callable[[Any], Any]:
+    """An HTTP function for functions-framework, registered under the target's name."""
 
-
-def target(name: str, handle: Handle) -> Callable[[Any], Any]:
-    """An HTTP function for functions-framework, registered under `name`."""
-
-    def serve(request: Any) -> Any:
+    def respond(request: Any) -> Any:
         ctx = context()
-        return transport.respond(request, lambda env: handle(env, ctx), name)
+        return transport.respond(request, lambda env: target.handle(env, ctx), target.name)
 
-    serve.__name__ = serve.__qualname__ = name
-    return functions_framework.http(serve)
+    respond.__name__ = respond.__qualname__ = target.name
+    return functions_framework.http(respond)
 
 
-phase = target("phase", phase_fn.handle)
-launch = target("launch", launch_fn.handle)
-status = target("status", status_fn.handle)
-restart = target("restart", restart_fn.handle)
-resync = target("resync", resync_fn.handle)
-workloadrun = target("workloadrun", workloadrun_fn.handle)
-alert = target("alert", alert_fn.handle)
+phase = serve(TARGETS["phase"])
+launch = serve(TARGETS["launch"])
+status = serve(TARGETS["status"])
+restart = serve(TARGETS["restart"])
+resync = serve(TARGETS["resync"])
+workloadrun = serve(TARGETS["workloadrun"])
+alert = serve(TARGETS["alert"])

@@ -37,3 +37,7 @@ class Settings(BaseSettings):
     @property
     def observe(self) -> bool:
         return self.mode == "observe"
+
+    @property
+    def alert_sinks_configured(self) -> bool:
+        return any((self.alertmanager_url, self.slack_webhook_url, self.pagerduty_routing_key, self.alert_sink_url))

@@ -1,10 +1,19 @@
-"""HTTP ⇄ CloudEvents: the only module that imports the CloudEvents SDK and Flask (SPEC §4.3).
+"""HTTP in and out: the only module that imports `cloudevents` and Flask (SPEC §4, §4.3).
 
-In: binary or structured CloudEvents (batch mode is refused). Out: binary mode, `datacontenttype:
-application/json`, `traceparent`/`tracestate` carried over from the input (both as CloudEvents
-extensions and as the W3C `traceparent` header Knative propagates). Errors become HTTP statuses here
-and nowhere else: PermanentError → 400, TemporaryError → 409/429/503, anything else → 500. One JSON
-log line per handled request.
+- The codec. `decode(headers, body)` turns binary or structured CloudEvents (batch mode is refused)
+  into a record `{"attributes": {...}, "data": ...}`, the format of recordings, samples and dead
+  letters; `to_envelope(record)` checks the required attributes; `encode(record)` renders binary (or
+  structured) mode, `datacontenttype: application/json`. Outbound events get a fresh `id` and `time`
+  here (`to_record`), and carry `traceparent`/`tracestate` from their cause (as CloudEvents
+  extensions and as the W3C `traceparent` header Knative propagates).
+- The answers. `respond()` serves one request: parse → handler → answer. The handler returns a plan
+  (`reply` → 200 with the event, none → 202 with its `reason` logged); an error becomes its answer
+  through `ANSWERS`, one table looked up by class; anything else is a bug: 500, process kept alive.
+  One JSON log line per request.
+- The outbound HTTP client. `post()` for raw answers (replay counts them), `deliver()` for a
+  CloudEvent that must be accepted (`K_SINK`, a CloudEvents alert sink) and `post_json()` for the
+  alert sinks' JSON APIs; answers that are not accepted become the errors of `functions.errors` by
+  `error_for()`, the HTTP twin of the gateway's table.
 """
 
 from __future__ import annotations
@@ -16,118 +25,158 @@ import traceback
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from cloudevents import exceptions as ce_exceptions
-from cloudevents.http import CloudEvent, from_http, to_binary, to_structured
+from cloudevents.http import from_http
 from flask import Request, Response
 
 from events.envelope import Envelope, InvalidEvent, Outbound
-from functions.errors import PermanentError, TemporaryError
-from functions.outcome import NoReply, Outcome
+from functions.errors import (
+    AlreadyExists,
+    Conflict,
+    CrefnError,
+    NotFound,
+    NotYet,
+    PermanentError,
+    TemporaryError,
+    Throttled,
+    Unavailable,
+)
 
-Handler = Callable[[Envelope], Outcome]
-
-_CORE_ATTRIBUTES = {"id", "type", "source", "subject", "specversion", "datacontenttype", "dataschema", "time"}
-_TRACE_ATTRIBUTES = ("traceparent", "tracestate")
+Record = dict[str, Any]
+ANSWERS: dict[type[Exception], int] = {
+    InvalidEvent: 400,
+    PermanentError: 400,
+    NotFound: 202,
+    AlreadyExists: 409,
+    Conflict: 409,
+    Throttled: 429,
+    NotYet: 503,
+    Unavailable: 503,
+    TemporaryError: 503,
+}
+"""Error class → HTTP answer (SPEC §4.3). An object found gone mid-way is handled: 202."""
+RETRIED = frozenset({404, 408, 409, 429, 500, 502, 503, 504})
+"""Answers Knative's delivery retries."""
+TEMPORARY = frozenset({409, 429, 503})
+"""The transient answers of SPEC §4.3 (a 500 is retried too, but it is a bug)."""
+CORE_ATTRIBUTES = frozenset({"id", "type", "source", "subject", "specversion", "datacontenttype", "dataschema",
+                             "time"})
+TRACE_ATTRIBUTES = ("traceparent", "tracestate")
 log = logging.getLogger("crefn")
+
+
+class Reply(Protocol):
+    """What a handler returns: the event to reply with, or why there is none."""
+
+    @property
+    def reply(self) -> Outbound | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+# -- the codec ----------------------------------------------------------------------------------
+
+
+def decode(headers: Mapping[str, str], body: bytes) -> Record:
+    """A CloudEvent in binary or structured mode as a record; PermanentError with a one-line reason."""
+    headers = {k.lower(): v for k, v in headers.items()}
+    if (headers.get("content-type") or "").lower().startswith("application/cloudevents-batch"):
+        raise PermanentError("batch mode is not supported: send one CloudEvent per request")
+    try:
+        event = from_http(headers, body)
+    except ce_exceptions.GenericException as e:
+        raise PermanentError(f"not a CloudEvent: {one_line(str(e))}") from e
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        raise PermanentError(f"not a CloudEvent: {one_line(str(e))}") from e
+    attrs = {k: v if isinstance(v, str) else str(v) for k, v in event.get_attributes().items() if v is not None}
+    return {"attributes": attrs, "data": event.data}
+
+
+def to_envelope(record: Record, headers: Mapping[str, str] | None = None) -> Envelope:
+    attrs = record["attributes"]
+    for required in ("id", "source", "type"):
+        if not isinstance(attrs.get(required), str) or not attrs[required]:
+            raise PermanentError(f"not a CloudEvent: attribute {required!r} is missing or empty")
+    headers = headers or {}
+    return Envelope(
+        id=attrs["id"], type=attrs["type"], source=attrs["source"], subject=str(attrs.get("subject") or ""),
+        extensions={k: str(v) for k, v in attrs.items() if k not in CORE_ATTRIBUTES and k not in TRACE_ATTRIBUTES},
+        data=record.get("data"),
+        traceparent=str(attrs.get("traceparent") or headers.get("traceparent") or ""),
+        tracestate=str(attrs.get("tracestate") or headers.get("tracestate") or ""),
+    )
+
+
+def to_record(out: Outbound) -> Record:
+    """An outbound event as a record, with a fresh id and the current time."""
+    attrs: dict[str, str] = {"specversion": "1.0", "id": str(uuid.uuid4()), "type": out.type, "source": out.source,
+                             "subject": out.subject, "time": datetime.now(UTC).isoformat(),
+                             "datacontenttype": "application/json", **out.extensions}
+    for name in TRACE_ATTRIBUTES:
+        if value := getattr(out, name):
+            attrs[name] = value
+    return {"attributes": attrs, "data": out.data_json()}
+
+
+def encode(event: Record | Outbound, structured: bool = False) -> tuple[dict[str, str], bytes]:
+    """HTTP headers and body of a CloudEvent: binary mode (`ce-*` headers), or structured."""
+    record = to_record(event) if isinstance(event, Outbound) else event
+    attrs = dict(record["attributes"])
+    data = record.get("data")
+    if structured:
+        payload = {**attrs, "data": data.decode(errors="replace") if isinstance(data, bytes) else data}
+        return {"content-type": "application/cloudevents+json"}, json.dumps(payload).encode()
+    content_type = str(attrs.pop("datacontenttype", "application/json"))
+    headers = {f"ce-{k}": str(v) for k, v in attrs.items()}
+    headers["content-type"] = content_type
+    if attrs.get("traceparent"):
+        headers["traceparent"] = str(attrs["traceparent"])
+    body = data if isinstance(data, bytes) else (b"" if data is None else json.dumps(data).encode())
+    return headers, body
+
+
+# -- serving ------------------------------------------------------------------------------------
 
 
 def parse_request(request: Request) -> Envelope:
     """Turn an HTTP request into an `Envelope`; raise PermanentError with a one-line reason."""
     if request.method != "POST":
         raise PermanentError(f"expected a CloudEvent in a POST request, got {request.method}")
-    content_type = (request.headers.get("content-type") or "").lower()
-    if content_type.startswith("application/cloudevents-batch"):
-        raise PermanentError("batch mode is not supported: send one CloudEvent per request")
-    try:
-        event = from_http(dict(request.headers), request.get_data())
-    except ce_exceptions.GenericException as e:
-        raise PermanentError(f"not a CloudEvent: {_one_line(str(e))}") from e
-    except (ValueError, TypeError, UnicodeDecodeError) as e:
-        raise PermanentError(f"not a CloudEvent: {_one_line(str(e))}") from e
-    attrs: dict[str, Any] = dict(event.get_attributes())
-    for required in ("id", "source", "type"):
-        if not isinstance(attrs.get(required), str) or not attrs[required]:
-            raise PermanentError(f"not a CloudEvent: attribute {required!r} is missing or empty")
-    extensions = {
-        k: str(v) for k, v in attrs.items() if k not in _CORE_ATTRIBUTES and k not in _TRACE_ATTRIBUTES
-    }
-    return Envelope(
-        id=attrs["id"],
-        type=attrs["type"],
-        source=attrs["source"],
-        subject=str(attrs.get("subject") or ""),
-        extensions=extensions,
-        data=event.data,
-        traceparent=str(attrs.get("traceparent") or request.headers.get("traceparent") or ""),
-        tracestate=str(attrs.get("tracestate") or request.headers.get("tracestate") or ""),
-    )
+    headers = dict(request.headers)
+    return to_envelope(decode(headers, request.get_data()), {k.lower(): v for k, v in headers.items()})
 
 
-def to_cloudevent(out: Outbound) -> CloudEvent:
-    attrs: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
-        "type": out.type,
-        "source": out.source,
-        "subject": out.subject,
-        "specversion": "1.0",
-        "time": datetime.now(UTC).isoformat(),
-        "datacontenttype": "application/json",
-        **out.extensions,
-    }
-    for name in _TRACE_ATTRIBUTES:
-        if value := getattr(out, name):
-            attrs[name] = value
-    return CloudEvent(attrs, out.data_json())
+def answer_for(error: Exception) -> int | None:
+    """The HTTP answer of an error class (the nearest listed base), or None for a bug."""
+    for cls in type(error).__mro__:
+        if cls in ANSWERS:
+            return ANSWERS[cls]
+    return None
 
 
-def to_http(out: Outbound, structured: bool = False) -> tuple[dict[str, str], bytes]:
-    """Render an outbound event as HTTP headers and body (binary mode unless asked otherwise)."""
-    event = to_cloudevent(out)
-    headers, body = to_structured(event) if structured else to_binary(event)
-    headers = {k: str(v) for k, v in headers.items()}
-    if not structured:
-        headers["content-type"] = "application/json"
-    if out.traceparent:
-        headers["traceparent"] = out.traceparent
-    return headers, body if isinstance(body, bytes) else str(body).encode()
-
-
-def send_event(url: str, out: Outbound, timeout: float = 10) -> int:
-    """POST an event in binary mode (to a broker or K_SINK); TemporaryError unless it is accepted (2xx)."""
-    headers, body = to_http(out)
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as e:
-        with e:
-            raise TemporaryError(f"sink {url} answered {e.code}", 503) from e
-    except (urllib.error.URLError, OSError) as e:
-        raise TemporaryError(f"sink {url} unreachable: {e}", 503) from e
-
-
-def respond(request: Request, handler: Handler, function: str) -> Response:
-    """Serve one request: parse → handler → answer, with the §4.3 status mapping."""
+def respond(request: Request, handler: Callable[[Envelope], Reply], function: str) -> Response:
+    """Serve one request: parse → handler → answer (SPEC §4.3)."""
     started = time.monotonic()
     env: Envelope | None = None
     try:
         env = parse_request(request)
         outcome = handler(env)
-    except (PermanentError, InvalidEvent) as e:
-        return _answer(function, env, started, 400, _one_line(str(e)))
-    except TemporaryError as e:
-        return _answer(function, env, started, e.status, _one_line(str(e)))
+    except (CrefnError, InvalidEvent) as e:
+        status = answer_for(e) or 500
+        return _answer(function, env, started, status, one_line(str(e)))
     except Exception as e:  # a bug: answer 500, keep the process alive
         log.error(json.dumps({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
-        return _answer(function, env, started, 500, _one_line(f"internal error: {type(e).__name__}: {e}"))
-    if isinstance(outcome, NoReply):
+        return _answer(function, env, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"))
+    if outcome.reply is None:
         return _answer(function, env, started, 202, outcome.reason)
-    headers, body = to_http(outcome)
-    _log(function, env, started, 200, f"replied {outcome.type}")
+    headers, body = encode(outcome.reply)
+    _log(function, env, started, 200, f"replied {outcome.reply.type}")
     return Response(body, status=200, headers=headers)
 
 
@@ -139,21 +188,107 @@ def _answer(function: str, env: Envelope | None, started: float, status: int, re
 
 
 def _log(function: str, env: Envelope | None, started: float, status: int, reason: str) -> None:
-    level = logging.INFO if status < 500 else logging.ERROR
-    if status in (400, 409, 429, 503):
-        level = logging.WARNING
-    record = {
-        "function": function,
-        "status": status,
-        "reason": reason,
-        "id": env.id if env else None,
-        "type": env.type if env else None,
-        "subject": env.subject if env else None,
-        "ms": round((time.monotonic() - started) * 1000, 1),
-    }
+    level = logging.WARNING if status >= 400 else logging.INFO
+    if status >= 500 and status != 503:
+        level = logging.ERROR
+    record = {"function": function, "status": status, "reason": reason, "id": env.id if env else None,
+              "type": env.type if env else None, "subject": env.subject if env else None,
+              "ms": round((time.monotonic() - started) * 1000, 1)}
     log.log(level, json.dumps(record))
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# -- the outbound HTTP client -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def ce(self) -> dict[str, str]:
+        """The answer's CloudEvent attributes (binary mode)."""
+        return {k[3:]: v for k, v in self.headers.items() if k.startswith("ce-")}
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(errors="replace").strip()
+
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def temporary(self) -> bool:
+        """A transient answer of SPEC §4.3: the event is fine, try again later."""
+        return self.status in TEMPORARY
+
+    @property
+    def retried(self) -> bool:
+        """Whether Knative's delivery would retry this answer."""
+        return self.status in RETRIED
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def event(self) -> Record | None:
+        """The CloudEvent of a 200 answer (a Knative reply), if it carries one."""
+        return decode(self.headers, self.body) if self.status == 200 and self.ce else None
+
+
+def post(url: str, headers: Mapping[str, str], body: bytes, timeout: float = 30) -> Answer:
+    """One POST; the answer whatever its status. Unavailable when the peer cannot be reached."""
+    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return Answer(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
+    except (urllib.error.URLError, OSError) as e:
+        raise Unavailable(f"{url} unreachable: {getattr(e, 'reason', e)}") from e
+
+
+def send(url: str, event: Record | Outbound, structured: bool = False, timeout: float = 30) -> Answer:
+    """POST one CloudEvent; the answer whatever its status."""
+    headers, body = encode(event, structured)
+    return post(url, headers, body, timeout)
+
+
+def error_for(what: str, answer: Answer) -> CrefnError:
+    """The error a peer's answer that is not accepted means: 429 throttled, 5xx unavailable, else refused."""
+    if answer.status == 429:
+        after = answer.headers.get("retry-after", "")
+        return Throttled(f"{what}: throttled (429{f', retry after {after}s' if after else ''})", after)
+    if answer.status >= 500:
+        return Unavailable(f"{what}: answered {answer.status}: {one_line(answer.text, 200)}")
+    return PermanentError(f"{what}: answered {answer.status}: {one_line(answer.text, 200)}")
+
+
+def deliver(url: str, event: Record | Outbound, what: str = "", timeout: float = 10) -> Answer:
+    """POST one CloudEvent that must be accepted (2xx); otherwise the error its answer means."""
+    try:
+        answer = send(url, event, timeout=timeout)
+    except Unavailable as e:
+        raise Unavailable(f"{what or 'sink'}: {e}") from e
+    if not answer.accepted:
+        raise error_for(what or f"sink {url}", answer)
+    return answer
+
+
+def post_json(url: str, payload: Any, what: str, timeout: float = 10, expect: Sequence[int] = ()) -> Answer:
+    """POST a JSON document to an HTTP API; the error its answer means unless it is accepted."""
+    try:
+        answer = post(url, {"content-type": "application/json"}, json.dumps(payload).encode(), timeout)
+    except Unavailable as e:
+        raise Unavailable(f"{what}: unreachable ({e.__cause__ and getattr(e.__cause__, 'reason', e.__cause__)})") \
+            from e
+    if not answer.accepted or (expect and answer.status not in expect):
+        raise error_for(what, answer)
+    return answer

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from functions.gateway import NAMESPACES, Gateway, Resource
-from functions.localstack.apiserver import LocalCluster
-from functions.localstack.manifests import render, service_account_user
-from functions.localstack.serving import ServedFunction
+from functions.gateway import Gateway
+from functions.resources import NAMESPACES, Resource
+from localstack.apiserver import LocalCluster
+from localstack.manifests import render, service_account_user
+from localstack.serving import ServedFunction
 
 SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
                     "crefn-workloadrun", "crefn-alert", "crefn-apiserversource")

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.cli import TARGETS
-from functions.localstack.client import load_sample, send
-from functions.localstack.serving import ServedFunction
+from functions.registry import TARGETS
+from functions.transport import send
+from localstack.samples import load_sample
+from localstack.serving import ServedFunction
 from tests.helpers import unreachable_kubeconfig
 
 TYPES = ["dev.knative.apiserver.resource.add", "dev.knative.apiserver.resource.update",
@@ -53,7 +54,7 @@ def mutate(obj: Any, path: list[str], value: Any) -> Any:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(target=st.sampled_from(TARGETS), type_=st.sampled_from(TYPES), base=st.sampled_from(BASES),
+@given(target=st.sampled_from(sorted(TARGETS)), type_=st.sampled_from(TYPES), base=st.sampled_from(BASES),
        path=st.lists(st.sampled_from(["metadata", "spec", "status", "job", "new", "phase", "workload", "name",
                                       "kind", "apiVersion", "conditions", "framework", "attempt"]), max_size=3),
        value=json_values, structured=st.booleans(),

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from functions.localstack.apiserver import free_port
-from functions.localstack.broker import Delivery, LocalBroker, Trigger
-from functions.localstack.client import load_sample, send
-from functions.localstack.replay import arrange
-from functions.localstack.serving import wait_for_port
+from functions.replay import arrange
+from functions.transport import send
+from localstack.apiserver import free_port
+from localstack.broker import Delivery, LocalBroker, Trigger
+from localstack.samples import load_sample
+from localstack.serving import wait_for_port
 from tests.helpers import Receiver
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
@@ -91,7 +92,7 @@ def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: 
         url = broker.serve(free_port())
         assert send(url, EVENT).status == 202
         assert send(url, EVENT, structured=True).status == 202
-        from functions.localstack.client import post
+        from functions.transport import post
 
         assert post(url, {"content-type": "application/json"}, b"{}").status == 400
         assert broker.wait_idle(timeout=10)
@@ -118,7 +119,7 @@ def test_record_appends_binary_and_structured_events(recorder: tuple[str, Path])
     sample = load_sample("trainjob-resource-update-failed")
     assert send(url, sample).status == 202
     assert send(url, sample, structured=True).status == 202
-    from functions.localstack.client import post
+    from functions.transport import post
 
     assert post(url, {"content-type": "text/plain"}, b"hello").status == 400
     lines = [json.loads(x) for x in out.read_text().splitlines()]
@@ -155,7 +156,7 @@ def test_replay_posts_in_order_with_drills(recorder: tuple[str, Path], tmp_path:
 
 
 def test_replay_exits_non_zero_when_an_event_is_rejected(tmp_path: Path) -> None:
-    from functions.localstack.serving import ServedFunction
+    from localstack.serving import ServedFunction
 
     bad = {"attributes": {**load_sample("trainjob-resource-add")["attributes"], "type": "x.unknown"}, "data": {}}
     recording = write_jsonl(tmp_path / "in.jsonl", [load_sample("trainjob-resource-add"), bad])

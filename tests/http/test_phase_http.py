@@ -14,11 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.gateway import TRAINJOBS, Gateway, cre_jobs
-from functions.localstack.apiserver import LocalCluster, free_port
-from functions.localstack.client import Answer, load_sample, post, send
-from functions.localstack.manifests import service_account_user
-from functions.localstack.serving import ServedFunction, wait_for_port
+from functions.gateway import Gateway
+from functions.resources import TRAINJOBS, cre_jobs
+from functions.transport import Answer, post, send
+from localstack.apiserver import LocalCluster, free_port
+from localstack.manifests import service_account_user
+from localstack.samples import load_sample
+from localstack.serving import ServedFunction, wait_for_port
 from tests.helpers import unreachable_kubeconfig
 
 GOLDEN = sorted((Path(__file__).parents[1] / "golden" / "phase").glob("*.json"))
@@ -57,7 +59,7 @@ def test_trace_context_is_carried_over(phase: ServedFunction) -> None:
 
 
 def test_w3c_traceparent_header_is_carried_over(phase: ServedFunction) -> None:
-    from functions.localstack.client import encode
+    from functions.transport import encode
 
     headers, body = encode(load_sample("trainjob-resource-add"))
     answer = post(phase.url, {**headers, "traceparent": TRACEPARENT}, body)
@@ -66,7 +68,7 @@ def test_w3c_traceparent_header_is_carried_over(phase: ServedFunction) -> None:
 
 def test_reply_ids_are_fresh(phase: ServedFunction) -> None:
     record = load_sample("trainjob-resource-add")
-    ids = {send(phase.url, record, fresh_id=False).ce["id"] for _ in range(3)}
+    ids = {send(phase.url, record).ce["id"] for _ in range(3)}
     assert len(ids) == 3
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from functions.localstack.apiserver import LocalCluster, free_port
-from functions.localstack.client import parse_record
-from functions.localstack.manifests import service_account_user
-from functions.localstack.serving import ServedFunction
+from functions.transport import decode
+from localstack.apiserver import LocalCluster, free_port
+from localstack.manifests import service_account_user
+from localstack.serving import ServedFunction
 from tests.kube.rounds import Bus
 
 LIFECYCLE = ("phase", "launch", "status", "restart", "resync", "workloadrun")
@@ -36,7 +36,7 @@ def relay() -> Iterator[Relay]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
-            record = parse_record({k.lower(): v for k, v in self.headers.items()}, body)
+            record = decode({k.lower(): v for k, v in self.headers.items()}, body)
             state.received.append(record)
             if state.bus is None:
                 self.send_response(503)

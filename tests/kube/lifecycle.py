@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from functions.gateway import TRAINJOBS, Gateway, Resource, cre_goodput, cre_jobs
-from functions.localstack.apisource import PollingSource, WatchSource
-from functions.localstack.broker import LocalBroker, triggers_from_manifests
-from functions.localstack.client import send
-from functions.localstack.manifests import render
+from functions.gateway import Gateway
+from functions.resources import TRAINJOBS, Resource, cre_goodput, cre_jobs
+from functions.transport import send
+from localstack.apisource import PollingSource, WatchSource
+from localstack.broker import LocalBroker, triggers_from_manifests
+from localstack.manifests import render
 from tests.kube.rounds import Bus, Route, route
 
 GROUP = "nvcre.nvidia.com"

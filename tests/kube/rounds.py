@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.localstack.client import Answer, parse_record, send
+from functions.transport import Answer, decode, send
 
 RETRIED = {409, 429, 500, 502, 503, 504}
 
@@ -110,4 +110,4 @@ class Bus:
 
 
 def reply_record(answer: Answer) -> dict[str, Any]:
-    return parse_record(answer.headers, answer.body)
+    return decode(answer.headers, answer.body)

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from functions.gateway import Gateway, cre_jobs
-from functions.localstack.alertmanager import LocalAlertmanager
-from functions.localstack.apiserver import LocalCluster, free_port
-from functions.localstack.client import Answer, send
-from functions.localstack.manifests import service_account_user
-from functions.localstack.serving import ServedFunction
-from functions.localstack.trainer import wait_until
+from functions.gateway import Gateway
+from functions.resources import cre_jobs
+from functions.transport import Answer, send
+from localstack.alertmanager import LocalAlertmanager
+from localstack.apiserver import LocalCluster, free_port
+from localstack.manifests import service_account_user
+from localstack.serving import ServedFunction
+from localstack.trainer import wait_until
 from tests.helpers import Receiver, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
@@ -67,7 +68,7 @@ def failed(ns: str, restarts: int = 0, job: str = "llm") -> dict[str, Any]:
 
 
 def job_deleted(gateway: Gateway, ns: str, job: dict[str, Any]) -> dict[str, Any]:
-    from functions.localstack.apisource import apiserver_record
+    from localstack.apisource import apiserver_record
 
     return apiserver_record("delete", job, JOBS, gateway.host)
 
@@ -199,10 +200,11 @@ def test_a_sink_refusing_the_payload_is_400(serve: Callable[..., ServedFunction]
 
 def test_cloudevents_sink_gets_alert_events(serve: Callable[..., ServedFunction], cluster: LocalCluster,
                                             namespace: str, tmp_path: Path) -> None:
-    from functions.localstack.record import Recorder, make_server
 
     out = (tmp_path / "alerts.jsonl").open("w")
-    server = make_server(free_port(), Recorder(out), "127.0.0.1")
+    from functions.deadletters import JsonlWriter, event_server
+
+    server = event_server(free_port(), JsonlWriter(out), "127.0.0.1")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = alert_fn(serve, cluster, CREFN_ALERT_SINK_URL=f"http://127.0.0.1:{server.server_address[1]}/")

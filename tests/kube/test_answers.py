@@ -11,13 +11,17 @@ import pytest
 
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.types import Phase
+from functions.apply import run
 from functions.context import Context
-from functions.errors import TemporaryError
-from functions.gateway import TRAINJOBS, Gateway
-from functions.jobs import JobState, StatusChange, apply_status, read_job
-from functions.localstack.apiserver import LocalCluster
-from functions.localstack.client import send
+from functions.errors import Conflict
+from functions.gateway import Gateway
+from functions.plan import Plan
+from functions.reads import read_job
+from functions.resources import TRAINJOBS
+from functions.rules.jobs import JobState, write_status
 from functions.settings import Settings
+from functions.transport import send
+from localstack.apiserver import LocalCluster
 from tests.kube.conftest import Relay
 from tests.kube.lifecycle import JOBS, World, make_world, ping
 
@@ -34,7 +38,7 @@ def phase_record(ns: str, job: str, phase: str, attempt: int = 0, reason: str = 
 
 
 def job_record(world: World, name: str = "llm") -> dict[str, Any]:
-    from functions.localstack.apisource import apiserver_record
+    from localstack.apisource import apiserver_record
 
     return apiserver_record("update", world.job(name), JOBS, world.gw.host)
 
@@ -44,33 +48,33 @@ def test_status_write_on_a_stale_resource_version_retries_once_then_409(cluster:
     world = make_world(gateway, namespace, {})
     world.create_job()
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
-    state = read_job(ctx, namespace, "llm")
-    assert state is not None
-    calls = []
+    seen: list[str] = []
 
-    def decide(current: JobState) -> StatusChange:
-        calls.append(current.job.metadata.resource_version)
+    def read() -> JobState:
+        state = read_job(ctx, namespace, "llm")
+        assert state is not None
+        seen.append(state.job.metadata.resource_version)
+        return state
+
+    def decide_racing(state: JobState, settings: Settings, now: datetime) -> Plan:
         # another writer changes the Job between our read and our write, every time
-        gateway.patch(JOBS, namespace, "llm", {"metadata": {"labels": {"n": str(len(calls))}}})
-        return StatusChange({"restartCount": 1})
+        gateway.patch(JOBS, namespace, "llm", {"metadata": {"labels": {"n": str(len(seen))}}})
+        return Plan((write_status(state, {"restartCount": 1}, settings.cre_group),))
 
-    with pytest.raises(TemporaryError) as err:
-        apply_status(ctx, state, decide)
-    assert err.value.status == 409 and len(calls) == 2 and calls[0] != calls[1]
+    with pytest.raises(Conflict):
+        run(ctx, read, decide_racing)
+    assert len(seen) == 2 and seen[0] != seen[1]
     assert "restartCount" not in (world.job().get("status") or {})
 
-    once = []
+    seen.clear()
 
-    def decide_once(current: JobState) -> StatusChange:
-        if not once:
+    def decide_once(state: JobState, settings: Settings, now: datetime) -> Plan:
+        if len(seen) == 1:
             gateway.patch(JOBS, namespace, "llm", {"metadata": {"labels": {"n": "x"}}})
-        once.append(1)
-        return StatusChange({"restartCount": 1})
+        return Plan((write_status(state, {"restartCount": 1}, settings.cre_group),))
 
-    stale = read_job(ctx, namespace, "llm")
-    assert stale is not None
-    assert apply_status(ctx, stale, decide_once).written and len(once) == 2
-    assert world.job()["status"]["restartCount"] == 1
+    run(ctx, read, decide_once)
+    assert len(seen) == 2 and world.job()["status"]["restartCount"] == 1
 
 
 def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callable[..., dict[str, str]],

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from functions.gateway import NAMESPACES, Gateway, cre_jobs
-from functions.localstack import dev
-from functions.localstack.apiserver import LocalCluster
-from functions.localstack.client import send
-from functions.localstack.replay import read_recording
+from functions.gateway import Gateway
+from functions.replay import read_recording
+from functions.resources import NAMESPACES, cre_jobs
+from functions.transport import send
+from localstack import dev
+from localstack.apiserver import LocalCluster
+from localstack.demo import final_state
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -52,12 +54,12 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert code == 0, out.getvalue()[-3000:]
     assert (f"replay of {into}/llama-pretrain: recorded ('Succeeded', 'WorkloadCompleted', 1), "
             "reproduced ('Succeeded', 'WorkloadCompleted', 1): same") in out.getvalue()
-    assert dev.final_state(gateway.get(JOBS, into, "llama-pretrain") or {}) == ("Succeeded", "WorkloadCompleted", 1)
+    assert final_state(gateway.get(JOBS, into, "llama-pretrain") or {}) == ("Succeeded", "WorkloadCompleted", 1)
 
 
 def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
     """What the Trainer did is read back from ApiServerSource events alone."""
-    from functions.localstack.trainer import script_from_recording
+    from localstack.trainer import script_from_recording
 
     def tj(verb: str, uid: str, attempt: int, suspend: bool = False, cond: str = "", active: int = 0) -> dict:
         conditions = [{"type": cond, "status": "True"}] if cond else []

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from functions.gateway import TRAINJOBS, Gateway
+from functions.gateway import Gateway
+from functions.resources import TRAINJOBS
 from tests.kube.conftest import Relay
 from tests.kube.lifecycle import World, make_world
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from functions.errors import PermanentError
-from functions.gateway import CONFIGMAPS, CRDS, NAMESPACES, TRAINJOBS, Gateway, cre_goodput, cre_jobs
-from functions.localstack.apiserver import LocalCluster
-from functions.localstack.manifests import kubectl, render, service_account_user
+from functions.gateway import Gateway
+from functions.resources import CONFIGMAPS, CRDS, NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
+from localstack.apiserver import LocalCluster
+from localstack.manifests import kubectl, render, service_account_user
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "x"},

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from functions.gateway import TRAINJOBS, Gateway, cre_jobs
-from functions.localstack.dev import create_job, final_state
-from functions.localstack.trainer import TrainerSimulator, wait_until
+from functions.gateway import Gateway
+from functions.resources import TRAINJOBS, cre_jobs
+from localstack.demo import create_job, final_state
+from localstack.trainer import TrainerSimulator, wait_until
 from tests.kube.lifecycle import event_plane
 
 SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml"))

@@ -13,19 +13,11 @@ import pytest
 import yaml
 
 from functions.errors import NotFound
-from functions.gateway import (
-    CONFIGMAPS,
-    PVCS,
-    TRAINING_RUNTIMES,
-    TRAINJOBS,
-    Gateway,
-    Resource,
-    cre_jobs,
-    cre_workloadruns,
-)
-from functions.localstack.dev import final_state
-from functions.localstack.trainer import TrainerSimulator, wait_until
-from functions.translate import translate
+from functions.gateway import Gateway
+from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, Resource, cre_jobs, cre_workloadruns
+from functions.rules.translate import translate
+from localstack.demo import final_state
+from localstack.trainer import TrainerSimulator, wait_until
 from tests.kube.lifecycle import event_plane
 from tests.unit.render_cases import CASES
 
@@ -138,8 +130,8 @@ def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Calla
 
 def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str]], gateway: Gateway,
                                           namespace: str) -> None:
-    from functions.localstack.apisource import apiserver_record
-    from functions.localstack.client import send
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
 
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}},
@@ -157,8 +149,8 @@ def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str
 
 def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[..., dict[str, str]],
                                                            gateway: Gateway, namespace: str) -> None:
-    from functions.localstack.apisource import apiserver_record
-    from functions.localstack.client import send
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
 
     gateway.create(TRAINING_RUNTIMES, namespace, {"apiVersion": "trainer.kubeflow.org/v1alpha1",
                                                   "kind": "TrainingRuntime", "metadata": {"name": "wr-runtime"},

@@ -1,6 +1,6 @@
 """The image's contents and entrypoint without a container engine: the wheel the Dockerfile installs
-holds what the functions need, and the Dockerfile's CMD, run as written against that installed copy,
-serves a function that answers a real event."""
+holds what the functions need and nothing of the dev stack, and the Dockerfile's CMD, run as written
+against that installed copy, serves every target."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from functions.localstack.apiserver import free_port, stop_process
-from functions.localstack.client import load_sample, send
-from functions.localstack.serving import wait_for_port
+from functions.registry import TARGETS
+from functions.transport import send
+from localstack.apiserver import free_port, stop_process
+from localstack.samples import load_sample
+from localstack.serving import wait_for_port
 
 REPO = Path(__file__).parents[2]
 
@@ -27,7 +29,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")  # what the Dockerfile copies; building leaves build/ behind
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    for name in ("events", "functions"):
+    for name in ("events", "functions", "localstack"):  # the dev stack beside them must stay out of the wheel
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
                    check=True, capture_output=True)
@@ -39,26 +41,45 @@ def test_wheel_holds_code_schemas_and_samples(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"functions/main.py", "functions/transport.py", "events/schemas/dev.crefn.workload.phase.json",
             "events/samples/trainjob-resource-add.json"} <= names
-    assert not any(n.startswith("tests/") for n in names)
+    assert not any(n.startswith(("tests/", "localstack/")) for n in names)
+    assert not any("localstack" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "cre-fn = functions.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
-def test_dockerfile_cmd_serves_the_target_from_the_installed_package(wheel: Path, tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+@pytest.fixture(scope="module")
+def site(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True)
-    cmd = next(json.loads(line.removeprefix("CMD ")) for line in (REPO / "Dockerfile").read_text().splitlines()
-               if line.startswith("CMD "))
+    return target
+
+
+def installed_env(site: Path, **extra: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}, "PYTHONPATH": str(site),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", **extra}
+
+
+DOCKER_CMD = next(json.loads(line.removeprefix("CMD ")) for line in (REPO / "Dockerfile").read_text().splitlines()
+                  if line.startswith("CMD "))
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Path, target: str,
+                                                                       tmp_path: Path) -> None:
     port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CREFN_")},
-           "PYTHONPATH": str(site), "FUNCTION_TARGET": "phase", "PORT": str(port),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = installed_env(site, FUNCTION_TARGET=target, PORT=str(port))
+    proc = subprocess.Popen(DOCKER_CMD, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert wait_for_port(port, alive=lambda: proc.poll() is None), "the CMD did not serve"
-        answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-complete"))
-        assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
+        sample = load_sample("trainjob-resource-update-complete")
+        if target == "phase":
+            answer = send(f"http://127.0.0.1:{port}/", sample)
+            assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
+        else:  # our transport answers, with this target's own idea of what it accepts
+            unknown = {**sample, "attributes": {**sample["attributes"], "type": "com.example.unknown"}}
+            answer = send(f"http://127.0.0.1:{port}/", unknown)
+            assert answer.status == 400 and "unknown event type" in answer.text, answer.text
         located = subprocess.run([sys.executable, "-c", "import functions.main as m; print(m.__file__)"],
                                  env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
         assert located.startswith(str(site))  # the installed copy, not the work tree
@@ -66,3 +87,13 @@ def test_dockerfile_cmd_serves_the_target_from_the_installed_package(wheel: Path
         stop_process(proc)
         if proc.stderr:
             proc.stderr.close()
+
+
+def test_cre_fn_dev_without_the_dev_stack_says_so_in_one_line(site: Path, tmp_path: Path) -> None:
+    # the development venv can import the work tree's localstack; an installed copy alone cannot
+    code = (f"import sys; sys.path = [p for p in sys.path if p.rstrip('/') != {str(REPO)!r}]; "
+            "from functions.cli import main; sys.exit(main(['dev', '--no-demo']))")
+    result = subprocess.run([sys.executable, "-c", code], env=installed_env(site), cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "the local dev stack is not installed" in result.stderr

@@ -13,13 +13,12 @@ import kubernetes_validate
 import pytest
 
 from events.types import EventType
-from functions import alert, launch, main, phase, restart, resync, status, workloadrun
-from functions.localstack.manifests import KNATIVE, OVERLAYS, render
+from functions import main
+from functions.registry import TARGETS
 from functions.settings import Settings
+from localstack.manifests import KNATIVE, OVERLAYS, render
 from tests.manifests.knative_models import KNATIVE_MODELS
 
-HANDLERS = {"phase": phase, "launch": launch, "status": status, "restart": restart, "resync": resync,
-            "workloadrun": workloadrun, "alert": alert}
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
@@ -96,7 +95,7 @@ def test_every_trigger_routes_what_its_function_handles_and_something_emits(over
         target = target_of(service)
         types = trigger_types(trigger)
         assert types, f"{trigger['metadata']['name']} filters no type"
-        assert types <= HANDLERS[target].ACCEPTS, (trigger["metadata"]["name"], types - HANDLERS[target].ACCEPTS)
+        assert types <= TARGETS[target].accepts, (trigger["metadata"]["name"], types - TARGETS[target].accepts)
         assert types <= emitted_types(docs), types - emitted_types(docs)
         kinds, apiversions = trigger_exact(trigger, "kind"), trigger_exact(trigger, "apiversion")
         if kinds:  # an ApiServerSource route: some source watches exactly that apiVersion and kind
@@ -142,14 +141,14 @@ def test_services_name_real_targets_and_known_settings(overlay: str) -> None:
         env = {e["name"]: e["value"] for e in container["env"]}
         assert set(env) <= FRAMEWORK_ENV | known, name
         if "FUNCTION_TARGET" in env:
-            assert env["FUNCTION_TARGET"] in HANDLERS and callable(getattr(main, env["FUNCTION_TARGET"]))
+            assert env["FUNCTION_TARGET"] in TARGETS and callable(getattr(main, env["FUNCTION_TARGET"]))
             assert name == f"crefn-{env['FUNCTION_TARGET']}"
             assert spec["serviceAccountName"] == name
         else:
             assert container["args"][:2] == ["cre-fn", "record"]
         assert int(env["THREADS"]) == spec["containerConcurrency"]
         assert container["securityContext"]["runAsNonRoot"] is True
-    assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == set(HANDLERS)
+    assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == set(TARGETS)
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -8,7 +8,7 @@ import pytest
 
 from events.objects import TrainJob
 from events.types import Phase
-from functions.adapter import WrongKind, decide_phase, deleted_phase
+from functions.rules.adapter import WrongKind, decide_phase, deleted_phase
 
 SUSPENDED = "TrainJob is suspended (spec.suspend=true), waiting for it to be resumed"
 

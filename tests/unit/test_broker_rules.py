@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from functions.localstack.broker import Delivery, FilterError, matches, parse_duration, triggers_from_manifests
-from functions.localstack.manifests import render
+from localstack.broker import Delivery, FilterError, matches, parse_duration, triggers_from_manifests
+from localstack.manifests import render
 
 ATTRS = {"type": "dev.crefn.workload.phase", "workloadphase": "Failed", "kind": "TrainJob", "source": "/crefn/phase"}
 

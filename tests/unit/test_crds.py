@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.localstack.apiserver import default_crd_dir
-from functions.localstack.crds import fallback_crds, load_upstream, make_compatible
+from localstack.apiserver import default_crd_dir
+from localstack.crds import fallback_crds, load_upstream, make_compatible
 
 
 def walk(node: Any) -> list[dict[str, Any]]:
@@ -48,8 +48,14 @@ def test_upstream_crds_load_without_empty_defaults() -> None:
     crds = load_upstream(default_crd_dir())
     names = sorted(c["metadata"]["name"] for c in crds)
     assert names == [
-        "clustertrainingruntimes.trainer.kubeflow.org", "goodputmeasurements.nvcre.nvidia.com",
-        "jobs.nvcre.nvidia.com", "trainingruntimes.trainer.kubeflow.org", "trainjobs.trainer.kubeflow.org",
+        "apiserversources.sources.knative.dev", "bandwidthmeasurements.nvcre.nvidia.com",
+        "brokers.eventing.knative.dev",
+        "channels.messaging.knative.dev", "clustertrainingruntimes.trainer.kubeflow.org",
+        "containersources.sources.knative.dev", "goodputmeasurements.nvcre.nvidia.com",
+        "inmemorychannels.messaging.knative.dev", "jobs.nvcre.nvidia.com", "kafkasinks.eventing.knative.dev",
+        "kafkasources.sources.knative.dev", "logprofiles.nvcre.nvidia.com", "pingsources.sources.knative.dev",
+        "services.serving.knative.dev", "sinkbindings.sources.knative.dev", "subscriptions.messaging.knative.dev",
+        "trainingruntimes.trainer.kubeflow.org", "trainjobs.trainer.kubeflow.org", "triggers.eventing.knative.dev",
         "workloadruns.nvcre.nvidia.com"]
     assert not [n for c in crds for n in walk(c) if n.get("default") == ""]
 

@@ -10,11 +10,14 @@ import pytest
 
 from events.emitted import WorkloadPhaseData
 from events.types import Phase
-from functions.conditions import decide_conditions, is_terminal, true_exclusive
-from functions.jobs import JobState, fnv32a, parse_job, workload_name
-from functions.launch import decide_launch
-from functions.restart import Failure, decide_failed, decide_restart, failed_message
-from functions.status import decide_status
+from functions.plan import Create, Delete, Plan, Wait
+from functions.rules.attempts import fnv32a, workload_name
+from functions.rules.conditions import condition, decide_conditions, is_terminal, true_exclusive
+from functions.rules.jobs import JobState, parse_job
+from functions.rules.launch import LaunchObserved, decide_launch
+from functions.rules.restart import Failure, decide_restart, failed_message, failed_status
+from functions.rules.status import decide_status
+from functions.settings import Settings
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 EARLIER = "2026-11-30T10:00:00Z"
@@ -44,6 +47,7 @@ def job(conditions: list[dict[str, Any]] | None = None, generation: int = 1, che
 
 # -- conditions (§6.2) ----------------------------------------------------------------------------
 
+RUNNING_NOW = condition("InProgress", "WorkloadRunning", "Workload TrainJob/llm-workload is running")
 RUNNING = [cond("InProgress", "True", "WorkloadRunning", "Workload TrainJob/llm-workload is running"),
            cond("Succeeded", "False", "NotApplicable"), cond("Failed", "False", "NotApplicable")]
 
@@ -54,7 +58,7 @@ def by_type(conditions: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]
 
 
 def test_first_write_sets_all_three_exclusive_conditions() -> None:
-    out = by_type(decide_conditions([], 3, "InProgress", "WorkloadCreated", "m", NOW))
+    out = by_type(decide_conditions([], 3, condition("InProgress", "WorkloadCreated", "m"), NOW))
     assert {k: (v["status"], v["reason"], v["message"], v["observedGeneration"]) for k, v in out.items()} == {
         "InProgress": ("True", "WorkloadCreated", "m", 3), "Succeeded": ("False", "NotApplicable", "", 3),
         "Failed": ("False", "NotApplicable", "", 3)}
@@ -62,32 +66,30 @@ def test_first_write_sets_all_three_exclusive_conditions() -> None:
 
 
 def test_no_op_write_is_skipped() -> None:
-    assert decide_conditions(RUNNING, 1, "InProgress", "WorkloadRunning",
-                             "Workload TrainJob/llm-workload is running", NOW) is None
+    assert decide_conditions(RUNNING, 1, RUNNING_NOW, NOW) is None
 
 
 def test_reason_change_keeps_transition_time() -> None:
-    out = by_type(decide_conditions(RUNNING, 1, "InProgress", "WorkloadPending", "p", NOW))
+    out = by_type(decide_conditions(RUNNING, 1, condition("InProgress", "WorkloadPending", "p"), NOW))
     assert out["InProgress"]["lastTransitionTime"] == EARLIER and out["InProgress"]["reason"] == "WorkloadPending"
 
 
 def test_flip_changes_transition_time_only_where_status_flips() -> None:
-    out = by_type(decide_conditions(RUNNING, 1, "Succeeded", "WorkloadCompleted", "done", NOW))
+    out = by_type(decide_conditions(RUNNING, 1, condition("Succeeded", "WorkloadCompleted", "done"), NOW))
     assert out["Succeeded"]["lastTransitionTime"] == "2026-11-30T12:00:00Z"
     assert out["InProgress"]["lastTransitionTime"] == "2026-11-30T12:00:00Z"
     assert out["Failed"]["lastTransitionTime"] == EARLIER
 
 
 def test_generation_change_alone_is_written() -> None:
-    out = by_type(decide_conditions(RUNNING, 2, "InProgress", "WorkloadRunning",
-                                    "Workload TrainJob/llm-workload is running", NOW))
+    out = by_type(decide_conditions(RUNNING, 2, RUNNING_NOW, NOW))
     assert {c["observedGeneration"] for c in out.values()} == {2}
 
 
 def test_other_conditions_are_left_untouched() -> None:
     hw = {"type": "HardwareFailed", "status": "True", "reason": "XID79", "message": "GPU fell off the bus",
           "lastTransitionTime": EARLIER}
-    out = decide_conditions([hw, *RUNNING], 1, "Failed", "WorkloadFailed", "f", NOW)
+    out = decide_conditions([hw, *RUNNING], 1, condition("Failed", "WorkloadFailed", "f"), NOW)
     assert out is not None and out[0] == hw and len(out) == 4
 
 
@@ -123,10 +125,12 @@ def phase_data(phase: str, message: str = "") -> WorkloadPhaseData:
     ("Succeeded", "", ("Succeeded", "WorkloadCompleted", "Workload TrainJob/llm-workload completed successfully")),
 ], ids=["pending-msg", "pending", "running", "succeeded-msg", "succeeded"])
 def test_status_conditions(phase: str, message: str, expected: tuple[str, str, str]) -> None:
-    change = decide_status(job(workload_ref=True), phase_data(phase, message), NOW)
-    assert change is not None and change.new_condition is not None
-    assert (change.new_condition.type, change.new_condition.reason, change.new_condition.message) == expected
-    assert ("workloadStartTime" in change.status) is (phase == "Running")
+    data = phase_data(phase, message)
+    decided = decide_status(job(workload_ref=True), data.phase, data.workload.name, data.message, NOW)
+    assert decided is not None
+    status, new = decided
+    assert (new.type, new.reason, new.message) == expected
+    assert ("workloadStartTime" in status) is (phase == "Running")
 
 
 # -- restart (§6.3) -------------------------------------------------------------------------------
@@ -161,9 +165,9 @@ def test_failed_nodes_merge_with_existing_entries() -> None:
     state = parse_job({**job().raw, "status": {"failedNodes": [
         {"name": "gpu-1", "reason": "HardwareFailed", "message": "xid"},
         {"name": "gpu-2", "reason": "WorkloadFailed", "message": "old"}]}}, "nvcre.nvidia.com")
-    change = decide_failed(state, Failure("tj", False, "boom", ("gpu-2", "gpu-3")), NOW)
-    assert change is not None
-    assert [(n["name"], n["reason"]) for n in change.status["failedNodes"]] == [
+    decided = failed_status(state, Failure("tj", False, "boom", ("gpu-2", "gpu-3")), NOW)
+    assert decided is not None
+    assert [(n["name"], n["reason"]) for n in decided[0]["failedNodes"]] == [
         ("gpu-1", "HardwareFailed"), ("gpu-2", "WorkloadFailed"), ("gpu-3", "WorkloadFailed")]
 
 
@@ -196,16 +200,34 @@ PAST = (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
 ], ids=["create", "adopt", "stale-attempt", "terminating", "collision", "no-trainjob", "grace", "grace-over",
         "restart-annotation-pending"])
 def test_launch_decision(state: JobState, existing: dict[str, Any] | None, action: str) -> None:
-    assert decide_launch(state, existing, NOW, "nvcre.nvidia.com").action == action
+    plan = decide_launch(LaunchObserved(state, existing), Settings(), NOW, "launch", None)
+    assert launch_action(plan) == action
+
+
+def launch_action(plan: Plan) -> str:
+    """The launch plan in the words of SPEC §5."""
+    kinds = [type(e) for e in plan.effects]
+    if Create in kinds:
+        return "create"
+    if Delete in kinds:
+        return "delete-stale"
+    if Wait in kinds:
+        return "wait"
+    if plan.reply is not None and plan.reply.type == "dev.crefn.workload.created":
+        return "adopt"
+    if plan.reply is not None and plan.reply.extensions.get("jobcondition") == "Failed":
+        return "fail"
+    return "nothing"
 
 
 def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
-    plan = decide_launch(job(restart_count=2), None, NOW, "nvcre.nvidia.com")
-    assert plan.body is not None
-    meta = plan.body["metadata"]
+    plan = decide_launch(LaunchObserved(job(restart_count=2), None), Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    body = create.body
+    meta = body["metadata"]
     assert meta["labels"]["crefn.dev/attempt"] == "2" and meta["labels"]["nvcre.nvidia.com/job"] == "llm"
     assert meta["ownerReferences"][0]["uid"] == "job-uid" and meta["ownerReferences"][0]["controller"] is True
-    assert plan.body["spec"] == {"runtimeRef": {"name": "t"}}
+    assert body["spec"] == {"runtimeRef": {"name": "t"}}
 
 
 # -- names ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from functions.translate import InvalidSpec, translate
+from functions.rules.translate import InvalidSpec, translate
 from tests.unit.render_cases import CASES, run
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "render"

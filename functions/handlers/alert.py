@@ -1,0 +1,81 @@
+"""`alert`: `job.condition.changed`, `job.restarted` and CRE Job deletes → alerts (SPEC §8).
+
+read: the event, and for a change to `Failed` the Job (its restart budget). decide: the alerts
+(`functions.rules.alerts`) as one `Notify`. Every configured sink is tried (`functions.alertsinks`):
+one that is down or throttled makes the answer 503, naming it, so the Broker retries (the others
+have the alerts already; Alertmanager and PagerDuty absorb the duplicates); one that refuses the
+payload is a configuration error: 400 when no sink needs a retry. No sink configured: 202. When the
+Job cannot be read for its restart budget (API away), `CREJobFailed` is sent anyway and the answer
+is 503, so the retry adds `CREJobRestartsExhausted` if it applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from events.emitted import JobConditionChangedData, JobRestartedData
+from events.envelope import Envelope, ResourceChange, parse_apiserver_event, parse_data
+from events.types import ApiServerType, EventType
+from functions.apply import run
+from functions.context import Context
+from functions.errors import PermanentError, TemporaryError
+from functions.plan import Notify, Outcome, Plan, Wait, nothing
+from functions.reads import read_job
+from functions.rules.alerting import on_condition_changed, on_job_deleted, on_restarted
+from functions.rules.jobs import parse_job
+from functions.settings import Settings
+
+FUNCTION = "alert"
+ACCEPTS = frozenset({EventType.JOB_CONDITION_CHANGED.value, EventType.JOB_RESTARTED.value,
+                     ApiServerType.RESOURCE_DELETE.value})
+
+
+@dataclass(frozen=True)
+class Observed:
+    changed: JobConditionChangedData | None = None
+    restarted: JobRestartedData | None = None
+    deleted_job: dict[str, Any] | None = None
+    max_restarts: int | None = None
+    missing: str = ""
+    """What could not be read (the Job's restart budget when the API is away)."""
+
+
+def read(env: Envelope, ctx: Context) -> Observed:
+    if env.type == EventType.JOB_CONDITION_CHANGED:
+        changed = parse_data(env, JobConditionChangedData)
+        if changed.new.type != "Failed":
+            return Observed(changed=changed)
+        try:
+            state = read_job(ctx, changed.job.namespace, changed.job.name)
+        except TemporaryError as e:
+            return Observed(changed=changed, missing=f"the Job's restart budget is unknown ({e})")
+        checkpoint = state.job.spec.checkpoint if state else None
+        return Observed(changed=changed, max_restarts=checkpoint.max_restarts if checkpoint else None)
+    if env.type == EventType.JOB_RESTARTED:
+        return Observed(restarted=parse_data(env, JobRestartedData))
+    change = parse_apiserver_event(env)
+    if not isinstance(change, ResourceChange) or change.verb != "delete":
+        raise PermanentError(f"unknown event type {env.type!r} for this function")
+    return Observed(deleted_job=parse_job(change.object, ctx.settings.cre_group).raw)
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if observed.changed is not None:
+        alerts = on_condition_changed(observed.changed, observed.max_restarts, now)
+    elif observed.restarted is not None:
+        alerts = on_restarted(observed.restarted, now)
+    else:
+        assert observed.deleted_job is not None
+        alerts = on_job_deleted(observed.deleted_job, now)
+    if not alerts:
+        return nothing("no alert to raise or resolve")
+    if not settings.alert_sinks_configured:
+        return nothing(f"{len(alerts)} alerts, no sink configured")
+    notify = Notify(tuple(alerts))
+    return Plan((notify, Wait(observed.missing)) if observed.missing else (notify,))
+
+
+def handle(env: Envelope, ctx: Context) -> Outcome:
+    return run(ctx, lambda: read(env, ctx), decide)

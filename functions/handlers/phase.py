@@ -1,0 +1,82 @@
+"""`phase`: TrainJob events → `dev.crefn.workload.phase` (SPEC §3, §5).
+
+read: Resource mode takes the object from the event (no API call); Reference mode GETs it, and a
+TrainJob that no longer exists is a delete, attributed through the Job whose `status.workloadRef`
+names it (the object, and with it its ownerReferences, is gone). decide: the pure adapter; a
+TrainJob with no owning CRE Job is not ours (202).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from events.emitted import WorkloadRef
+from events.envelope import Envelope, ObjectReference, ReferenceChange, parse_apiserver_event
+from events.objects import CreJob, TrainJob
+from events.types import TRAINJOB_KIND, ApiServerType
+from functions.apply import run
+from functions.context import Context
+from functions.errors import PermanentError
+from functions.plan import Outcome, Plan, nothing
+from functions.resources import TRAINJOBS, cre_jobs
+from functions.rules.adapter import WrongKind, check_trainjob, decide_phase, deleted_phase
+from functions.rules.attempts import workload_ref_of
+from functions.rules.phase import find_owner, parse_trainjob, phase_event
+from functions.settings import Settings
+
+FUNCTION = "phase"
+ACCEPTS = frozenset(t.value for t in ApiServerType if t is not ApiServerType.PING)
+
+
+@dataclass(frozen=True)
+class Observed:
+    cause: Envelope
+    trainjob: TrainJob | None
+    """None: Reference mode, and the TrainJob is gone."""
+    deleted: bool
+    gone: ObjectReference | None = None
+    owner_of_gone: CreJob | None = None
+
+
+def read(env: Envelope, ctx: Context) -> Observed:
+    change = parse_apiserver_event(env)
+    if not isinstance(change, ReferenceChange):
+        return Observed(env, parse_trainjob(change.object), change.verb == "delete")
+    ref = change.ref
+    try:
+        check_trainjob(ref.apiVersion, ref.kind)
+    except WrongKind as e:
+        raise PermanentError(str(e)) from None
+    obj = ctx.gateway.get(TRAINJOBS, ref.namespace, ref.name)
+    if obj is not None:
+        return Observed(env, parse_trainjob(obj), False)
+    for raw in ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), ref.namespace):
+        job = CreJob.model_validate(raw)
+        wref = job.status.workload_ref
+        if wref and wref.kind == TRAINJOB_KIND and wref.name == ref.name:
+            return Observed(env, None, True, ref, job)
+    return Observed(env, None, True, ref)
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if observed.trainjob is None:
+        ref, job = observed.gone, observed.owner_of_gone
+        assert ref is not None
+        if job is None:
+            return nothing(f"TrainJob {ref.namespace}/{ref.name} is gone and no Job refers to it")
+        workload = WorkloadRef(api_version=ref.apiVersion, kind=ref.kind, name=ref.name, namespace=ref.namespace,
+                               attempt=job.status.restart_count)
+        return Plan(reply=phase_event(job.metadata.name, workload, deleted_phase(ref.name), now, FUNCTION,
+                                      observed.cause))
+    trainjob = observed.trainjob
+    owner = find_owner(trainjob, settings.cre_group)
+    if not owner:
+        return nothing(f"TrainJob {trainjob.metadata.namespace}/{trainjob.metadata.name} has no owning "
+                       f"{settings.cre_group} Job")
+    result = deleted_phase(trainjob.metadata.name) if observed.deleted else decide_phase(trainjob)
+    return Plan(reply=phase_event(owner, workload_ref_of(trainjob), result, now, FUNCTION, observed.cause))
+
+
+def handle(env: Envelope, ctx: Context) -> Outcome:
+    return run(ctx, lambda: read(env, ctx), decide)

@@ -1,0 +1,125 @@
+"""`restart`: `workload.phase` Failed → checkpoint restart, or the Job fails (SPEC §5, §6.3).
+
+read: the Job and the failed attempt's TrainJob fresh (an event may be stale, duplicated or forged:
+a TrainJob that exists and has not failed on a fresh read is not restarted), and the checkpoint
+evidence when a restart is possible. decide, for the current attempt: a restart is, in this order,
+each step safe to repeat:
+1. one status write, the commit point (`functions.rules.restart.restart_status`);
+2. the annotation `crefn.dev/restart-not-before` (now + grace) on the Job;
+3. the failed TrainJob deleted with a uid precondition.
+A redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
+finishes steps 2 and 3 and emits nothing. Otherwise the Job fails (`WorkloadFailed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from events.emitted import JobRestartedData, WorkloadPhaseData
+from events.envelope import Envelope, to_outbound
+from events.types import RESTART_NOT_BEFORE_ANNOTATION, EventType, Phase
+from functions.apply import run
+from functions.context import Context
+from functions.plan import Annotate, Delete, Effect, Outcome, Plan, nothing
+from functions.reads import read_checkpoint_evidence, read_job, read_trainjob
+from functions.resources import TRAINJOBS, cre_jobs
+from functions.rules.attempts import is_recorded, of_attempt
+from functions.rules.conditions import changes_condition, rfc3339
+from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours, write_status
+from functions.rules.phase import parse_phase_event
+from functions.rules.restart import decide_restart, failed_status, observe_failure, restart_status
+from functions.settings import Settings
+
+FUNCTION = "restart"
+ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
+
+
+@dataclass(frozen=True)
+class Observed:
+    cause: Envelope
+    data: WorkloadPhaseData
+    state: JobState | None
+    trainjob: dict[str, Any] | None
+    """The failed attempt's TrainJob (None: gone, or its name now held by another attempt)."""
+    evidence: bool | None = None
+
+
+def read(env: Envelope, ctx: Context) -> Observed:
+    data = parse_phase_event(env)
+    if data.phase is not Phase.FAILED:
+        return Observed(env, data, None, None)
+    state = read_job(ctx, data.job.namespace, data.job.name)
+    if state is None:
+        return Observed(env, data, None, None)
+    trainjob = read_trainjob(ctx, data.workload.namespace, data.workload.name)
+    if not of_attempt(trainjob, data.workload.attempt):
+        trainjob = None
+    evidence = None
+    if ctx.settings.require_checkpoint_evidence and decide_restart(state, True, True).restart:
+        evidence = read_checkpoint_evidence(ctx, state)
+    return Observed(env, data, state, trainjob, evidence)
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    data, state = observed.data, observed.state
+    if data.phase is not Phase.FAILED:
+        return nothing(f"phase {data.phase.value} is handled by the status function")
+    if why := why_not_ours(state, data.job, settings):
+        return nothing(why)
+    assert state is not None
+    if is_recorded(state.job, data.workload):
+        return Plan(finish_restart(observed, state, now, settings),
+                    reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded")
+    if why := why_not_current(state, data.workload):
+        return nothing(why)
+    failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob, settings.cre_group)
+    if failure is None:
+        return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
+    if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
+        decided = failed_status(state, failure, now)
+        if decided is None:
+            return nothing(f"{state.where}: failure already recorded")
+        status, new = decided
+        write = write_status(state, status, settings.cre_group)
+        if not changes_condition(state.true_condition, new):
+            return Plan((write,), reason=f"{state.where}: failure already recorded")
+        return Plan((write,), reply=condition_changed(state, status, new, FUNCTION, observed.cause, data.workload))
+    status, _ = restart_status(state, now)
+    grace_end = now + timedelta(seconds=settings.restart_grace_seconds)
+    assert state.job.spec.checkpoint is not None
+    restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
+                                 max_restarts=state.job.spec.checkpoint.max_restarts,
+                                 previous_workload=data.workload, not_before=grace_end)
+    return Plan((write_status(state, status, settings.cre_group), annotate_not_before(state, grace_end, settings),
+                 *delete_failed(observed)),
+                reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
+                                  observed.cause))
+
+
+def finish_restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> tuple[Effect, ...]:
+    """Steps 2 and 3 of a restart already committed (a redelivery after a crash between steps)."""
+    effects: list[Effect] = []
+    if (observed.data.workload.attempt == state.job.status.restart_count - 1
+            and RESTART_NOT_BEFORE_ANNOTATION not in state.job.metadata.annotations):
+        effects.append(annotate_not_before(state, now + timedelta(seconds=settings.restart_grace_seconds), settings))
+    return (*effects, *delete_failed(observed))
+
+
+def annotate_not_before(state: JobState, when: datetime, settings: Settings) -> Annotate:
+    return Annotate(cre_jobs(settings.cre_group), state.ref.namespace, state.ref.name,
+                    {RESTART_NOT_BEFORE_ANNOTATION: rfc3339(when)})
+
+
+def delete_failed(observed: Observed) -> tuple[Effect, ...]:
+    """Delete the failed attempt's TrainJob, never a newer one with the same name (uid precondition)."""
+    trainjob = observed.trainjob
+    if trainjob is None or trainjob["metadata"].get("deletionTimestamp"):
+        return ()
+    workload = observed.data.workload
+    return (Delete(TRAINJOBS, workload.namespace, workload.name, trainjob["metadata"]["uid"]),)
+
+
+def handle(env: Envelope, ctx: Context) -> Outcome:
+    return run(ctx, lambda: read(env, ctx), decide)

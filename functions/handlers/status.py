@@ -1,0 +1,64 @@
+"""`status`: `workload.phase` Pending/Running/Succeeded → the Job's conditions (SPEC §5, §6.2).
+
+read: the Job fresh. decide: only for a managed, non-terminal Job and its current attempt (older
+attempts are stale: 202), one status write (`functions.rules.status`), and `job.condition.changed`
+only when the True exclusive type or its reason changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from events.emitted import WorkloadPhaseData
+from events.envelope import Envelope
+from events.types import EventType, Phase
+from functions.apply import run
+from functions.context import Context
+from functions.plan import Outcome, Plan, nothing
+from functions.reads import read_job
+from functions.rules.conditions import changes_condition
+from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours, write_status
+from functions.rules.phase import parse_phase_event
+from functions.rules.status import decide_status
+from functions.settings import Settings
+
+FUNCTION = "status"
+ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
+
+
+@dataclass(frozen=True)
+class Observed:
+    cause: Envelope
+    data: WorkloadPhaseData
+    state: JobState | None
+
+
+def read(env: Envelope, ctx: Context) -> Observed:
+    data = parse_phase_event(env)
+    if data.phase is Phase.FAILED:
+        return Observed(env, data, None)
+    return Observed(env, data, read_job(ctx, data.job.namespace, data.job.name))
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    data, state = observed.data, observed.state
+    if data.phase is Phase.FAILED:
+        return nothing("phase Failed is handled by the restart function")
+    if why := why_not_ours(state, data.job, settings):
+        return nothing(why)
+    assert state is not None
+    if why := why_not_current(state, data.workload):
+        return nothing(why)
+    decided = decide_status(state, data.phase, data.workload.name, data.message, now)
+    if decided is None:
+        return nothing(f"{state.where}: nothing changed")
+    status, new = decided
+    write = write_status(state, status, settings.cre_group)
+    if not changes_condition(state.true_condition, new):
+        return Plan((write,), reason=f"{state.where}: condition kept")
+    return Plan((write,), reply=condition_changed(state, status, new, FUNCTION, observed.cause, data.workload))
+
+
+def handle(env: Envelope, ctx: Context) -> Outcome:
+    return run(ctx, lambda: read(env, ctx), decide)

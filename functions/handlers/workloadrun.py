@@ -1,0 +1,184 @@
+"""`workloadrun` (SPEC §5, §7): WorkloadRuns become TrainingRuntimes and Jobs, and the Jobs'
+conditions are mirrored back onto their WorkloadRuns.
+
+- WorkloadRun add/update → read it fresh, translate it (pure, `functions.rules.translate`) and read
+  every object it becomes → create what is missing: config ConfigMap, checkpoint PVC,
+  TrainingRuntime, then the Job (which `launch` picks up; it carries the WorkloadRun's
+  `crefn.dev/managed` label). Objects that exist and are owned by this WorkloadRun are left alone,
+  so a redelivery creates nothing twice; the spec is immutable, nothing is updated. An invalid spec
+  writes `Failed`/`InvalidSpec` naming the field and creates nothing; an object of the same name
+  owned by someone else writes `Failed`/`ObjectConflict` (a project addition: CRE has no such reason).
+- `dev.crefn.job.condition.changed` of a Job owned by a WorkloadRun → the WorkloadRun's exclusive
+  `InProgress`/`Succeeded`/`Failed` follow the Job's True condition (type, reason, message); the other
+  two are False with reason `Superseded`.
+A terminal WorkloadRun is never written again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from events.emitted import ConditionSummary
+from events.envelope import Envelope, ResourceChange, first_error, parse_apiserver_event
+from events.objects import WorkloadRun
+from events.types import CRE_VERSION, WORKLOADRUN_KIND, ApiServerType, EventType, Reason
+from functions.apply import run
+from functions.context import Context
+from functions.errors import PermanentError
+from functions.plan import Create, Effect, Outcome, Plan, WriteStatus, nothing
+from functions.reads import read_job
+from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
+from functions.rules.conditions import EXCLUSIVE, condition, decide_conditions, is_terminal, true_exclusive
+from functions.rules.jobs import is_managed
+from functions.rules.translate import InvalidSpec, translate
+from functions.settings import Settings
+
+FUNCTION = "workloadrun"
+ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value,
+                     ApiServerType.RESOURCE_DELETE.value, EventType.JOB_CONDITION_CHANGED.value})
+
+
+@dataclass(frozen=True)
+class Observed:
+    where: str
+    run: dict[str, Any] | None = None
+    """The WorkloadRun read fresh (None: deleted, gone, or not the mirror's owner)."""
+    objects: tuple[dict[str, Any], ...] = ()
+    """What it translates into, in creation order."""
+    existing: tuple[dict[str, Any] | None, ...] = ()
+    """The object of each one's name, as read."""
+    invalid: str = ""
+    mirror: ConditionSummary | None = None
+    """The Job's True condition, when mirroring."""
+    skip: str = ""
+
+
+def resource_for(kind: str, group: str) -> Resource:
+    return {"ConfigMap": CONFIGMAPS, "PersistentVolumeClaim": PVCS, "TrainingRuntime": TRAINING_RUNTIMES,
+            "Job": cre_jobs(group)}[kind]
+
+
+def parse_run(raw: dict[str, Any]) -> WorkloadRun:
+    try:
+        return WorkloadRun.model_validate(raw)
+    except ValidationError as e:
+        raise PermanentError(f"invalid WorkloadRun: {first_error(e)}") from None
+
+
+def read(env: Envelope, ctx: Context) -> Observed:
+    if env.type == EventType.JOB_CONDITION_CHANGED:
+        return read_mirror(env, ctx)
+    change = parse_apiserver_event(env)
+    if not isinstance(change, ResourceChange):
+        raise PermanentError("workloadrun takes ApiServerSource Resource-mode events")
+    group = ctx.settings.cre_group
+    ref = change.ref
+    if (ref.apiVersion, ref.kind) != (f"{group}/{CRE_VERSION}", WORKLOADRUN_KIND):
+        raise PermanentError(f"expected {group}/{CRE_VERSION} WorkloadRun, got {ref.apiVersion}/{ref.kind}")
+    where = f"WorkloadRun {ref.namespace}/{ref.name}"
+    if change.verb == "delete":
+        return Observed(where, skip=f"{where} was deleted")
+    raw = ctx.gateway.get(cre_workloadruns(group), ref.namespace, ref.name)
+    if raw is None:
+        return Observed(where, skip=f"{where} is gone")
+    raw.setdefault("apiVersion", ref.apiVersion)
+    raw.setdefault("kind", WORKLOADRUN_KIND)
+    parse_run(raw)
+    try:
+        objects = tuple(translate(raw, group).objects)
+    except InvalidSpec as e:
+        return Observed(where, raw, invalid=str(e))
+    existing = tuple(ctx.gateway.get(resource_for(o["kind"], group), o["metadata"]["namespace"],
+                                     o["metadata"]["name"]) for o in objects)
+    return Observed(where, raw, objects, existing)
+
+
+def read_mirror(env: Envelope, ctx: Context) -> Observed:
+    data = env.data if isinstance(env.data, dict) else None
+    job_ref = (data or {}).get("job") or {}
+    if not job_ref.get("name") or not job_ref.get("namespace"):
+        raise PermanentError(f"invalid {env.type} data: job.name and job.namespace are required")
+    ns, name = job_ref["namespace"], job_ref["name"]
+    state = read_job(ctx, ns, name)
+    if state is None:
+        return Observed(f"Job {ns}/{name}", skip=f"Job {ns}/{name} is gone")
+    owner = state.job.controller_owner()
+    group = ctx.settings.cre_group
+    if owner is None or owner.kind != WORKLOADRUN_KIND or owner.api_version.split("/")[0] != group:
+        return Observed(state.where, skip=f"{state.where} is not owned by a WorkloadRun")
+    where = f"WorkloadRun {ns}/{owner.name}"
+    raw = ctx.gateway.get(cre_workloadruns(group), ns, owner.name)
+    if raw is None or raw["metadata"].get("uid") != owner.uid:
+        return Observed(where, skip=f"{where} is gone")
+    cond = state.true_condition
+    if cond is None:
+        return Observed(where, skip="the Job has no True condition to mirror")
+    return Observed(where, raw, mirror=cond)
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if observed.skip:
+        return nothing(observed.skip)
+    assert observed.run is not None
+    where, raw = observed.where, observed.run
+    if observed.mirror is not None:
+        cond = observed.mirror
+        write = run_conditions(raw, cond, now, settings)
+        return Plan((write,) if write else (),
+                    reason=f"{where}: {cond.type}/{cond.reason}" + ("" if write else " (already so)"))
+    if not is_managed((raw.get("metadata") or {}).get("labels") or {}, settings):
+        return nothing(f"{where} is not managed")
+    conditions = (raw.get("status") or {}).get("conditions") or []
+    if is_terminal(conditions):
+        return nothing(f"{where} is terminal")
+    if observed.invalid:
+        return failed(raw, Reason.INVALID_SPEC, observed.invalid, f"{where}: invalid spec: {observed.invalid}", now,
+                      settings)
+    if settings.observe:
+        return nothing(f"observe mode: {where} would create {len(observed.objects)} objects")
+    owner_uid = raw["metadata"].get("uid")
+    creates: list[Effect] = []
+    for obj, existing in zip(observed.objects, observed.existing, strict=True):
+        meta = obj["metadata"]
+        if existing is None:
+            creates.append(Create(resource_for(obj["kind"], settings.cre_group), meta["namespace"], obj))
+            continue
+        owners = [o.get("uid") for o in (existing.get("metadata") or {}).get("ownerReferences") or []
+                  if o.get("controller")]
+        if owner_uid not in owners:
+            message = f"{obj['kind']} {meta['name']} already exists and is not owned by this WorkloadRun"
+            return failed(raw, Reason.OBJECT_CONFLICT, message, f"{where}: {message}", now, settings)
+    if true_exclusive(conditions) is None:
+        job = observed.objects[-1]["metadata"]["name"]
+        created = condition("InProgress", Reason.JOB_CREATED, f"Job {job} created from the WorkloadRun")
+        write = run_conditions(raw, created, now, settings)
+        creates += [write] if write else []
+    return Plan(tuple(creates), reason=f"{where}: {sum(isinstance(e, Create) for e in creates)} objects created")
+
+
+def failed(raw: dict[str, Any], reason: str, message: str, why: str, now: datetime, settings: Settings) -> Plan:
+    write = run_conditions(raw, condition("Failed", reason, message), now, settings)
+    return Plan((write,) if write else (), reason=why)
+
+
+def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
+                   settings: Settings) -> WriteStatus | None:
+    """The WorkloadRun's exclusive conditions, siblings `Superseded`; None on a terminal run or no change."""
+    conditions = (raw.get("status") or {}).get("conditions") or []
+    if chosen.type not in EXCLUSIVE or is_terminal(conditions):
+        return None
+    meta = raw["metadata"]
+    new = decide_conditions(conditions, int(meta.get("generation", 0)), chosen, now,
+                            sibling_reason=Reason.SUPERSEDED)
+    if new is None:
+        return None
+    return WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],
+                       str(meta.get("resourceVersion", "")), {"conditions": new})
+
+
+def handle(env: Envelope, ctx: Context) -> Outcome:
+    return run(ctx, lambda: read(env, ctx), decide)

@@ -1,0 +1,91 @@
+"""What a decision asks for, as frozen data: the effects to apply in order, and the answer.
+
+A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply` performs its
+effects through the gateway and the transport, in order, then the transport answers with `reply`
+(200) or, without one, 202 and `reason`. Effects:
+- `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock);
+- `Annotate`: a merge patch of metadata annotations;
+- `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once more);
+- `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
+- `Notify`: alerts to every configured sink;
+- `Wait`: stop here and ask for a retry (503): a grace period, an object still terminating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from events.emitted import AlertData
+from events.envelope import Outbound
+from functions.resources import Resource
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    res: Resource
+    namespace: str
+    name: str
+    resource_version: str
+    status: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Annotate:
+    res: Resource
+    namespace: str
+    name: str
+    annotations: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Create:
+    res: Resource
+    namespace: str
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Delete:
+    res: Resource
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class Notify:
+    alerts: tuple[AlertData, ...]
+
+
+@dataclass(frozen=True)
+class Wait:
+    reason: str
+
+
+Effect = WriteStatus | Annotate | Create | Delete | Notify | Wait
+WRITES = (WriteStatus, Annotate, Create, Delete)
+"""Effects that change the cluster: none of them is applied in observe mode."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    effects: tuple[Effect, ...] = ()
+    reply: Outbound | None = None
+    reason: str = ""
+    reply_to_created: Callable[[Mapping[str, Any]], Outbound] | None = None
+    """When set, the reply is built from the object the plan's `Create` returned (its uid exists only then)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What was done: the event to reply with (200), or why there is none (202)."""
+
+    reply: Outbound | None
+    reason: str
+
+
+def nothing(reason: str) -> Plan:
+    """Handled, nothing to do or publish (202)."""
+    return Plan(reason=reason)

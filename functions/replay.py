@@ -1,0 +1,95 @@
+"""`cre-fn replay FILE --to URL`: post a recording (JSONL of `{"attributes", "data"}`) in order.
+
+Drills: `--rate` events per second; `--duplicate` sends every event twice (at-least-once);
+`--shuffle-window K` shuffles events within consecutive windows of K (reordering, seeded, repeatable).
+Each send gets a fresh id, as a source would. Prints a summary of the answers; exits 1 when any event
+was rejected (an answer that is neither accepted nor a transient 409/429/503), 0 otherwise; exits 2
+when the recording cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from functions.errors import Unavailable
+from functions.transport import Answer, send
+
+
+def read_recording(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{n}: not JSON: {e.msg}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("attributes"), dict):
+            raise ValueError(f"{path}:{n}: not a recorded event (want an object with 'attributes')")
+        records.append(record)
+    return records
+
+
+def arrange(records: list[dict[str, Any]], duplicate: bool = False, shuffle_window: int = 0,
+            seed: int = 0) -> Iterator[dict[str, Any]]:
+    rng = random.Random(seed)
+    ordered = list(records)
+    if shuffle_window > 1:
+        for start in range(0, len(ordered), shuffle_window):
+            window = ordered[start:start + shuffle_window]
+            rng.shuffle(window)
+            ordered[start:start + shuffle_window] = window
+    for record in ordered:
+        yield record
+        if duplicate:
+            yield record
+
+
+def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: bool = False,
+           shuffle_window: int = 0, structured: bool = False, seed: int = 0,
+           out: TextIO = sys.stdout) -> Counter[int]:
+    answers: Counter[int] = Counter()
+    total = len(records) * (2 if duplicate else 1)
+    started = time.monotonic()
+    for i, record in enumerate(arrange(records, duplicate, shuffle_window, seed), 1):
+        if rate > 0:
+            time.sleep(max(0.0, started + i / rate - time.monotonic()))
+        try:
+            answer = send(url, fresh_id(record), structured=structured)
+        except Unavailable as e:
+            answer = Answer(503, {}, str(e).encode())
+        answers[answer.status] += 1
+        if not answer.accepted:
+            print(f"  {i}/{total} {record['attributes'].get('type')} → {answer.status} {answer.text}", file=out)
+        if i % 50 == 0 or i == total:
+            print(f"  replayed {i}/{total}", file=out, flush=True)
+    return answers
+
+
+def fresh_id(record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "attributes": {**record["attributes"], "id": str(uuid.uuid4())}}
+
+
+def rejected(answers: Counter[int]) -> int:
+    return sum(n for status, n in answers.items() if not (a := Answer(status, {}, b"")).accepted and not a.temporary)
+
+
+def main(path: str, url: str, rate: float, duplicate: bool, shuffle_window: int, structured: bool, seed: int) -> int:
+    try:
+        records = read_recording(Path(path))
+    except (OSError, ValueError) as e:
+        print(f"cre-fn replay: {e}", file=sys.stderr)
+        return 2
+    answers = replay(records, url, rate, duplicate, shuffle_window, structured, seed)
+    summary = ", ".join(f"{n}x{status}" for status, n in sorted(answers.items()))
+    bad = rejected(answers)
+    print(f"replayed {sum(answers.values())} events to {url}: {summary}; {bad} rejected")
+    return 1 if bad else 0

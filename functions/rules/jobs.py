@@ -1,0 +1,108 @@
+"""CRE Jobs as read (SPEC §2, §6.1, §6.2): which are ours, their state, and the status write.
+
+A Job is managed when it carries `crefn.dev/managed=true` or `CREFN_MANAGE_ALL` is set. A Job whose
+`Succeeded` or `Failed` is True is terminal and never written again: every decision starts from a
+fresh read and checks it, so the guard holds when another writer got there first (the conflict
+re-read decides again on the newer state). A status write carries the resourceVersion that was read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from events.emitted import ConditionSummary, FailedNode, JobConditionChangedData, JobRef, WorkloadRef
+from events.envelope import Envelope, Outbound, first_error, to_outbound
+from events.objects import CreJob
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_LABEL, EventType
+from functions.errors import PermanentError
+from functions.plan import WriteStatus
+from functions.resources import cre_jobs
+from functions.rules.attempts import current_workload_ref, is_current, stale
+from functions.rules.conditions import is_terminal, true_exclusive
+from functions.settings import Settings
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A Job as read: the raw object (writes keep what we do not model) and the model."""
+
+    raw: dict[str, Any]
+    job: CreJob
+
+    @property
+    def ref(self) -> JobRef:
+        return JobRef(name=self.job.metadata.name, namespace=self.job.metadata.namespace)
+
+    @property
+    def where(self) -> str:
+        return f"Job {self.job.metadata.namespace}/{self.job.metadata.name}"
+
+    @property
+    def conditions(self) -> list[dict[str, Any]]:
+        return list((self.raw.get("status") or {}).get("conditions") or [])
+
+    @property
+    def terminal(self) -> bool:
+        return is_terminal(self.conditions)
+
+    @property
+    def true_condition(self) -> ConditionSummary | None:
+        return true_exclusive(self.conditions)
+
+
+def parse_job(raw: dict[str, Any], cre_group: str) -> JobState:
+    api_version, kind = str(raw.get("apiVersion", "")), str(raw.get("kind", ""))
+    if api_version != f"{cre_group}/{CRE_VERSION}" or kind != JOB_KIND:
+        raise PermanentError(f"expected {cre_group}/{CRE_VERSION} Job, got {api_version}/{kind}")
+    try:
+        return JobState(raw, CreJob.model_validate(raw))
+    except ValidationError as e:
+        raise PermanentError(f"invalid Job: {first_error(e)}") from None
+
+
+def is_managed(labels: Mapping[str, str], settings: Settings) -> bool:
+    return settings.manage_all or labels.get(MANAGED_LABEL) == "true"
+
+
+def write_status(state: JobState, status: Mapping[str, Any], cre_group: str) -> WriteStatus:
+    meta = state.job.metadata
+    return WriteStatus(cre_jobs(cre_group), meta.namespace, meta.name, meta.resource_version, status)
+
+
+def condition_changed(state: JobState, status: Mapping[str, Any], new: ConditionSummary, function: str,
+                      cause: Envelope | None, workload: WorkloadRef | None = None) -> Outbound:
+    """`dev.crefn.job.condition.changed` for a status write (the Job as it is after the write)."""
+    job = state.job
+    if workload is None and job.status.workload_ref is not None:
+        workload = current_workload_ref(job)
+    nodes = status.get("failedNodes", [n.model_dump(by_alias=True) for n in job.status.failed_nodes])
+    data = JobConditionChangedData(
+        job=state.ref, previous=state.true_condition, new=new,
+        restart_count=int(status.get("restartCount", job.status.restart_count)), workload=workload,
+        failed_nodes=[FailedNode.model_validate(n) for n in nodes],
+    )
+    return to_outbound(EventType.JOB_CONDITION_CHANGED, function, job.metadata.namespace, job.metadata.name, data,
+                       cause, jobcondition=new.type)
+
+
+def why_not_current(state: JobState, workload: WorkloadRef) -> str:
+    """Why an event about a workload must not act on the Job: it is terminal, or the event is about
+    another attempt ("" when it is the current one)."""
+    if state.terminal:
+        return f"{state.where} is terminal"
+    if not is_current(state.job, workload):
+        return stale(workload, state.job.metadata.namespace, state.job.metadata.name)
+    return ""
+
+
+def why_not_ours(state: JobState | None, ref: JobRef, settings: Settings) -> str:
+    """Why an event about a Job is none of ours ("" when the Job exists and is managed)."""
+    if state is None:
+        return f"Job {ref.namespace}/{ref.name} is gone"
+    if not is_managed(state.job.metadata.labels, settings):
+        return f"Job {ref.namespace}/{ref.name} is not managed"
+    return ""

@@ -1,0 +1,173 @@
+"""Launching a Job's workload (SPEC §5 `launch`), shared by the `launch` and `resync` functions.
+
+A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
+`spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
+Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
+of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was lost); one of an
+older attempt is deleted (uid precondition) and the answer is a wait; one still terminating is a
+wait; one owned by someone else fails the Job (`WorkloadCreationError`). Before the restart grace
+is over (annotation `crefn.dev/restart-not-before`, written by `restart` right after its commit) it
+waits; while a recorded restart has no grace annotation yet, it waits too. Observe mode: nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from events.emitted import WorkloadCreatedData, WorkloadRef
+from events.envelope import Envelope, Outbound, to_outbound
+from events.types import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    MANAGED_LABEL,
+    RESTART_NOT_BEFORE_ANNOTATION,
+    TRAINJOB_API_VERSION,
+    TRAINJOB_KIND,
+    EventType,
+    Reason,
+    job_label,
+)
+from functions.plan import Create, Delete, Plan, Wait, WriteStatus, nothing
+from functions.resources import TRAINJOBS
+from functions.rules.attempts import attempt_label, of_attempt, workload_name
+from functions.rules.conditions import changes_condition, condition, decide_conditions
+from functions.rules.jobs import JobState, condition_changed, is_managed, write_status
+from functions.settings import Settings
+
+
+@dataclass(frozen=True)
+class LaunchObserved:
+    """A Job read fresh, and the object holding its workload's name (None: the name is free)."""
+
+    state: JobState
+    existing: dict[str, Any] | None
+
+
+def build_trainjob(state: JobState, name: str, cre_group: str) -> dict[str, Any]:
+    job = state.job
+    labels = dict(job.spec.workload_metadata.labels)
+    labels.update({MANAGED_BY_LABEL: MANAGED_BY_VALUE, job_label(cre_group): job.metadata.name,
+                   **attempt_label(job.status.restart_count)})
+    if job.metadata.labels.get(MANAGED_LABEL) == "true":
+        labels[MANAGED_LABEL] = "true"
+    return {
+        "apiVersion": TRAINJOB_API_VERSION, "kind": TRAINJOB_KIND,
+        "metadata": {"name": name, "namespace": job.metadata.namespace, "labels": labels, "ownerReferences": [{
+            "apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name, "uid": job.metadata.uid,
+            "controller": True, "blockOwnerDeletion": True}]},
+        "spec": dict(job.spec.workload.train_job or {}),
+    }
+
+
+def not_before(state: JobState) -> datetime | None:
+    value = state.job.metadata.annotations.get(RESTART_NOT_BEFORE_ANNOTATION)
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def needs_launch(state: JobState, settings: Settings) -> str:
+    """Why the Job needs no launch ("" when it does)."""
+    if not is_managed(state.job.metadata.labels, settings):
+        return f"{state.where} is not managed"
+    if state.terminal:
+        return f"{state.where} is terminal"
+    if state.job.status.workload_ref is not None:
+        return f"{state.where} already has its workload"
+    return ""
+
+
+def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, function: str,
+                  cause: Envelope | None) -> Plan:
+    state, existing = observed.state, observed.existing
+    if why := needs_launch(state, settings):
+        return nothing(why)
+    job, group = state.job, settings.cre_group
+    name = workload_name(job.metadata.name)
+    grace_end = not_before(state)
+    true_cond = state.true_condition
+    plan: Plan
+    if grace_end and now < grace_end:
+        plan = Plan((Wait(f"restart grace not over: next TrainJob not before {grace_end.isoformat()}"),))
+    elif grace_end is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
+        plan = Plan((Wait("restart recorded, its grace period not yet written"),))
+    elif not job.spec.workload.train_job:
+        plan = fail(state, "Job spec.workload has no trainJob", now, group, function, cause)
+    elif existing is None:
+        message = f"Workload TrainJob/{name} created and is starting"
+        plan = Plan((Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group)),
+                     record(state, name, Reason.WORKLOAD_CREATED, message, now, group)), reason=message,
+                    reply_to_created=partial(workload_created, state, False, function, cause))
+    else:
+        plan = decide_existing(state, existing, name, now, group, function, cause)
+    if settings.observe:
+        return nothing(f"observe mode: would {describe(plan)}")
+    return plan
+
+
+def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: datetime, group: str, function: str,
+                    cause: Envelope | None) -> Plan:
+    job = state.job
+    meta = existing.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return Plan((Wait(f"TrainJob {name} is still terminating"),))
+    owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+    if not any(o.get("uid") == job.metadata.uid for o in owners):
+        return fail(state, f"TrainJob {name} already exists and is not owned by Job {job.metadata.name}", now, group,
+                    function, cause)
+    if of_attempt(existing, job.status.restart_count):
+        message = f"Workload TrainJob/{name} adopted"
+        return Plan((record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group),), reason=message,
+                    reply=workload_created(state, True, function, cause, existing))
+    return Plan((Delete(TRAINJOBS, job.metadata.namespace, name, str(meta.get("uid", ""))),
+                 Wait(f"TrainJob {name} belongs to an earlier attempt; deleting it")))
+
+
+def record(state: JobState, name: str, reason: str, message: str, now: datetime, group: str) -> WriteStatus:
+    """The status write that records the workload: `workloadRef` and `InProgress`/`reason`."""
+    ref = {"apiVersion": TRAINJOB_API_VERSION, "kind": TRAINJOB_KIND, "name": name,
+           "namespace": state.job.metadata.namespace}
+    status: dict[str, Any] = {"workloadRef": ref}
+    conditions = decide_conditions(state.conditions, state.job.metadata.generation,
+                                   condition("InProgress", reason, message), now)
+    if conditions is not None:
+        status["conditions"] = conditions
+    return write_status(state, status, group)
+
+
+def fail(state: JobState, message: str, now: datetime, group: str, function: str, cause: Envelope | None) -> Plan:
+    new = condition("Failed", Reason.WORKLOAD_CREATION_ERROR, message)
+    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
+    if conditions is None:
+        return nothing(f"{state.where}: {message} (already recorded)")
+    status = {"conditions": conditions}
+    if not changes_condition(state.true_condition, new):
+        return Plan((write_status(state, status, group),), reason=f"{state.where}: {message} (already recorded)")
+    return Plan((write_status(state, status, group),), reply=condition_changed(state, status, new, function, cause))
+
+
+def workload_created(state: JobState, adopted: bool, function: str, cause: Envelope | None,
+                     trainjob: Mapping[str, Any]) -> Outbound:
+    meta = trainjob["metadata"]
+    attempt = state.job.status.restart_count
+    data = WorkloadCreatedData(
+        job=state.ref,
+        workload=WorkloadRef(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND, name=meta["name"],
+                             namespace=state.job.metadata.namespace, uid=meta.get("uid", ""),
+                             resource_version=meta.get("resourceVersion", ""), attempt=attempt),
+        attempt=attempt, adopted=adopted)
+    return to_outbound(EventType.WORKLOAD_CREATED, function, state.job.metadata.namespace, state.job.metadata.name,
+                       data, cause)
+
+
+def describe(plan: Plan) -> str:
+    """A plan in a few words, for observe mode's log."""
+    kinds = [type(e).__name__.lower() for e in plan.effects]
+    return ", ".join(kinds) or plan.reason or "nothing"

@@ -1,0 +1,42 @@
+"""Job conditions from the workload's phase (SPEC §5 `status`).
+
+Pending → `InProgress`/`WorkloadPending`; Running → `InProgress`/`WorkloadRunning` and
+`workloadStartTime` once; Succeeded → `Succeeded`/`WorkloadCompleted`. Failed is `restart`'s.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from events.emitted import ConditionSummary
+from events.types import Phase, Reason
+from functions.errors import PermanentError
+from functions.rules.conditions import condition, decide_conditions, rfc3339
+from functions.rules.jobs import JobState
+
+
+def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
+    subject = f"Workload TrainJob/{name}"
+    if phase is Phase.PENDING:
+        text = f"{subject} is pending: {message}" if message else f"{subject} is pending"
+        return condition("InProgress", Reason.WORKLOAD_PENDING, text)
+    if phase is Phase.RUNNING:
+        return condition("InProgress", Reason.WORKLOAD_RUNNING, f"{subject} is running")
+    if phase is Phase.SUCCEEDED:
+        text = f"{subject} completed: {message}" if message else f"{subject} completed successfully"
+        return condition("Succeeded", Reason.WORKLOAD_COMPLETED, text)
+    raise PermanentError("phase Failed is handled by the restart function")
+
+
+def decide_status(state: JobState, phase: Phase, name: str, message: str,
+                  now: datetime) -> tuple[dict[str, Any], ConditionSummary] | None:
+    """The status patch for a phase of the current attempt, or None when nothing would change."""
+    new = condition_for(phase, name, message)
+    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
+    status: dict[str, Any] = {}
+    if conditions is not None:
+        status["conditions"] = conditions
+    if phase is Phase.RUNNING and state.job.status.workload_start_time is None:
+        status["workloadStartTime"] = rfc3339(now)
+    return (status, new) if status else None

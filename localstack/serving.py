@@ -1,0 +1,83 @@
+"""Serve one function target with functions-framework in a child process, on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import functions
+from localstack.apiserver import free_port, stop_process
+
+MAIN = Path(functions.__file__).with_name("main.py")
+
+
+def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = lambda: True) -> bool:
+    """Whether something listens on the loopback port within `timeout` (gives up once `alive()` is false)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+class ServedFunction:
+    def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None) -> None:
+        self.target = target
+        self.env = dict(env or {})
+        self.port = 0
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 20) -> ServedFunction:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
+        env.update(self.env)
+        argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", self.target,
+                "--host", "127.0.0.1", "--port", str(self.port)]
+        if self.log_path:
+            with self.log_path.open("ab") as out:
+                self._proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                              start_new_session=True)
+        else:
+            self._proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
+        proc = self._proc
+        if wait_for_port(self.port, timeout, alive=lambda: proc.poll() is None):
+            return self
+        code = proc.poll()
+        self.stop()
+        if code is not None:
+            raise RuntimeError(f"functions-framework for {self.target} exited with {code}")
+        raise RuntimeError(f"functions-framework for {self.target} did not listen within {timeout}s")
+
+    def terminate(self) -> None:
+        """Ask the server to stop without waiting (stop() then waits); lets many stop in parallel."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+
+    def stop(self) -> None:
+        if self._proc:
+            stop_process(self._proc)
+        self._proc = None
+
+    def __enter__(self) -> ServedFunction:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

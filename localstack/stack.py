@@ -1,0 +1,171 @@
+"""The local stack's composition: a real kube-apiserver + etcd with the CRDs and the RBAC of
+`knative/`; every function served by functions-framework on loopback, each authenticated as its own
+ServiceAccount; stand-ins for the Knative parts: a Broker that routes with the Triggers and delivery
+settings of `knative/base`, an ApiServerSource per source of `knative/base` (Resource mode,
+LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); and a real
+Alertmanager for the `alert` function unless the user named one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from events.types import CRE_GROUP_DEFAULT
+from functions.errors import AlreadyExists, Unavailable
+from functions.gateway import Gateway
+from functions.registry import TARGETS
+from functions.resources import Resource
+from functions.transport import send
+from localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
+from localstack.apiserver import LocalCluster, free_port
+from localstack.apisource import WatchSource
+from localstack.broker import LocalBroker, triggers_from_manifests
+from localstack.manifests import render, service_account_user
+from localstack.serving import ServedFunction
+from localstack.timeline import Timeline
+
+RBAC_KINDS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apiserversource"))
+
+
+class Ticker:
+    """PingSource stand-in: a `dev.knative.sources.ping` event to `url` every `interval` seconds."""
+
+    def __init__(self, url: str, interval: float) -> None:
+        self.url, self.interval = url, interval
+        self._stop = threading.Event()
+        self.ticks = 0
+        threading.Thread(target=self._run, daemon=True, name="pingsource").start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            record = {"attributes": {"specversion": "1.0", "id": f"tick-{self.ticks}",
+                                     "type": "dev.knative.sources.ping", "datacontenttype": "application/json",
+                                     "source": "/apis/v1/namespaces/crefn-system/pingsources/crefn-resync"},
+                      "data": {}}
+            with contextlib.suppress(Unavailable):
+                send(self.url, record)
+            self.ticks += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+@dataclass
+class Stack:
+    cluster: LocalCluster
+    gateway: Gateway
+    broker: LocalBroker
+    functions: dict[str, ServedFunction]
+    out_dir: Path
+    group: str
+    alertmanager: LocalAlertmanager | None = None
+
+    def quiet(self) -> bool:
+        return self.broker.wait_idle(timeout=0.5, quiet=0.3)
+
+
+def start_alertmanager(stack: contextlib.ExitStack, work_dir: Path, timeline: Timeline,
+                       settings: dict[str, str]) -> LocalAlertmanager | None:
+    """A local Alertmanager for the `alert` function, unless the user named one (or none is installed);
+    its notifications are printed on the timeline."""
+    if settings.get("CREFN_ALERTMANAGER_URL"):
+        return None
+    try:
+        find_alertmanager()
+    except AlertmanagerError as e:
+        timeline.say(f"      {e}; alerts go to no sink")
+        return None
+
+    def notified(body: dict[str, Any]) -> None:
+        for alert in body.get("alerts") or []:
+            labels = alert.get("labels") or {}
+            key = (str(labels.get("namespace")), str(labels.get("job")), str(labels.get("alertname")))
+            timeline.notified[key] = str(alert.get("status"))
+            timeline.say(f"!! Alertmanager notifies: {alert.get('status')} {labels.get('alertname')} "
+                         f"({labels.get('severity')}) {labels.get('namespace')}/{labels.get('job')}")
+
+    server, url = start_webhook(notified)
+    stack.callback(server.server_close)
+    stack.callback(server.shutdown)
+    alertmanager = LocalAlertmanager(work_dir / "alertmanager", url).start()
+    stack.callback(alertmanager.stop)
+    timeline.say(f"      Alertmanager on {alertmanager.url} (its notifications show as !! lines)")
+    return alertmanager
+
+
+def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
+    """Create the ClusterRoles and bindings of the manifests (those already there are left as they are)."""
+    for doc in docs:
+        if doc["kind"] in RBAC_KINDS:
+            res = Resource("rbac.authorization.k8s.io", "v1", RBAC_KINDS[doc["kind"]], doc["kind"], False)
+            with contextlib.suppress(AlreadyExists):
+                gw.create(res, None, doc)
+
+
+def resource_of(api_version: str, kind: str) -> Resource:
+    group, _, version = api_version.rpartition("/")
+    return Resource(group, version, kind.lower() + "s", kind)
+
+
+STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apiserversource"))
+
+
+@contextlib.contextmanager
+def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], ping_interval: float,
+                work_dir: Path, group: str, cluster: LocalCluster | None = None,
+                namespace: str | None = None) -> Iterator[Stack]:
+    """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
+    `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
+    to one namespace (all namespaces otherwise)."""
+    say = timeline.say
+    with contextlib.ExitStack() as stack:
+        if cluster is None:
+            say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
+            groups = tuple(dict.fromkeys((CRE_GROUP_DEFAULT, group)))
+            cluster = stack.enter_context(LocalCluster(work_dir / "cluster", users=STACK_USERS, cre_groups=groups,
+                                                       log=timeline.out))
+        else:
+            say(f"[1/5] using the API server at {cluster.url}")
+        gw = cluster.gateway()
+        stack.callback(gw.close)
+        docs = render("base")
+        apply_rbac(gw, docs)
+        alertmanager = start_alertmanager(stack, work_dir, timeline, settings)
+        if alertmanager is not None:
+            settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
+        say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
+        broker_port = free_port()
+        broker_url = f"http://127.0.0.1:{broker_port}/"
+        functions: dict[str, ServedFunction] = {}
+        for target in TARGETS:
+            env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user(f"crefn-{target}"))),
+                   "K_SINK": broker_url}
+            served = ServedFunction(target, env, out_dir / f"function-{target}.log")
+            stack.callback(served.stop)
+            functions[target] = served.start()
+        say("[3/5] starting the Broker with the Triggers and delivery of knative/base")
+        triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
+        broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
+                             on_outcome=timeline.outcome, on_publish=timeline.published)
+        stack.callback(broker.close)
+        broker.serve(broker_port)
+        say(f"[4/5] starting the ApiServerSources of knative/base → {broker_url}")
+        for src in (d for d in docs if d["kind"] == "ApiServerSource"):
+            for res in src["spec"]["resources"]:
+                selector = ",".join(f"{k}={v}" for k, v in (res.get("selector") or {}).get("matchLabels", {}).items())
+                source_gw = cluster.gateway(service_account_user("crefn-apiserversource"))
+                source = WatchSource(source_gw, resource_of(res["apiVersion"], res["kind"]), broker.publish,
+                                     namespace=namespace, label_selector=selector).start()
+                stack.callback(source_gw.close)
+                stack.callback(source.stop)
+                source.ready.wait(timeout=10)
+        say(f"[5/5] PingSource: resync every {ping_interval:g}s")
+        ticker = Ticker(functions["resync"].url, ping_interval)
+        stack.callback(ticker.stop)
+        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager)

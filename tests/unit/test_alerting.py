@@ -1,0 +1,87 @@
+"""Which alerts an event raises or resolves (SPEC §8), as a truth table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from events.emitted import JobConditionChangedData, JobRestartedData
+from functions.rules.alerting import dedup_key, on_condition_changed, on_job_deleted, on_restarted
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def changed(new_type: str, reason: str, restarts: int = 0, message: str = "boom") -> JobConditionChangedData:
+    return JobConditionChangedData.model_validate({
+        "job": {"name": "llm", "namespace": "ml"}, "new": {"type": new_type, "reason": reason, "message": message},
+        "restartCount": restarts, "failedNodes": [{"name": "gpu-7", "reason": "WorkloadFailed"}],
+        "workload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                     "namespace": "ml", "attempt": restarts}})
+
+
+def summary(alerts: list[Any]) -> list[tuple[str, str, str, str]]:
+    return [(a.alertname, a.severity, a.status, a.reason) for a in alerts]
+
+
+@pytest.mark.parametrize(("data", "max_restarts", "expected"), [
+    (changed("Failed", "WorkloadFailed"), None, [("CREJobFailed", "critical", "firing", "WorkloadFailed")]),
+    (changed("Failed", "WorkloadFailed"), 0, [("CREJobFailed", "critical", "firing", "WorkloadFailed")]),
+    (changed("Failed", "WorkloadFailed", restarts=2), 2, [
+        ("CREJobFailed", "critical", "firing", "WorkloadFailed"),
+        ("CREJobRestartsExhausted", "critical", "firing", "WorkloadFailed"),
+        ("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
+    (changed("Failed", "WorkloadFailed", restarts=1), 3, [
+        ("CREJobFailed", "critical", "firing", "WorkloadFailed"),
+        ("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
+    (changed("Failed", "WorkloadCreationError"), None,
+     [("CREJobFailed", "critical", "firing", "WorkloadCreationError")]),
+    (changed("Succeeded", "WorkloadCompleted", restarts=1), 2,
+     [("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
+    (changed("Succeeded", "WorkloadCompleted"), 2, []),
+    (changed("InProgress", "WorkloadRunning"), 2, []),
+], ids=["failed", "failed-no-budget", "exhausted", "failed-with-budget-left", "creation-error",
+        "succeeded-after-restart", "succeeded", "in-progress"])
+def test_condition_changes(data: JobConditionChangedData, max_restarts: int | None,
+                           expected: list[tuple[str, str, str, str]]) -> None:
+    assert summary(on_condition_changed(data, max_restarts, NOW)) == expected
+
+
+def test_failed_alert_says_what_an_operator_needs() -> None:
+    (alert,) = on_condition_changed(changed("Failed", "WorkloadFailed", message="exit 137"), None, NOW)
+    assert alert.labels == {"alertname": "CREJobFailed", "severity": "critical", "namespace": "ml", "job": "llm",
+                            "reason": "WorkloadFailed"}
+    assert dedup_key(alert) == "ml/llm/CREJobFailed"
+    assert alert.ends_at == NOW + timedelta(days=90)
+    for fact in ("ml/llm", "exit 137", "WorkloadFailed", "Restarts used: 0", "gpu-7", "llm-workload"):
+        assert fact in alert.description
+
+
+def test_restarted_is_a_warning_that_expires() -> None:
+    data = JobRestartedData.model_validate({
+        "job": {"name": "llm", "namespace": "ml"}, "attempt": 1, "maxRestarts": 3, "notBefore": NOW.isoformat(),
+        "previousWorkload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                             "name": "llm-workload", "namespace": "ml", "attempt": 0}})
+    (alert,) = on_restarted(data, NOW)
+    assert (alert.alertname, alert.severity, alert.status, alert.ends_at) == (
+        "CREJobRestarted", "warning", "firing", NOW + timedelta(hours=1))
+    assert "restart 1/3" in alert.description
+
+
+@pytest.mark.parametrize(("status", "checkpoint", "expected"), [
+    ({"conditions": [{"type": "Failed", "status": "True", "reason": "WorkloadFailed"}], "restartCount": 2},
+     {"pvcName": "p", "maxRestarts": 2},
+     [("CREJobFailed", "resolved", "WorkloadFailed"), ("CREJobRestartsExhausted", "resolved", "WorkloadFailed"),
+      ("CREJobRestarted", "resolved", "WorkloadRestarting")]),
+    ({"conditions": [{"type": "Failed", "status": "True", "reason": "WorkloadFailed"}]}, None,
+     [("CREJobFailed", "resolved", "WorkloadFailed")]),
+    ({"conditions": [{"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted"}]}, None, []),
+], ids=["failed-after-restarts", "failed", "succeeded"])
+def test_job_delete_resolves_what_it_raised(status: dict[str, Any], checkpoint: dict[str, Any] | None,
+                                            expected: list[tuple[str, str, str]]) -> None:
+    job: dict[str, Any] = {"metadata": {"name": "llm", "namespace": "ml"}, "status": status, "spec": {}}
+    if checkpoint:
+        job["spec"]["checkpoint"] = checkpoint
+    assert [(a.alertname, a.status, a.reason) for a in on_job_deleted(job, NOW)] == expected
+    assert all(a.ends_at == NOW for a in on_job_deleted(job, NOW))
