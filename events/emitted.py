@@ -27,10 +27,13 @@ class JobRef(EventData):
 
 
 class WorkloadRef(EventData):
+    """A workload: as a Job's `status.workloadRef` holds it (apiVersion, kind, name, namespace), and as
+    events carry it (with the TrainJob's uid, resourceVersion and attempt label)."""
+
     api_version: str
     kind: str
     name: str
-    namespace: str
+    namespace: str = ""
     uid: str = ""
     resource_version: str = ""
     attempt: int | None = Field(default=None, description="the crefn.dev/attempt label, when present")
@@ -43,6 +46,8 @@ class ConditionSummary(EventData):
 
 
 class FailedNode(EventData):
+    """A Job's `status.failedNodes` entry."""
+
     name: str
     reason: str
     message: str = ""

@@ -15,8 +15,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from events.emitted import EventData
-from events.types import EVENT_SOURCE_PREFIX, ApiServerType
+from events.emitted import EventData, WorkloadPhaseData
+from events.types import EVENT_SOURCE_PREFIX, ApiServerType, EventType
 
 Verb = Literal["add", "update", "delete"]
 M = TypeVar("M", bound=BaseModel)
@@ -147,6 +147,13 @@ def parse_data(env: Envelope, model: type[M]) -> M:
         return model.model_validate(env.data)
     except ValidationError as e:
         raise InvalidEvent(f"invalid {env.type} data: {first_error(e)}") from None
+
+
+def parse_phase_event(env: Envelope) -> WorkloadPhaseData:
+    """`dev.crefn.workload.phase` data; `InvalidEvent` for any other type."""
+    if env.type != EventType.WORKLOAD_PHASE:
+        raise InvalidEvent(f"unknown event type {env.type!r} for this function")
+    return parse_data(env, WorkloadPhaseData)
 
 
 def first_error(e: ValidationError) -> str:

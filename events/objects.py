@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from events.emitted import FailedNode, WorkloadRef
+
 
 class KubeModel(BaseModel):
     """Base of every Kubernetes model: camelCase on the wire, unknown fields ignored, frozen."""
@@ -92,23 +94,17 @@ class JobWorkload(KubeModel):
     train_job: dict[str, Any] | None = None
 
 
+class GoodputMeasurementSpec(KubeModel):
+    log_profile_ref: str = ""
+    sample_interval: str = ""
+    """A Go duration (`60s`, `1m30s`); CRE's default is 60s."""
+
+
 class JobSpec(KubeModel):
     workload: JobWorkload = Field(default_factory=JobWorkload)
     checkpoint: Checkpoint | None = None
     workload_metadata: WorkloadMetadata = Field(default_factory=WorkloadMetadata)
-
-
-class WorkloadRef(KubeModel):
-    api_version: str
-    kind: str
-    name: str
-    namespace: str = ""
-
-
-class FailedNode(KubeModel):
-    name: str
-    reason: str
-    message: str = ""
+    goodput_measurement: GoodputMeasurementSpec | None = None
 
 
 class JobStatus(KubeModel):

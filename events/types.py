@@ -66,7 +66,7 @@ def group_nodes_annotation(cre_group: str) -> str:
 
 
 class Reason(StrEnum):
-    """Condition reasons this project writes (CRE's where CRE has one)."""
+    """Job condition reasons this project writes (CRE's)."""
 
     WORKLOAD_CREATED = "WorkloadCreated"
     WORKLOAD_ADOPTED = "WorkloadAdopted"
@@ -79,7 +79,17 @@ class Reason(StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     SUSPENDED = "Suspended"
     NOT_APPLICABLE = "NotApplicable"
-    SUPERSEDED = "Superseded"
-    JOB_CREATED = "JobCreated"
+
+
+class RunReason(StrEnum):
+    """WorkloadRun condition reasons: CRE's WorkloadRun controller's, and the project's own additions."""
+
+    WORKFLOW_CREATED = "WorkflowCreated"
+    WORKFLOW_SUCCEEDED = "WorkflowSucceeded"
+    WORKFLOW_FAILED = "WorkflowFailed"
+    WORKFLOW_VALIDATION_FAILED = "WorkflowValidationFailed"
+    WORKFLOW_DELETED = "WorkflowDeleted"
+    BUILD_FAILED = "BuildFailed"
     INVALID_SPEC = "InvalidSpec"
     OBJECT_CONFLICT = "ObjectConflict"
+    SUPERSEDED = "Superseded"

@@ -1,55 +1,90 @@
 """Plans performed, and the one helper for optimistic concurrency.
 
 `apply(plan)` performs a plan's effects in order through the gateway (and the alert sinks), then
-gives the answer. In observe mode (`CREFN_MODE=observe`) no effect that writes to the cluster is
-performed; everything else (the reply, alerts) happens as in manage mode. A `Delete` whose object is
-gone or whose uid precondition fails (another object holds the name now) is done: nothing of ours is
-left to delete. `run(read, decide)` is every handler's loop: read fresh, decide, apply; when the
-world changed under the handler (`Conflict`: a stale resourceVersion, a name taken by a create), it
-reads again and decides once more, then lets the conflict through (409, Knative retries).
+gives the answer. A create the API refuses for good (admission, quota, validation) is followed by the
+effects the plan gave for that case, when it gave any; an Event whose name is taken is recorded
+already. In observe mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed;
+everything else (the reply, alerts) happens as in manage mode. A `Delete` whose object is gone or
+whose uid precondition fails (another object holds the name now) is done: nothing of ours is left to
+delete. `run(read, decide)` is every handler's loop: read fresh, decide, apply; when the world
+changed under the handler (`Conflict`: a stale resourceVersion, a name taken by a create), it reads
+again and decides once more, then lets the conflict through (409, Knative retries).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from functions.alertsinks import configured_sinks, notify
 from functions.context import Context
-from functions.errors import Conflict, NotFound, NotYet
-from functions.plan import WRITES, Annotate, Create, Delete, Notify, Outcome, Plan, Wait, WriteStatus
+from functions.errors import AlreadyExists, Conflict, NotFound, NotYet, PermanentError
+from functions.plan import (
+    WRITES,
+    Annotate,
+    Create,
+    Delete,
+    Effect,
+    Notify,
+    Outcome,
+    Plan,
+    RecordEvent,
+    Wait,
+    WriteStatus,
+)
+from functions.resources import EVENTS
 from functions.settings import Settings
 
 Observed = TypeVar("Observed")
 
 
 def apply(plan: Plan, ctx: Context) -> Outcome:
-    observe = ctx.settings.observe
-    created: Mapping[str, Any] | None = None
-    reasons = [plan.reason] if plan.reason else []
+    done = Applied([])
     for effect in plan.effects:
-        if observe and isinstance(effect, WRITES):
-            continue
-        if isinstance(effect, WriteStatus):
-            ctx.gateway.patch(effect.res, effect.namespace, effect.name, {"status": dict(effect.status)},
-                              resource_version=effect.resource_version or None, status=True)
-        elif isinstance(effect, Annotate):
-            ctx.gateway.patch(effect.res, effect.namespace, effect.name,
-                              {"metadata": {"annotations": dict(effect.annotations)}})
-        elif isinstance(effect, Create):
-            created = ctx.gateway.create(effect.res, effect.namespace, effect.body)
-        elif isinstance(effect, Delete):
-            with contextlib.suppress(NotFound, Conflict):
-                ctx.gateway.delete(effect.res, effect.namespace, effect.name, uid=effect.uid or None)
-        elif isinstance(effect, Notify):
-            reasons = [notify(configured_sinks(ctx.settings), effect.alerts)]
-        elif isinstance(effect, Wait):
-            raise NotYet("; ".join([*reasons, effect.reason]))
+        apply_effect(effect, ctx, done)
     reply = plan.reply
-    if plan.reply_to_created is not None and created is not None:
-        reply = plan.reply_to_created(created)
-    return Outcome(reply, "; ".join(reasons))
+    if plan.reply_to_created is not None and done.created is not None:
+        reply = plan.reply_to_created(done.created)
+    return Outcome(reply, "; ".join([plan.reason, *done.reasons] if plan.reason else done.reasons))
+
+
+@dataclass
+class Applied:
+    """What applying a plan has produced so far: what the effects had to say, the object created."""
+
+    reasons: list[str]
+    created: Mapping[str, Any] | None = None
+
+
+def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
+    if ctx.settings.observe and isinstance(effect, WRITES):
+        return
+    if isinstance(effect, WriteStatus):
+        ctx.gateway.patch(effect.res, effect.namespace, effect.name, {"status": dict(effect.status)},
+                          resource_version=effect.resource_version or None, status=True)
+    elif isinstance(effect, Annotate):
+        ctx.gateway.patch(effect.res, effect.namespace, effect.name,
+                          {"metadata": {"annotations": dict(effect.annotations)}})
+    elif isinstance(effect, Create):
+        try:
+            done.created = ctx.gateway.create(effect.res, effect.namespace, effect.body)
+        except PermanentError as e:
+            if effect.refused is None:
+                raise
+            for follow in effect.refused(e.detail or str(e)):
+                apply_effect(follow, ctx, done)
+    elif isinstance(effect, Delete):
+        with contextlib.suppress(NotFound, Conflict):
+            ctx.gateway.delete(effect.res, effect.namespace, effect.name, uid=effect.uid or None)
+    elif isinstance(effect, RecordEvent):
+        with contextlib.suppress(AlreadyExists):
+            ctx.gateway.create(EVENTS, effect.namespace, effect.body)
+    elif isinstance(effect, Notify):
+        done.reasons = [notify(configured_sinks(ctx.settings), effect.alerts)]
+    elif isinstance(effect, Wait):
+        raise NotYet("; ".join([*done.reasons, effect.reason]))
 
 
 def run(ctx: Context, read: Callable[[], Observed], decide: Callable[[Observed, Settings, Any], Plan]) -> Outcome:

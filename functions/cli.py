@@ -41,7 +41,8 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     import yaml
 
-    from functions.rules.translate import InvalidSpec, translate
+    from functions.rules.runspec import InvalidSpec
+    from functions.rules.translate import translate
 
     try:
         docs = [d for d in yaml.safe_load_all(Path(args.file).read_text()) if d]
@@ -82,7 +83,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from functions import replay
 
-    return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed)
+    return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed,
+                       args.fresh_ids)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,10 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("file")
     rep.add_argument("--to", required=True, help="where to post (a broker, a function)")
     rep.add_argument("--rate", type=float, default=0, help="events per second (0: as fast as answered)")
-    rep.add_argument("--duplicate", action="store_true", help="send every event twice")
+    rep.add_argument("--duplicate", action="store_true", help="send every event twice (same id, as a redelivery)")
     rep.add_argument("--shuffle-window", type=int, default=0, help="shuffle within windows of this many events")
     rep.add_argument("--structured", action="store_true", help="structured mode instead of binary")
     rep.add_argument("--seed", type=int, default=0, help="seed of the shuffle")
+    rep.add_argument("--fresh-ids", action="store_true", help="give every send a new id (default: the recorded one)")
     rep.set_defaults(func=cmd_replay)
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 
 class CrefnError(Exception):
-    """Base of every error the functions answer for."""
+    """Base of every error the functions answer for. `detail` is the peer's own words (the API
+    server's message), when the error comes from an answer."""
+
+    detail: str = ""
 
 
 class PermanentError(CrefnError):

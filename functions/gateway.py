@@ -197,12 +197,16 @@ def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -
         message = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
     message = " ".join(message.split())[:300]
     text = f"{method} {path}: {status} {reason or http_reason}: {message}".rstrip(": ")
+    error: CrefnError
     if status == 404:
-        return NotFound(text)
-    if status == 409:
-        return AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
-    if status == 429:
-        return Throttled(text)
-    if status >= 500 or status == 0:
-        return Unavailable(text)
-    return PermanentError(text)
+        error = NotFound(text)
+    elif status == 409:
+        error = AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
+    elif status == 429:
+        error = Throttled(text)
+    elif status >= 500 or status == 0:
+        error = Unavailable(text)
+    else:
+        error = PermanentError(text)
+    error.detail = message
+    return error

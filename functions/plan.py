@@ -5,8 +5,11 @@ effects through the gateway and the transport, in order, then the transport answ
 (200) or, without one, 202 and `reason`. Effects:
 - `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock);
 - `Annotate`: a merge patch of metadata annotations;
-- `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once more);
+- `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once
+  more); when the API refuses it for good (admission, quota, validation), the effects `refused(error)`
+  gives are applied instead;
 - `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
+- `RecordEvent`: a Kubernetes Event (events.k8s.io/v1); its name taken means it is recorded already;
 - `Notify`: alerts to every configured sink;
 - `Wait`: stop here and ask for a retry (503): a grace period, an object still terminating.
 """
@@ -44,6 +47,7 @@ class Create:
     res: Resource
     namespace: str
     body: Mapping[str, Any]
+    refused: Callable[[str], tuple[Effect, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,12 @@ class Delete:
     namespace: str
     name: str
     uid: str
+
+
+@dataclass(frozen=True)
+class RecordEvent:
+    namespace: str
+    body: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,8 @@ class Wait:
     reason: str
 
 
-Effect = WriteStatus | Annotate | Create | Delete | Notify | Wait
-WRITES = (WriteStatus, Annotate, Create, Delete)
+Effect = WriteStatus | Annotate | Create | Delete | RecordEvent | Notify | Wait
+WRITES = (WriteStatus, Annotate, Create, Delete, RecordEvent)
 """Effects that change the cluster: none of them is applied in observe mode."""
 
 

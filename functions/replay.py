@@ -1,14 +1,19 @@
-"""`cre-fn replay FILE --to URL`: post a recording (JSONL of `{"attributes", "data"}`) in order.
+"""`cre-fn replay FILE --to URL`: post a recording in order.
 
-Drills: `--rate` events per second; `--duplicate` sends every event twice (at-least-once);
-`--shuffle-window K` shuffles events within consecutive windows of K (reordering, seeded, repeatable).
-Each send gets a fresh id, as a source would. Prints a summary of the answers; exits 1 when any event
+A recording is JSON lines, each either a record `{"attributes": {...}, "data": ...}` (what `cre-fn
+record`, the dead-letter sink and the local stack write) or a CloudEvent in the CloudEvents JSON
+format (`specversion`, `id`, `type`, ... and `data` or `data_base64` at the top level). Drills:
+`--rate` events per second; `--duplicate` sends every event twice with the same id (what a Knative
+redelivery looks like); `--shuffle-window K` shuffles events within consecutive windows of K
+(reordering, seeded, repeatable). Events keep their recorded ids; `--fresh-ids` gives each send a
+new one instead (as a source does for every change). Prints a summary of the answers; exits 1 when any event
 was rejected (an answer that is neither accepted nor a transient 409/429/503), 0 otherwise; exits 2
 when the recording cannot be read.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import sys
@@ -32,10 +37,21 @@ def read_recording(path: Path) -> list[dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}:{n}: not JSON: {e.msg}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("attributes"), dict):
-            raise ValueError(f"{path}:{n}: not a recorded event (want an object with 'attributes')")
-        records.append(record)
+        if isinstance(record, dict) and isinstance(record.get("attributes"), dict):
+            records.append(record)
+        elif isinstance(record, dict) and isinstance(record.get("specversion"), str):
+            records.append(from_cloudevent_json(record))
+        else:
+            raise ValueError(f"{path}:{n}: not a recorded event (want an object with 'attributes', "
+                             "or a CloudEvent in the JSON format with 'specversion')")
     return records
+
+
+def from_cloudevent_json(event: dict[str, Any]) -> dict[str, Any]:
+    """A CloudEvent in the CloudEvents JSON format as a record."""
+    attributes = {k: v for k, v in event.items() if k not in ("data", "data_base64")}
+    data = base64.b64decode(event["data_base64"]) if "data_base64" in event else event.get("data")
+    return {"attributes": attributes, "data": data}
 
 
 def arrange(records: list[dict[str, Any]], duplicate: bool = False, shuffle_window: int = 0,
@@ -55,7 +71,7 @@ def arrange(records: list[dict[str, Any]], duplicate: bool = False, shuffle_wind
 
 def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: bool = False,
            shuffle_window: int = 0, structured: bool = False, seed: int = 0,
-           out: TextIO = sys.stdout) -> Counter[int]:
+           out: TextIO = sys.stdout, fresh_ids: bool = False) -> Counter[int]:
     answers: Counter[int] = Counter()
     total = len(records) * (2 if duplicate else 1)
     started = time.monotonic()
@@ -63,9 +79,9 @@ def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: 
         if rate > 0:
             time.sleep(max(0.0, started + i / rate - time.monotonic()))
         try:
-            answer = send(url, fresh_id(record), structured=structured)
+            answer = send(url, fresh_id(record) if fresh_ids else record, structured=structured)
         except Unavailable as e:
-            answer = Answer(503, {}, str(e).encode())
+            answer = Answer.unreachable(e)
         answers[answer.status] += 1
         if not answer.accepted:
             print(f"  {i}/{total} {record['attributes'].get('type')} → {answer.status} {answer.text}", file=out)
@@ -82,13 +98,14 @@ def rejected(answers: Counter[int]) -> int:
     return sum(n for status, n in answers.items() if not (a := Answer(status, {}, b"")).accepted and not a.temporary)
 
 
-def main(path: str, url: str, rate: float, duplicate: bool, shuffle_window: int, structured: bool, seed: int) -> int:
+def main(path: str, url: str, rate: float, duplicate: bool, shuffle_window: int, structured: bool, seed: int,
+         fresh_ids: bool = False) -> int:
     try:
         records = read_recording(Path(path))
     except (OSError, ValueError) as e:
         print(f"cre-fn replay: {e}", file=sys.stderr)
         return 2
-    answers = replay(records, url, rate, duplicate, shuffle_window, structured, seed)
+    answers = replay(records, url, rate, duplicate, shuffle_window, structured, seed, fresh_ids=fresh_ids)
     summary = ", ".join(f"{n}x{status}" for status, n in sorted(answers.items()))
     bad = rejected(answers)
     print(f"replayed {sum(answers.values())} events to {url}: {summary}; {bad} rejected")

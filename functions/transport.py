@@ -237,6 +237,11 @@ class Answer:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    @classmethod
+    def unreachable(cls, error: Exception) -> Answer:
+        """What a peer that could not be reached amounts to: a 503, as Knative counts it."""
+        return cls(503, {}, str(error).encode())
+
     def event(self) -> Record | None:
         """The CloudEvent of a 200 answer (a Knative reply), if it carries one."""
         return decode(self.headers, self.body) if self.status == 200 and self.ce else None

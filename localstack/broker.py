@@ -229,7 +229,7 @@ class LocalBroker:
         try:
             answer = send(p.trigger.subscriber, p.record, timeout=p.trigger.delivery.timeout)
         except Unavailable as e:  # connection refused, timeout: Knative retries these
-            answer = Answer(503, {}, str(e).encode())
+            answer = Answer.unreachable(e)
         reply = answer.event()
         retry = answer.retried and p.attempt < p.trigger.delivery.retry
         final = not retry

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from events.types import CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
+from events.types import CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, group_nodes_annotation, job_label
 from functions.gateway import Gateway
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_goodput, cre_jobs
@@ -39,7 +39,9 @@ def create_job(gw: Gateway, namespace: str, body: dict[str, Any], evidence: bool
 
 def demo_job(group: str) -> dict[str, Any]:
     return {"apiVersion": f"{group}/{CRE_VERSION}", "kind": "Job",
-            "metadata": {"name": DEMO_JOB, "labels": {MANAGED_LABEL: "true", "team": "foundation-models"}},
+            "metadata": {"name": DEMO_JOB, "labels": {MANAGED_LABEL: "true", "team": "foundation-models"},
+                         # the nodes CRE's Workflow places the Job on (what failedNodes attributes)
+                         "annotations": {group_nodes_annotation(group): "gpu-node-11, gpu-node-07"}},
             "spec": {"checkpoint": {"pvcName": f"{DEMO_JOB}-ckpt", "maxRestarts": 2},
                      "workload": {"trainJob": {
                          "runtimeRef": {"name": "torch-distributed"}, "suspend": True,
@@ -77,6 +79,13 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline) -> tuple
     for cond in (obj.get("status") or {}).get("conditions") or []:
         print(f"     {cond['type']:<11} {cond['status']:<5} {cond['reason']:<18} {cond.get('message', '')}",
               file=timeline.out)
+    for node in (obj.get("status") or {}).get("failedNodes") or []:
+        print(f"     failed node {node['name']} ({node['reason']}): {node.get('message', '')}", file=timeline.out)
+    events = stack.gateway.request("GET", f"/api/v1/namespaces/{namespace}/events",
+                                   query=[("fieldSelector", f"involvedObject.name={job}")]).get("items") or []
+    print("   Kubernetes Events (kubectl describe):", file=timeline.out)
+    for event in sorted(events, key=lambda e: e.get("eventTime") or e["metadata"]["creationTimestamp"]):
+        print(f"     {event['type']:<8} {event['reason']:<22} {event.get('message', '')}", file=timeline.out)
     counts = ", ".join(f"{fn} {st}x{n}" for (fn, st), n in sorted(outcomes.items()))
     print(f"   deliveries: {counts}", file=timeline.out)
     print(f"   events published: {stack.broker.published}; dead letters: {len(stack.broker.dead)}", file=timeline.out)

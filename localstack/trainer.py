@@ -3,7 +3,7 @@ such as Kueue, for suspend/resume) would, following a script per attempt.
 
 A script maps an attempt number (`crefn.dev/attempt`) to a list of actions applied in order, each once
 the event plane is quiet: `resume` (spec.suspend=false), `suspend`, `run` (jobs active, no terminal
-condition), `fail` (condition Failed/JobsFailed, nodes in the group-nodes annotation), `complete`
+condition), `fail` (condition Failed/JobsFailed), `complete`
 (condition Complete/JobsCompleted), `delete` (someone deletes the TrainJob). `script_from_recording`
 recovers such a script from a recorded event log, which is how a recording is reproduced.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, group_nodes_annotation
+from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS
@@ -26,7 +26,7 @@ ACTIONS = ("resume", "suspend", "run", "fail", "complete", "delete")
 STAMP = "2026-01-01T00:00:00Z"
 
 
-def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str, cre_group: str = CRE_GROUP_DEFAULT) -> None:
+def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str) -> None:
     meta = trainjob["metadata"]
     ns, name = meta["namespace"], meta["name"]
     if action == "delete":
@@ -35,9 +35,6 @@ def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str, cre_group: 
     if action in ("resume", "suspend"):
         gw.patch(TRAINJOBS, ns, name, {"spec": {"suspend": action == "suspend"}})
         return
-    if action == "fail":
-        gw.patch(TRAINJOBS, ns, name, {"metadata": {"annotations": {
-            group_nodes_annotation(cre_group): "gpu-node-07,gpu-node-11"}}})
     conditions = {
         "run": None,
         "fail": [{"type": "Failed", "status": "True", "reason": "JobsFailed", "lastTransitionTime": STAMP,
@@ -102,7 +99,7 @@ class TrainerSimulator:
                 index = progress.get(attempt, 0)
                 if index >= len(steps):
                     continue
-                apply_action(self.gateway, trainjob, steps[index], self.cre_group)
+                apply_action(self.gateway, trainjob, steps[index])
                 progress[attempt] = index + 1
                 self.done.append((attempt, steps[index]))
                 if self.on_action:

@@ -14,11 +14,11 @@ finishes steps 2 and 3 and emits nothing. Otherwise the Job fails (`WorkloadFail
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from events.emitted import JobRestartedData, WorkloadPhaseData
-from events.envelope import Envelope, to_outbound
+from events.envelope import Envelope, parse_phase_event, to_outbound
 from events.types import RESTART_NOT_BEFORE_ANNOTATION, EventType, Phase
 from functions.apply import run
 from functions.context import Context
@@ -27,9 +27,8 @@ from functions.reads import read_checkpoint_evidence, read_job, read_trainjob
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.attempts import is_recorded, of_attempt
 from functions.rules.conditions import changes_condition, rfc3339
-from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours, write_status
-from functions.rules.phase import parse_phase_event
-from functions.rules.restart import decide_restart, failed_status, observe_failure, restart_status
+from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
+from functions.rules.restart import decide_restart, failed_write, observe_failure, restart_grace, restart_write
 from functions.settings import Settings
 
 FUNCTION = "restart"
@@ -74,26 +73,25 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
                     reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded")
     if why := why_not_current(state, data.workload):
         return nothing(why)
-    failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob, settings.cre_group)
+    failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob)
     if failure is None:
         return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
     if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
-        decided = failed_status(state, failure, now)
+        decided = failed_write(state, failure, now, settings.cre_group, FUNCTION)
         if decided is None:
             return nothing(f"{state.where}: failure already recorded")
-        status, new = decided
-        write = write_status(state, status, settings.cre_group)
+        write, new = decided
         if not changes_condition(state.true_condition, new):
-            return Plan((write,), reason=f"{state.where}: failure already recorded")
-        return Plan((write,), reply=condition_changed(state, status, new, FUNCTION, observed.cause, data.workload))
-    status, _ = restart_status(state, now)
-    grace_end = now + timedelta(seconds=settings.restart_grace_seconds)
+            return Plan(write.effects, reason=f"{state.where}: failure already recorded")
+        return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
+                                                           data.workload))
+    commit = restart_write(state, now, settings.cre_group, FUNCTION)
+    grace_end = now + restart_grace(state, settings.restart_grace_seconds)
     assert state.job.spec.checkpoint is not None
     restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
                                  max_restarts=state.job.spec.checkpoint.max_restarts,
                                  previous_workload=data.workload, not_before=grace_end)
-    return Plan((write_status(state, status, settings.cre_group), annotate_not_before(state, grace_end, settings),
-                 *delete_failed(observed)),
+    return Plan((*commit.effects, annotate_not_before(state, grace_end, settings), *delete_failed(observed)),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
                                   observed.cause))
 
@@ -103,7 +101,7 @@ def finish_restart(observed: Observed, state: JobState, now: datetime, settings:
     effects: list[Effect] = []
     if (observed.data.workload.attempt == state.job.status.restart_count - 1
             and RESTART_NOT_BEFORE_ANNOTATION not in state.job.metadata.annotations):
-        effects.append(annotate_not_before(state, now + timedelta(seconds=settings.restart_grace_seconds), settings))
+        effects.append(annotate_not_before(state, now + restart_grace(state, settings.restart_grace_seconds), settings))
     return (*effects, *delete_failed(observed))
 
 

@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from events.emitted import WorkloadPhaseData
-from events.envelope import Envelope
+from events.envelope import Envelope, parse_phase_event
 from events.types import EventType, Phase
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome, Plan, nothing
 from functions.reads import read_job
 from functions.rules.conditions import changes_condition
-from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours, write_status
-from functions.rules.phase import parse_phase_event
+from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
 from functions.rules.status import decide_status
 from functions.settings import Settings
 
@@ -50,14 +49,14 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     assert state is not None
     if why := why_not_current(state, data.workload):
         return nothing(why)
-    decided = decide_status(state, data.phase, data.workload.name, data.message, now)
+    decided = decide_status(state, data.phase, data.workload.name, data.message, now, settings.cre_group, FUNCTION)
     if decided is None:
         return nothing(f"{state.where}: nothing changed")
-    status, new = decided
-    write = write_status(state, status, settings.cre_group)
+    write, new = decided
     if not changes_condition(state.true_condition, new):
-        return Plan((write,), reason=f"{state.where}: condition kept")
-    return Plan((write,), reply=condition_changed(state, status, new, FUNCTION, observed.cause, data.workload))
+        return Plan(write.effects, reason=f"{state.where}: condition kept")
+    return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
+                                                       data.workload))
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:

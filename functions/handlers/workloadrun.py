@@ -1,16 +1,15 @@
-"""`workloadrun` (SPEC §5, §7): WorkloadRuns become TrainingRuntimes and Jobs, and the Jobs'
-conditions are mirrored back onto their WorkloadRuns.
+"""`workloadrun` (SPEC §5, §7): WorkloadRuns become TrainingRuntimes and Jobs, and the Jobs' states
+are mirrored back onto their WorkloadRuns (the reasons: `functions.rules.runstatus`).
 
 - WorkloadRun add/update → read it fresh, translate it (pure, `functions.rules.translate`) and read
   every object it becomes → create what is missing: config ConfigMap, checkpoint PVC,
   TrainingRuntime, then the Job (which `launch` picks up; it carries the WorkloadRun's
-  `crefn.dev/managed` label). Objects that exist and are owned by this WorkloadRun are left alone,
-  so a redelivery creates nothing twice; the spec is immutable, nothing is updated. An invalid spec
-  writes `Failed`/`InvalidSpec` naming the field and creates nothing; an object of the same name
-  owned by someone else writes `Failed`/`ObjectConflict` (a project addition: CRE has no such reason).
-- `dev.crefn.job.condition.changed` of a Job owned by a WorkloadRun → the WorkloadRun's exclusive
-  `InProgress`/`Succeeded`/`Failed` follow the Job's True condition (type, reason, message); the other
-  two are False with reason `Superseded`.
+  `crefn.dev/managed` label), then `InProgress`/`WorkflowCreated`. Objects that exist and are owned
+  by this WorkloadRun are left alone, so a redelivery creates nothing twice; the spec is immutable,
+  nothing is updated. Once the run has its Job, a missing Job is a verdict, not a trigger:
+  `Failed`/`WorkflowDeleted`, nothing is created again (an ApiServerSource re-lists on restart).
+- `dev.crefn.job.condition.changed` of a Job owned by a WorkloadRun → the run's condition follows
+  the Job's; a CRE Job delete event of such a Job → `WorkflowDeleted`.
 A terminal WorkloadRun is never written again.
 """
 
@@ -18,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from events.emitted import ConditionSummary
 from events.envelope import Envelope, ResourceChange, first_error, parse_apiserver_event
 from events.objects import WorkloadRun
-from events.types import CRE_VERSION, WORKLOADRUN_KIND, ApiServerType, EventType, Reason
+from events.types import CRE_VERSION, JOB_KIND, WORKLOADRUN_KIND, ApiServerType, EventType, RunReason
 from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
@@ -33,8 +33,10 @@ from functions.plan import Create, Effect, Outcome, Plan, WriteStatus, nothing
 from functions.reads import read_job
 from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
 from functions.rules.conditions import EXCLUSIVE, condition, decide_conditions, is_terminal, true_exclusive
-from functions.rules.jobs import is_managed
-from functions.rules.translate import InvalidSpec, translate
+from functions.rules.jobs import JobState, is_managed, parse_job
+from functions.rules.runspec import InvalidSpec
+from functions.rules.runstatus import created, deleted, mirrored
+from functions.rules.translate import translate
 from functions.settings import Settings
 
 FUNCTION = "workloadrun"
@@ -48,12 +50,12 @@ class Observed:
     run: dict[str, Any] | None = None
     """The WorkloadRun read fresh (None: deleted, gone, or not the mirror's owner)."""
     objects: tuple[dict[str, Any], ...] = ()
-    """What it translates into, in creation order."""
+    """What it translates into, in creation order (the Job last)."""
     existing: tuple[dict[str, Any] | None, ...] = ()
     """The object of each one's name, as read."""
     invalid: str = ""
     mirror: ConditionSummary | None = None
-    """The Job's True condition, when mirroring."""
+    """The run's condition for its Job's state, when mirroring; `WorkflowDeleted` for a deleted Job."""
     skip: str = ""
 
 
@@ -77,6 +79,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
         raise PermanentError("workloadrun takes ApiServerSource Resource-mode events")
     group = ctx.settings.cre_group
     ref = change.ref
+    if (ref.apiVersion, ref.kind, change.verb) == (f"{group}/{CRE_VERSION}", JOB_KIND, "delete"):
+        return read_owner(parse_job(change.object, group), None, ctx)
     if (ref.apiVersion, ref.kind) != (f"{group}/{CRE_VERSION}", WORKLOADRUN_KIND):
         raise PermanentError(f"expected {group}/{CRE_VERSION} WorkloadRun, got {ref.apiVersion}/{ref.kind}")
     where = f"WorkloadRun {ref.namespace}/{ref.name}"
@@ -106,17 +110,22 @@ def read_mirror(env: Envelope, ctx: Context) -> Observed:
     state = read_job(ctx, ns, name)
     if state is None:
         return Observed(f"Job {ns}/{name}", skip=f"Job {ns}/{name} is gone")
-    owner = state.job.controller_owner()
-    group = ctx.settings.cre_group
+    return read_owner(state, state, ctx)
+
+
+def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observed:
+    """The WorkloadRun that owns a Job, and what its condition becomes (`current` None: the Job was deleted)."""
+    owner = seen.job.controller_owner()
+    group, ns = ctx.settings.cre_group, seen.job.metadata.namespace
     if owner is None or owner.kind != WORKLOADRUN_KIND or owner.api_version.split("/")[0] != group:
-        return Observed(state.where, skip=f"{state.where} is not owned by a WorkloadRun")
+        return Observed(seen.where, skip=f"{seen.where} is not owned by a WorkloadRun")
     where = f"WorkloadRun {ns}/{owner.name}"
     raw = ctx.gateway.get(cre_workloadruns(group), ns, owner.name)
     if raw is None or raw["metadata"].get("uid") != owner.uid:
         return Observed(where, skip=f"{where} is gone")
-    cond = state.true_condition
+    cond = deleted() if current is None else mirrored(owner.name, seen.job.metadata.name, current.conditions)
     if cond is None:
-        return Observed(where, skip="the Job has no True condition to mirror")
+        return Observed(where, skip="the Job has no condition to mirror yet")
     return Observed(where, raw, mirror=cond)
 
 
@@ -136,8 +145,11 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if is_terminal(conditions):
         return nothing(f"{where} is terminal")
     if observed.invalid:
-        return failed(raw, Reason.INVALID_SPEC, observed.invalid, f"{where}: invalid spec: {observed.invalid}", now,
-                      settings)
+        return failed(raw, RunReason.INVALID_SPEC, observed.invalid, f"{where}: invalid spec: {observed.invalid}",
+                      now, settings)
+    if true_exclusive(conditions) is not None and observed.existing[-1] is None:
+        write = run_conditions(raw, deleted(), now, settings)
+        return Plan((write,) if write else (), reason=f"{where}: its Job was deleted; it is not created again")
     if settings.observe:
         return nothing(f"observe mode: {where} would create {len(observed.objects)} objects")
     owner_uid = raw["metadata"].get("uid")
@@ -145,17 +157,16 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     for obj, existing in zip(observed.objects, observed.existing, strict=True):
         meta = obj["metadata"]
         if existing is None:
-            creates.append(Create(resource_for(obj["kind"], settings.cre_group), meta["namespace"], obj))
+            creates.append(Create(resource_for(obj["kind"], settings.cre_group), meta["namespace"], obj,
+                                  refused=partial(build_failed, raw, obj, now, settings)))
             continue
         owners = [o.get("uid") for o in (existing.get("metadata") or {}).get("ownerReferences") or []
                   if o.get("controller")]
         if owner_uid not in owners:
             message = f"{obj['kind']} {meta['name']} already exists and is not owned by this WorkloadRun"
-            return failed(raw, Reason.OBJECT_CONFLICT, message, f"{where}: {message}", now, settings)
+            return failed(raw, RunReason.OBJECT_CONFLICT, message, f"{where}: {message}", now, settings)
     if true_exclusive(conditions) is None:
-        job = observed.objects[-1]["metadata"]["name"]
-        created = condition("InProgress", Reason.JOB_CREATED, f"Job {job} created from the WorkloadRun")
-        write = run_conditions(raw, created, now, settings)
+        write = run_conditions(raw, created(raw["metadata"]["name"]), now, settings)
         creates += [write] if write else []
     return Plan(tuple(creates), reason=f"{where}: {sum(isinstance(e, Create) for e in creates)} objects created")
 
@@ -163,6 +174,14 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
 def failed(raw: dict[str, Any], reason: str, message: str, why: str, now: datetime, settings: Settings) -> Plan:
     write = run_conditions(raw, condition("Failed", reason, message), now, settings)
     return Plan((write,) if write else (), reason=why)
+
+
+def build_failed(raw: dict[str, Any], obj: dict[str, Any], now: datetime, settings: Settings,
+                 error: str) -> tuple[Effect, ...]:
+    """A generated object the API refused (its CRD's schema or rules, admission): the run cannot be built."""
+    message = f"{obj['kind']} {obj['metadata']['name']} was refused: {error}"
+    write = run_conditions(raw, condition("Failed", RunReason.BUILD_FAILED, message), now, settings)
+    return (write,) if write else ()
 
 
 def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
@@ -173,7 +192,7 @@ def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
         return None
     meta = raw["metadata"]
     new = decide_conditions(conditions, int(meta.get("generation", 0)), chosen, now,
-                            sibling_reason=Reason.SUPERSEDED)
+                            sibling_reason=RunReason.SUPERSEDED)
     if new is None:
         return None
     return WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],

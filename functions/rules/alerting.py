@@ -16,12 +16,13 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from events.emitted import AlertData, JobConditionChangedData, JobRef, JobRestartedData
+from events.types import Reason
 from functions.rules.conditions import true_exclusive
 
 FAILED = "CREJobFailed"
 RESTARTED = "CREJobRestarted"
 EXHAUSTED = "CREJobRestartsExhausted"
-RESTART_REASON = "WorkloadRestarting"
+RESTART_REASON = Reason.WORKLOAD_RESTARTING
 RESTART_ALERT_TTL = timedelta(hours=1)
 FAILED_ALERT_TTL = timedelta(days=90)
 """Alertmanager resolves an alert without `endsAt` after its `resolve_timeout` (5 minutes by default)

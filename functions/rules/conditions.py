@@ -20,6 +20,7 @@ from events.types import Reason
 ExclusiveType = Literal["InProgress", "Succeeded", "Failed"]
 EXCLUSIVE: tuple[ExclusiveType, ...] = ("InProgress", "Succeeded", "Failed")
 TERMINAL = ("Succeeded", "Failed")
+PRECEDENCE: tuple[ExclusiveType, ...] = ("Failed", "Succeeded", "InProgress")
 _COMPARED = ("status", "reason", "message", "observedGeneration")
 
 
@@ -32,11 +33,12 @@ def condition(type_: ExclusiveType, reason: str, message: str) -> ConditionSumma
 
 
 def true_exclusive(conditions: Sequence[dict[str, Any]]) -> ConditionSummary | None:
-    """The True exclusive condition, if any."""
-    for cond in conditions:
-        if cond.get("type") in EXCLUSIVE and cond.get("status") == "True":
-            return ConditionSummary(type=cond["type"], reason=cond.get("reason", ""),
-                                    message=cond.get("message", ""))
+    """The True exclusive condition, if any; of several (CRE wrote `InProgress` and `Failed` True on a
+    timeout before its ADR-086), Failed, then Succeeded, then InProgress, as CRE reads them."""
+    true = {c.get("type"): c for c in conditions if c.get("status") == "True"}
+    for cond_type in PRECEDENCE:
+        if cond := true.get(cond_type):
+            return ConditionSummary(type=cond_type, reason=cond.get("reason", ""), message=cond.get("message", ""))
     return None
 
 

@@ -5,7 +5,9 @@ A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
 Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
 of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was lost); one of an
 older attempt is deleted (uid precondition) and the answer is a wait; one still terminating is a
-wait; one owned by someone else fails the Job (`WorkloadCreationError`). Before the restart grace
+wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
+reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
+retry (`create_refused`). Before the restart grace
 is over (annotation `crefn.dev/restart-not-before`, written by `restart` right after its commit) it
 waits; while a recorded restart has no grace annotation yet, it waits too. Observe mode: nothing.
 """
@@ -31,12 +33,16 @@ from events.types import (
     Reason,
     job_label,
 )
-from functions.plan import Create, Delete, Plan, Wait, WriteStatus, nothing
+from functions.plan import Create, Delete, Effect, Plan, Wait, nothing
 from functions.resources import TRAINJOBS
 from functions.rules.attempts import attempt_label, of_attempt, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions
-from functions.rules.jobs import JobState, condition_changed, is_managed, write_status
+from functions.rules.jobs import JobState, condition_changed, is_managed
+from functions.rules.kubeevents import action_event
+from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
+
+NO_WORKLOAD_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
 
 
 @dataclass(frozen=True)
@@ -99,12 +105,13 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
     elif grace_end is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
         plan = Plan((Wait("restart recorded, its grace period not yet written"),))
     elif not job.spec.workload.train_job:
-        plan = fail(state, "Job spec.workload has no trainJob", now, group, function, cause)
+        plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause)
     elif existing is None:
         message = f"Workload TrainJob/{name} created and is starting"
-        plan = Plan((Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group)),
-                     record(state, name, Reason.WORKLOAD_CREATED, message, now, group)), reason=message,
-                    reply_to_created=partial(workload_created, state, False, function, cause))
+        create = Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group),
+                        refused=partial(create_refused, state, name, now, function))
+        plan = Plan((create, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
+                    reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
     else:
         plan = decide_existing(state, existing, name, now, group, function, cause)
     if settings.observe:
@@ -124,33 +131,42 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
                     function, cause)
     if of_attempt(existing, job.status.restart_count):
         message = f"Workload TrainJob/{name} adopted"
-        return Plan((record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group),), reason=message,
+        return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
                     reply=workload_created(state, True, function, cause, existing))
     return Plan((Delete(TRAINJOBS, job.metadata.namespace, name, str(meta.get("uid", ""))),
                  Wait(f"TrainJob {name} belongs to an earlier attempt; deleting it")))
 
 
-def record(state: JobState, name: str, reason: str, message: str, now: datetime, group: str) -> WriteStatus:
+def record(state: JobState, name: str, reason: str, message: str, now: datetime, group: str,
+           function: str) -> tuple[Effect, ...]:
     """The status write that records the workload: `workloadRef` and `InProgress`/`reason`."""
     ref = {"apiVersion": TRAINJOB_API_VERSION, "kind": TRAINJOB_KIND, "name": name,
            "namespace": state.job.metadata.namespace}
-    status: dict[str, Any] = {"workloadRef": ref}
-    conditions = decide_conditions(state.conditions, state.job.metadata.generation,
-                                   condition("InProgress", reason, message), now)
-    if conditions is not None:
-        status["conditions"] = conditions
-    return write_status(state, status, group)
+    write = condition_write(state, condition("InProgress", reason, message), now, group, function, {"workloadRef": ref})
+    assert write is not None
+    return write.effects
 
 
 def fail(state: JobState, message: str, now: datetime, group: str, function: str, cause: Envelope | None) -> Plan:
+    """`Failed`/`WorkloadCreationError`, the Job's nodes attributed."""
     new = condition("Failed", Reason.WORKLOAD_CREATION_ERROR, message)
-    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
-    if conditions is None:
+    if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return nothing(f"{state.where}: {message} (already recorded)")
-    status = {"conditions": conditions}
+    write = condition_write(state, new, now, group, function,
+                            failed_nodes(state, group, message))
+    assert write is not None
     if not changes_condition(state.true_condition, new):
-        return Plan((write_status(state, status, group),), reason=f"{state.where}: {message} (already recorded)")
-    return Plan((write_status(state, status, group),), reply=condition_changed(state, status, new, function, cause))
+        return Plan(write.effects, reason=f"{state.where}: {message} (already recorded)")
+    return Plan(write.effects, reply=condition_changed(state, write.status, new, function, cause))
+
+
+def create_refused(state: JobState, name: str, now: datetime, function: str, error: str) -> tuple[Effect, ...]:
+    """A create the API refused (admission, quota, webhook, validation): not a verdict on the Job (CRE
+    never fails it for that): a Warning Event, and a wait, so the create is retried with Knative's
+    backoff, then by the resync tick, until it succeeds."""
+    message = f"Failed to create TrainJob/{name}: {error}"
+    return (action_event(state, Reason.WORKLOAD_CREATION_ERROR, message, now, function),
+            Wait(f"{message} (retried)"))
 
 
 def workload_created(state: JobState, adopted: bool, function: str, cause: Envelope | None,

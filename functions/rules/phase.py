@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
-from events.envelope import Envelope, Outbound, first_error, parse_data, to_outbound
+from events.envelope import Envelope, Outbound, first_error, to_outbound
 from events.objects import TrainJob
 from events.types import JOB_KIND, EventType, job_label
 from functions.errors import PermanentError
@@ -35,13 +35,6 @@ def find_owner(trainjob: TrainJob, cre_group: str) -> str | None:
     if owner and owner.kind == JOB_KIND and owner.api_version.split("/")[0] == cre_group:
         return owner.name
     return trainjob.metadata.labels.get(job_label(cre_group)) or None
-
-
-def parse_phase_event(env: Envelope) -> WorkloadPhaseData:
-    """`dev.crefn.workload.phase` data; PermanentError for any other type."""
-    if env.type != EventType.WORKLOAD_PHASE:
-        raise PermanentError(f"unknown event type {env.type!r} for this function")
-    return parse_data(env, WorkloadPhaseData)
 
 
 def phase_event(job: str, workload: WorkloadRef, result: PhaseResult, now: datetime, function: str,

@@ -4,31 +4,32 @@ A failure of the Job's current attempt is restarted when the Job has `spec.check
 left (`restartCount < maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of
 the Job with `lastCheckpointStep > 0`). A restart is one status write (the commit point):
 `restartCount + 1`, `workloadRef` and `workloadStartTime` cleared, `InProgress`/`WorkloadRestarting`.
-Otherwise the Job is `Failed`/`WorkloadFailed` with the nodes of the failure in `failedNodes`.
+Otherwise the Job is `Failed`/`WorkloadFailed`, its nodes attributed (`functions.rules.verdicts`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from events.emitted import ConditionSummary
 from events.objects import TrainJob
-from events.types import Phase, Reason, group_nodes_annotation
+from events.types import Phase, Reason
 from functions.rules.adapter import decide_phase
 from functions.rules.conditions import condition, decide_conditions
+from functions.rules.durations import parse_go_duration
 from functions.rules.jobs import JobState
+from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
 
 
 @dataclass(frozen=True)
 class Failure:
-    """The failure as freshly observed: the TrainJob's name, whether it was deleted, its message and nodes."""
+    """The failure as freshly observed: the TrainJob's name, whether it was deleted, its message."""
 
     name: str
     deleted: bool
     message: str
-    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def decide_restart(state: JobState, evidence: bool | None, require_evidence: boo
     return RestartDecision(True, f"restart {count + 1}/{checkpoint.max_restarts}")
 
 
-def observe_failure(name: str, uid: str, trainjob: dict[str, Any] | None, cre_group: str) -> Failure | None:
+def observe_failure(name: str, uid: str, trainjob: dict[str, Any] | None) -> Failure | None:
     """The failure on a fresh read (the attempt's TrainJob, None when it is gone), or None when the
     TrainJob exists and has not failed (a stale or forged event)."""
     if trainjob is None:
@@ -60,9 +61,7 @@ def observe_failure(name: str, uid: str, trainjob: dict[str, Any] | None, cre_gr
     result = decide_phase(TrainJob.model_validate(trainjob))
     if result.phase is not Phase.FAILED:
         return None
-    nodes = (trainjob["metadata"].get("annotations") or {}).get(group_nodes_annotation(cre_group), "")
-    return Failure(name, deleted=False, message=result.message,
-                   nodes=tuple(n.strip() for n in nodes.split(",") if n.strip()))
+    return Failure(name, deleted=False, message=result.message)
 
 
 def failed_message(failure: Failure) -> str:
@@ -72,30 +71,37 @@ def failed_message(failure: Failure) -> str:
     return f"{subject} failed: {failure.message}" if failure.message else f"{subject} has failed"
 
 
-def failed_status(state: JobState, failure: Failure, now: datetime) -> tuple[dict[str, Any], ConditionSummary] | None:
-    """The status that fails the Job, or None when it is so already."""
+def failed_write(state: JobState, failure: Failure, now: datetime, group: str,
+                 function: str) -> tuple[ConditionWrite, ConditionSummary] | None:
+    """The write that fails the Job, with its nodes attributed; None when it is so already."""
     message = failed_message(failure)
     new = condition("Failed", Reason.WORKLOAD_FAILED, message)
-    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
-    if conditions is None:
+    if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return None
-    ours = {(n, Reason.WORKLOAD_FAILED.value) for n in failure.nodes}
-    kept = [n.model_dump(by_alias=True) for n in state.job.status.failed_nodes if (n.name, n.reason) not in ours]
-    status: dict[str, Any] = {"conditions": conditions}
-    if failure.nodes:
-        status["failedNodes"] = kept + [{"name": n, "reason": Reason.WORKLOAD_FAILED.value, "message": message}
-                                        for n in failure.nodes]
-    return status, new
+    write = condition_write(state, new, now, group, function,
+                            failed_nodes(state, group, message))
+    return None if write is None else (write, new)
 
 
-def restart_status(state: JobState, now: datetime) -> tuple[dict[str, Any], ConditionSummary]:
+def restart_write(state: JobState, now: datetime, group: str, function: str) -> ConditionWrite:
     """The commit point of a restart."""
     assert state.job.spec.checkpoint is not None
     n, limit = state.job.status.restart_count + 1, state.job.spec.checkpoint.max_restarts
     message = f"Restarting workload from checkpoint (restart {n}/{limit})"
     new = condition("InProgress", Reason.WORKLOAD_RESTARTING, message)
-    status: dict[str, Any] = {"restartCount": n, "workloadRef": None, "workloadStartTime": None}
-    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
-    if conditions is not None:
-        status["conditions"] = conditions
-    return status, new
+    write = condition_write(state, new, now, group, function,
+                            {"restartCount": n, "workloadRef": None, "workloadStartTime": None})
+    assert write is not None
+    return write
+
+
+def restart_grace(state: JobState, default_seconds: int) -> timedelta:
+    """CRE's grace before the next attempt: twice `spec.goodputMeasurement.sampleInterval` when it is set
+    (a Go duration), else the setting (`CREFN_RESTART_GRACE_SECONDS`, default 30 s)."""
+    gm = state.job.spec.goodput_measurement
+    if gm is not None and gm.sample_interval:
+        try:
+            return 2 * parse_go_duration(gm.sample_interval)
+        except ValueError:
+            pass  # the real CRD takes any string: an unreadable interval falls back to the setting
+    return timedelta(seconds=default_seconds)

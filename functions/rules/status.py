@@ -7,13 +7,13 @@ Pending → `InProgress`/`WorkloadPending`; Running → `InProgress`/`WorkloadRu
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from events.emitted import ConditionSummary
 from events.types import Phase, Reason
 from functions.errors import PermanentError
-from functions.rules.conditions import condition, decide_conditions, rfc3339
+from functions.rules.conditions import condition, rfc3339
 from functions.rules.jobs import JobState
+from functions.rules.verdicts import ConditionWrite, condition_write
 
 
 def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
@@ -29,14 +29,11 @@ def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
     raise PermanentError("phase Failed is handled by the restart function")
 
 
-def decide_status(state: JobState, phase: Phase, name: str, message: str,
-                  now: datetime) -> tuple[dict[str, Any], ConditionSummary] | None:
-    """The status patch for a phase of the current attempt, or None when nothing would change."""
+def decide_status(state: JobState, phase: Phase, name: str, message: str, now: datetime, group: str,
+                  function: str) -> tuple[ConditionWrite, ConditionSummary] | None:
+    """The write for a phase of the current attempt, or None when nothing would change."""
     new = condition_for(phase, name, message)
-    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
-    status: dict[str, Any] = {}
-    if conditions is not None:
-        status["conditions"] = conditions
-    if phase is Phase.RUNNING and state.job.status.workload_start_time is None:
-        status["workloadStartTime"] = rfc3339(now)
-    return (status, new) if status else None
+    started = phase is Phase.RUNNING and state.job.status.workload_start_time is None
+    extra = {"workloadStartTime": rfc3339(now)} if started else None
+    write = condition_write(state, new, now, group, function, extra)
+    return None if write is None else (write, new)

@@ -21,6 +21,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, TRAINER_GROUP, TRAINJOB_API_VERSION
+from functions.rules.runspec import (
+    InvalidSpec,
+    check_workflow_fields,
+    job_annotations,
+    job_fields,
+    mpi_launch,
+    nccl_env,
+    nic_resources,
+    pod_fields,
+)
 
 GPU = "nvidia.com/gpu"
 DEFAULT_GPUS = 8
@@ -29,10 +39,6 @@ CONFIG_PATH = "/config"
 SSH_PATH = "/root/.ssh"
 QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$")
 ANCESTOR = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-
-
-class InvalidSpec(ValueError):
-    """A WorkloadRun spec that cannot be translated; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,7 @@ def validate(spec: dict[str, Any]) -> str:
             raise InvalidSpec("spec.config: set exactly one of inline or configMapRef")
         if "configMapRef" in config and not (config["configMapRef"] or {}).get("name"):
             raise InvalidSpec("spec.config.configMapRef.name is required")
+    check_workflow_fields(spec)
     return kind
 
 
@@ -151,21 +158,19 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com") -> Trans
         "metadata": object_meta(runtime_name(name), {f"{TRAINER_GROUP}/framework": framework_label}),
         "spec": _runtime_spec(kind, spec, gpus, volumes, mounts),
     }
-    command, args = _command(kind, spec["framework"][kind], gpus)
+    command, args = _command(kind, spec, gpus)
     trainer: dict[str, Any] = {"image": spec["image"], "numNodes": spec["numNodes"], "numProcPerNode": gpus,
-                               "command": command, "args": args}
-    user_env = list(spec.get("env") or [])
-    if user_env or env:
-        trainer["env"] = user_env + env
+                               "command": command, "args": args,
+                               "env": nccl_env(spec, list(spec.get("env") or [])) + env}
     job_labels = {MANAGED_LABEL: "true"} if (meta.get("labels") or {}).get(MANAGED_LABEL) == "true" else {}
     job_spec: dict[str, Any] = {"workload": {"trainJob": {
         "runtimeRef": {"name": runtime_name(name), "apiGroup": TRAINER_GROUP, "kind": "TrainingRuntime"},
-        "trainer": trainer}}}
+        "trainer": trainer}}, **job_fields(spec)}
     if pvc is not None:
         job_spec["checkpoint"] = {"pvcName": pvc_name(name),
                                   "maxRestarts": int(spec["checkpoint"].get("maxRestarts", 0))}
-    job = {"apiVersion": f"{cre_group}/v1alpha1", "kind": "Job", "metadata": object_meta(name, job_labels),
-           "spec": job_spec}
+    job = {"apiVersion": f"{cre_group}/v1alpha1", "kind": "Job",
+           "metadata": {**object_meta(name, job_labels), "annotations": job_annotations(spec)}, "spec": job_spec}
     return Translation(runtime, job, pvc, configmap)
 
 
@@ -190,23 +195,26 @@ def _resources(spec: dict[str, Any], gpus: int) -> dict[str, Any]:
     resources = {k: dict(v) for k, v in (spec.get("resources") or {}).items() if k in ("limits", "requests")}
     if not any(GPU in resources.get(k, {}) for k in ("limits", "requests")):
         resources.setdefault("limits", {})[GPU] = str(gpus)
+    for name, count in nic_resources(spec).items():
+        if not any(name in resources.get(k, {}) for k in ("limits", "requests")):
+            resources.setdefault("limits", {})[name] = count
     return resources
 
 
-def _command(kind: str, fw: dict[str, Any], gpus: int) -> tuple[list[str], list[str]]:
+def _command(kind: str, spec: dict[str, Any], gpus: int) -> tuple[list[str], list[str]]:
+    fw = spec["framework"][kind]
     args = list(fw.get("args") or [])
     if kind == "torch":
         return ["torchrun"], (["-m", fw["module"], *args] if fw.get("module") else [fw["script"], *args])
     if kind == "mpi":
-        return [fw["mpirunPath"]], ["-N", str(gpus), *list(fw.get("mpiArgs") or []), fw["binary"], *args]
+        return mpi_launch(fw, gpus, spec)
     return list(fw["command"]), args
 
 
 def _pod(spec: dict[str, Any], container: dict[str, Any], volumes: list[dict[str, Any]]) -> dict[str, Any]:
     """A pod spec of its own (deep copies: no two objects share a list)."""
     pod: dict[str, Any] = {"containers": [copy.deepcopy(container)], "volumes": copy.deepcopy(volumes)}
-    if spec.get("imagePullSecrets"):
-        pod["imagePullSecrets"] = list(spec["imagePullSecrets"])
+    pod.update(copy.deepcopy(pod_fields(spec)))
     return pod
 
 

@@ -1,0 +1,68 @@
+"""Kubernetes Events on the Job, as CRE records them (its ADR-080).
+
+events.k8s.io/v1 Events `regarding` the Job, reason and action the condition reason, note the message
+capped at 1024 bytes (UTF-8 safe, suffix `... [truncated]`), type Warning for Failed and Normal
+otherwise. The exclusive set records one only when the True exclusive **type** flips (so a Job shows
+`WorkloadCreated` or `WorkloadAdopted`, then `WorkloadCompleted` or `WorkloadFailed`); failed actions
+(a TrainJob create the API refused) record a Warning of their own. Each Event follows the status write
+it reports in the plan, so it is recorded only once that write succeeded; its name is derived from
+the transition (Job uid, type, attempt) or the action (Job uid, attempt, reason, error), so a
+redelivered event finds the name taken and records nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+from events.emitted import ConditionSummary
+from functions.plan import RecordEvent
+from functions.rules.jobs import JobState
+
+NOTE_LIMIT = 1024
+TRUNCATED = "... [truncated]"
+REPORTING_CONTROLLER = "crefn.dev/controller"
+
+
+def cap_note(message: str) -> str:
+    """The message within 1024 bytes of UTF-8, cut on a character boundary, marked when cut."""
+    data = message.encode()
+    if len(data) <= NOTE_LIMIT:
+        return message
+    keep = data[:NOTE_LIMIT - len(TRUNCATED)].decode(errors="ignore")
+    return keep + TRUNCATED
+
+
+def event_name(state: JobState, *key: str) -> str:
+    digest = hashlib.sha256("/".join((state.job.metadata.uid, *key)).encode()).hexdigest()[:16]
+    return f"{state.job.metadata.name[:200]}.{digest}"
+
+
+def job_event(state: JobState, name: str, reason: str, message: str, warning: bool, now: datetime,
+              function: str) -> RecordEvent:
+    meta = state.job.metadata
+    body = {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": meta.namespace},
+        "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": REPORTING_CONTROLLER, "reportingInstance": f"crefn-{function}",
+        "action": reason, "reason": reason, "note": cap_note(message), "type": "Warning" if warning else "Normal",
+        "regarding": {"apiVersion": state.job.api_version, "kind": state.job.kind, "name": meta.name,
+                      "namespace": meta.namespace, "uid": meta.uid},
+    }
+    return RecordEvent(meta.namespace, body)
+
+
+def transition_event(state: JobState, new: ConditionSummary, now: datetime, function: str) -> RecordEvent | None:
+    """The Event of a write that makes `new` the True exclusive condition, when its type flips."""
+    old = state.true_condition
+    if old is not None and old.type == new.type:
+        return None
+    name = event_name(state, new.type, str(state.job.status.restart_count))
+    return job_event(state, name, new.reason, new.message, new.type == "Failed", now, function)
+
+
+def action_event(state: JobState, reason: str, message: str, now: datetime, function: str) -> RecordEvent:
+    """A Warning for an action that failed (recorded once per attempt and distinct message)."""
+    name = event_name(state, reason, str(state.job.status.restart_count), message)
+    return job_event(state, name, reason, message, True, now, function)

@@ -1,0 +1,52 @@
+"""A WorkloadRun's conditions, as CRE's WorkloadRun controller writes them (SPEC §5 `workloadrun`).
+
+Exclusive `InProgress`/`Succeeded`/`Failed` (the other two False with reason `Superseded`), from the
+state of the one Job the run created:
+- created, and while the Job runs: `InProgress`/`WorkflowCreated`, `Workflow <run> created`, then with
+  the Job's progress appended (`; Job <job>: <reason>: <message>`);
+- the Job `Succeeded`: `Succeeded`/`WorkflowSucceeded`/`Workflow completed successfully`;
+- the Job `Failed`: `Failed`/`WorkflowFailed`, the Job's reason and message;
+- the Job's `ValidationFailed` True (thresholds not met), checked before the terminal mapping:
+  `Failed`/`WorkflowValidationFailed` with its message;
+- the Job deleted once created: `Failed`/`WorkflowDeleted`/`Workflow was deleted` — never created again;
+- the spec refused by the translator: `Failed`/`InvalidSpec` naming the field (the project's reason);
+  a generated object the API refuses: `Failed`/`BuildFailed` with the API's message; an object of the
+  same name owned by another: `Failed`/`ObjectConflict` (the project's, CRE has none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.emitted import ConditionSummary
+from events.types import RunReason
+from functions.rules.conditions import condition, true_exclusive
+
+WORKFLOW_DELETED = "Workflow was deleted"
+WORKFLOW_SUCCEEDED = "Workflow completed successfully"
+
+
+def created(run: str) -> ConditionSummary:
+    return condition("InProgress", RunReason.WORKFLOW_CREATED, f"Workflow {run} created")
+
+
+def deleted() -> ConditionSummary:
+    return condition("Failed", RunReason.WORKFLOW_DELETED, WORKFLOW_DELETED)
+
+
+def mirrored(run: str, job: str, job_conditions: list[dict[str, Any]]) -> ConditionSummary | None:
+    """The WorkloadRun's condition for its Job's conditions (None: nothing to mirror yet)."""
+    validation = next((c for c in job_conditions if c.get("type") == "ValidationFailed"
+                       and c.get("status") == "True"), None)
+    if validation is not None:
+        return condition("Failed", RunReason.WORKFLOW_VALIDATION_FAILED,
+                         validation.get("message") or validation.get("reason") or "thresholds not met")
+    cond = true_exclusive(job_conditions)
+    if cond is None:
+        return None
+    if cond.type == "Succeeded":
+        return condition("Succeeded", RunReason.WORKFLOW_SUCCEEDED, WORKFLOW_SUCCEEDED)
+    if cond.type == "Failed":
+        return condition("Failed", RunReason.WORKFLOW_FAILED, f"Job {job} failed: {cond.reason}: {cond.message}")
+    return condition("InProgress", RunReason.WORKFLOW_CREATED,
+                     f"Workflow {run} created; Job {job}: {cond.reason}: {cond.message}".rstrip(": "))

@@ -1,0 +1,64 @@
+"""Writing a Job's exclusive condition (SPEC §6.2) and what goes with it.
+
+`condition_write` is the one status write every handler makes to set the True exclusive condition:
+the conditions CRE's rules give (`functions.rules.conditions`), the other status fields the
+decision adds, and the Kubernetes Event of a type flip (`functions.rules.kubeevents`), placed after
+the write. A Failed verdict attributes the Job's nodes (`failed_nodes`): the nodes CRE's Workflow
+lists in the Job's annotation `<cre group>/group-nodes` (trimmed, de-duplicated, sorted), written
+only while `failedNodes` is empty — the first attribution wins, so an earlier
+`HardwareFailureDetected` or `ThresholdViolation` list is kept as it is, as CRE does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from events.emitted import ConditionSummary
+from events.types import Reason, group_nodes_annotation
+from functions.plan import Effect
+from functions.rules.conditions import decide_conditions
+from functions.rules.jobs import JobState, write_status
+from functions.rules.kubeevents import transition_event
+
+
+@dataclass(frozen=True)
+class ConditionWrite:
+    status: dict[str, Any]
+    """The status patch (what `job.condition.changed` reports)."""
+    effects: tuple[Effect, ...]
+    """The write, then the Event of a type flip."""
+
+
+def condition_write(state: JobState, new: ConditionSummary, now: datetime, group: str, function: str,
+                    extra: Mapping[str, Any] | None = None) -> ConditionWrite | None:
+    """The write that makes `new` the True exclusive condition, with `extra` status fields; None when
+    it would change nothing."""
+    conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
+    status: dict[str, Any] = dict(extra or {})
+    if conditions is not None:
+        status["conditions"] = conditions
+    if not status:
+        return None
+    effects: list[Effect] = [write_status(state, status, group)]
+    if conditions is not None and (event := transition_event(state, new, now, function)):
+        effects.append(event)
+    return ConditionWrite(status, tuple(effects))
+
+
+def group_nodes(state: JobState, group: str) -> tuple[str, ...]:
+    """The nodes of the Job's annotation `<group>/group-nodes` (set by CRE's Workflow)."""
+    value = state.job.metadata.annotations.get(group_nodes_annotation(group), "")
+    return tuple(sorted({n.strip() for n in value.split(",") if n.strip()}))
+
+
+def failed_nodes(state: JobState, group: str, message: str) -> dict[str, Any]:
+    """`failedNodes` for a Failed verdict of the Job tier, or nothing: only while the Job has none (first
+    attribution wins). The entries' reason is `WorkloadFailed` whatever the verdict's (the CRD's enum:
+    "the workload exited non-zero, stalled, or otherwise failed"), the message the verdict's."""
+    nodes = group_nodes(state, group)
+    if state.job.status.failed_nodes or not nodes:
+        return {}
+    return {"failedNodes": [{"name": n, "reason": Reason.WORKLOAD_FAILED.value, "message": message} for n in nodes]}

@@ -1,0 +1,41 @@
+"""A WorkloadRun's condition from its Job's (`functions.rules.runstatus`), as a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.rules.runstatus import created, deleted, mirrored
+
+
+def cond(type_: str, status: str = "True", reason: str = "R", message: str = "m") -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason, "message": message}
+
+
+@pytest.mark.parametrize(("job_conditions", "expected"), [
+    ([], None),
+    ([cond("InProgress", reason="WorkloadRunning", message="Workload TrainJob/x is running")],
+     ("InProgress", "WorkflowCreated",
+      "Workflow run created; Job run: WorkloadRunning: Workload TrainJob/x is running")),
+    ([cond("Succeeded", reason="WorkloadCompleted")],
+     ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
+    ([cond("Failed", reason="WorkloadFailed", message="boom")], ("Failed", "WorkflowFailed",
+                                                                 "Job run failed: WorkloadFailed: boom")),
+    ([cond("Succeeded"), cond("ValidationFailed", reason="ThresholdViolation", message="Threshold \"k\" violated")],
+     ("Failed", "WorkflowValidationFailed", "Threshold \"k\" violated")),
+    ([cond("Succeeded"), cond("ValidationFailed", status="False", reason="ThresholdsMet")],
+     ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
+    ([cond("InProgress"), cond("Failed", reason="JobTimedOut", message="Job exceeded timeoutPerJob")],
+     ("Failed", "WorkflowFailed", "Job run failed: JobTimedOut: Job exceeded timeoutPerJob")),
+], ids=["nothing-yet", "running", "succeeded", "failed", "validation-failed", "thresholds-met",
+        "dual-true-reads-failed"])
+def test_mirrored(job_conditions: list[dict[str, Any]], expected: tuple[str, str, str] | None) -> None:
+    got = mirrored("run", "run", job_conditions)
+    assert (None if got is None else (got.type, got.reason, got.message)) == expected
+
+
+def test_created_and_deleted() -> None:
+    made, gone = created("r"), deleted()
+    assert (made.type, made.reason, made.message) == ("InProgress", "WorkflowCreated", "Workflow r created")
+    assert (gone.type, gone.reason, gone.message) == ("Failed", "WorkflowDeleted", "Workflow was deleted")

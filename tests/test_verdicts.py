@@ -1,0 +1,71 @@
+"""The exclusive-condition write and node attribution (`functions.rules.verdicts`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from functions.plan import RecordEvent, WriteStatus
+from functions.rules.conditions import condition
+from functions.rules.jobs import JobState, parse_job
+from functions.rules.verdicts import condition_write, failed_nodes, group_nodes
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+GROUP = "nvcre.nvidia.com"
+
+
+def job(annotations: dict[str, str] | None = None, nodes: list[dict[str, str]] | None = None,
+        running: bool = False) -> JobState:
+    status: dict[str, Any] = {"failedNodes": nodes or []}
+    if running:
+        status["conditions"] = [
+            {"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "m",
+             "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"},
+            {"type": "Succeeded", "status": "False", "reason": "NotApplicable", "message": "",
+             "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"},
+            {"type": "Failed", "status": "False", "reason": "NotApplicable", "message": "",
+             "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"}]
+    return parse_job({"apiVersion": f"{GROUP}/v1alpha1", "kind": "Job",
+                      "metadata": {"name": "llm", "namespace": "ml", "uid": "u", "generation": 1,
+                                   "resourceVersion": "42", "annotations": annotations or {}},
+                      "status": status}, GROUP)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("gpu-2,gpu-1", ("gpu-1", "gpu-2")), (" gpu-1 , gpu-1,, gpu-3 ", ("gpu-1", "gpu-3")), ("", ()),
+], ids=["sorted", "trimmed-and-deduplicated", "empty"])
+def test_group_nodes_come_from_the_jobs_annotation(value: str, expected: tuple[str, ...]) -> None:
+    assert group_nodes(job({f"{GROUP}/group-nodes": value}), GROUP) == expected
+    assert group_nodes(job({f"{GROUP}/group-nodes": value}), "cre.nvidia.com") == ()
+
+
+def test_first_attribution_wins() -> None:
+    annotated = {f"{GROUP}/group-nodes": "gpu-2,gpu-1"}
+    assert failed_nodes(job(annotated), GROUP, "boom") == {"failedNodes": [
+        {"name": "gpu-1", "reason": "WorkloadFailed", "message": "boom"},
+        {"name": "gpu-2", "reason": "WorkloadFailed", "message": "boom"}]}
+    earlier = [{"name": "gpu-9", "reason": "HardwareFailureDetected", "message": "xid"}]
+    assert failed_nodes(job(annotated, nodes=earlier), GROUP, "boom") == {}
+    assert failed_nodes(job(), GROUP, "boom") == {}
+
+
+def test_condition_write_is_the_write_then_the_event_of_a_flip() -> None:
+    write = condition_write(job(running=True), condition("Failed", "WorkloadFailed", "boom"), NOW, GROUP, "restart",
+                            {"failedNodes": []})
+    assert write is not None
+    status_write, event = write.effects
+    assert isinstance(status_write, WriteStatus) and status_write.resource_version == "42"
+    assert isinstance(event, RecordEvent) and event.body["reason"] == "WorkloadFailed"
+    assert status_write.status == write.status and "failedNodes" in write.status
+
+
+def test_condition_write_without_a_flip_records_no_event_and_nothing_is_none() -> None:
+    state = job(running=True)
+    pending = condition_write(state, condition("InProgress", "WorkloadPending", "p"), NOW, GROUP, "status")
+    assert pending is not None and [type(e) for e in pending.effects] == [WriteStatus]
+    assert condition_write(state, condition("InProgress", "WorkloadRunning", "m"), NOW, GROUP, "status") is None
+    extra_only = condition_write(state, condition("InProgress", "WorkloadRunning", "m"), NOW, GROUP, "status",
+                                 {"workloadStartTime": "2026-11-30T12:00:00Z"})
+    assert extra_only is not None and extra_only.status == {"workloadStartTime": "2026-11-30T12:00:00Z"}
