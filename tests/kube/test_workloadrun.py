@@ -115,14 +115,16 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
 def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Callable[..., dict[str, str]],
                                                                 gateway: Gateway, namespace: str) -> None:
     with event_plane(functions(), gateway, namespace, (TRAINJOBS, JOBS, RUNS)) as broker:
-        # script and module together: a CEL rule of the CRD, which this API server does not enforce
-        gateway.create(RUNS, namespace, workloadrun(namespace, {"torch": {"script": "a.py", "module": "a"}}))
+        # the CRD stores any mpiImplementation; the function supports OpenMPI only (script and module
+        # together, which this test used before, is now refused by the CRD's CEL rule: tests/test_admission.py)
+        gateway.create(RUNS, namespace, workloadrun(namespace, {"mpi": {
+            "binary": "/opt/bench", "mpirunPath": "/usr/bin/mpirun", "mpiImplementation": "IntelMPI"}}))
         assert wait_until(lambda: run_conditions(gateway, namespace).get("Failed", ("",))[0] == "True", 20)
         assert broker.wait_idle(timeout=10, quiet=0.3)
     obj = gateway.get(RUNS, namespace, "wr") or {}
     failed = next(c for c in obj["status"]["conditions"] if c["type"] == "Failed")
-    assert (failed["reason"], failed["message"]) == ("InvalidSpec",
-                                                     "spec.framework.torch: set exactly one of script or module")
+    assert (failed["reason"], failed["message"]) == (
+        "InvalidSpec", "spec.framework.mpi.mpiImplementation: only OpenMPI is supported by Kubeflow Trainer")
     for res in (JOBS, TRAINING_RUNTIMES, CONFIGMAPS, PVCS):
         assert [o["metadata"]["name"] for o in gateway.list_all(res, namespace)
                 if o["metadata"]["name"].startswith("wr")] == []
