@@ -50,15 +50,33 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"cre-fn render: {args.file}: {e}", file=sys.stderr)
         return 1
     rendered = []
+    checked = 0
     for doc in docs:
         if doc.get("kind") != "WorkloadRun":
             print(f"cre-fn render: {args.file}: expected WorkloadRun, got {doc.get('kind')}", file=sys.stderr)
             return 1
+        if args.check:
+            if importlib.util.find_spec("localstack") is None:
+                print(DEV_STACK_MISSING.format(command="render --check"), file=sys.stderr)
+                return 2
+            check = importlib.import_module("localstack.rendercheck")  # looked up by name, as `dev`
+            found = check.problems(doc, check.workloadrun_schema(args.cre_group))
+            try:
+                translate(doc, args.cre_group)
+            except InvalidSpec as e:
+                found.append(f"refused by the translator: {e}")
+            for problem in found:
+                print(f"{doc['metadata'].get('name', '?')}: {problem}", file=sys.stderr)
+            checked += len(found)
+            continue
         try:
             rendered += translate(doc, args.cre_group).objects
         except InvalidSpec as e:
             print(f"cre-fn render: {doc['metadata'].get('name', '?')}: {e}", file=sys.stderr)
             return 1
+    if args.check:
+        print(f"cre-fn render --check: {len(docs)} WorkloadRuns, {checked} problems", file=sys.stderr)
+        return 1 if checked else 0
     sys.stdout.write(yaml.safe_dump_all(rendered, sort_keys=False, explicit_start=True))
     return 0
 
@@ -101,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rend = sub.add_parser("render", help="print the objects a WorkloadRun file becomes, as YAML")
     rend.add_argument("file")
     rend.add_argument("--cre-group", default="nvcre.nvidia.com")
+    rend.add_argument("--check", action="store_true",
+                      help="check the file against the real WorkloadRun CRD (schema and CEL rules) instead")
     rend.set_defaults(func=cmd_render)
     record = sub.add_parser("record", help="an HTTP sink appending every CloudEvent it receives to JSONL")
     record.add_argument("--port", type=int, default=8080)

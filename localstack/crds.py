@@ -45,7 +45,7 @@ def make_compatible(schema: Any) -> Any:
 def load_upstream(directory: Path) -> list[JsonObj]:
     crds: list[JsonObj] = []
     for path in sorted(directory.rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):  # the C loader: 10x faster
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 crds.append(make_compatible(doc))
     return crds
