@@ -1,20 +1,29 @@
 """Shared fixtures: a hermetic environment per test, one real API server per session, a namespace per
-test, and functions served by functions-framework over real HTTP (one process per target and
-settings, shared by the session)."""
+test, functions served by functions-framework over real HTTP (one process per target and settings,
+shared by the session), every lifecycle function served as its own ServiceAccount (bound exactly as
+`knative/` binds it), a relay standing where resync's `K_SINK` points, and lifecycle worlds.
+
+Markers: `kube` goes to every test that uses the session's API server (the `cluster` fixture,
+directly or through other fixtures) — tests that start one of their own carry it explicitly — so
+`pytest -m "not kube"` (`make test-fast`) needs none."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource
-from localstack.apiserver import LocalCluster
+from localstack.apiserver import LocalCluster, free_port
 from localstack.manifests import render, service_account_user
-from localstack.serving import ServedFunction
+from localstack.serving import ServedFunction, wait_for_port
+from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
 SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
                     "crefn-workloadrun", "crefn-alert", "crefn-apiserversource")
@@ -37,6 +46,7 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
 
@@ -101,3 +111,55 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Se
         served.terminate()
     for served in running.values():
         served.stop()
+
+
+@pytest.fixture
+def recorder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """`cre-fn record` on a free port: (its URL, the JSONL file it appends to)."""
+    port, out = free_port(), tmp_path / "recorded.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
+                             "--port", str(port), "--out", str(out)], stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/", out
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def relay() -> Iterator[Relay]:
+    with serve_relay() as r:
+        yield r
+
+
+@pytest.fixture(scope="session")
+def functions(serve: Callable[..., ServedFunction], cluster: LocalCluster,
+              relay: Relay) -> Callable[..., dict[str, str]]:
+    """functions(**settings) → {target: url} for every lifecycle function, served with those settings."""
+
+    def start(**settings: str) -> dict[str, str]:
+        urls = {}
+        for target in LIFECYCLE:
+            user = service_account_user(f"crefn-{target}")  # least privilege: the function's own RBAC
+            env = {"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": relay.url,
+                   "CREFN_LOG_LEVEL": "WARNING", "CREFN_RESTART_GRACE_SECONDS": "0", **settings}
+            urls[target] = serve(target, **env).url
+        return urls
+
+    return start
+
+
+@pytest.fixture
+def world(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str,
+          relay: Relay) -> Iterator[Callable[..., World]]:
+    """world(urls=None, **options) → a World in this test's namespace (urls: `functions()` by default;
+    options: those of `make_world`); resync's events for the namespace go to the latest world's Broker."""
+
+    def make(urls: dict[str, str] | None = None, **options: Any) -> World:
+        made = make_world(gateway, namespace, functions() if urls is None else urls, **options)
+        relay.attach(made)
+        return made
+
+    yield make
+    relay.attach(None)

@@ -15,7 +15,7 @@ from functions.registry import TARGETS
 from functions.transport import send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
-from tests.helpers import unreachable_kubeconfig
+from tests.support.helpers import unreachable_kubeconfig
 
 TYPES = ["dev.knative.apiserver.resource.add", "dev.knative.apiserver.resource.update",
          "dev.knative.apiserver.resource.delete", "dev.knative.apiserver.ref.update", "dev.knative.sources.ping",

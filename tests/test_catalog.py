@@ -13,10 +13,10 @@ from pydantic import ValidationError
 from events.emitted import DATA_MODELS, EXTENSIONS
 from events.envelope import Envelope, InvalidEvent, ReferenceChange, ResourceChange, parse_apiserver_event
 from events.schemas import SCHEMA_DIR, schema_documents, stale_schemas
-from events.types import ApiServerType, EventType
+from events.types import ApiServerType, EventType, Phase
 from functions.settings import Settings
 
-SAMPLES = sorted((Path(__file__).parents[2] / "events" / "samples").glob("*.json"))
+SAMPLES = sorted((Path(__file__).parents[1] / "events" / "samples").glob("*.json"))
 
 
 def env(type_: str, data: object) -> Envelope:
@@ -115,3 +115,7 @@ def test_settings_reject_bad_values(monkeypatch: pytest.MonkeyPatch, var: str, v
     monkeypatch.setenv(var, value)
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_phase_enum_is_closed() -> None:
+    assert [p.value for p in Phase] == ["Pending", "Running", "Succeeded", "Failed"]

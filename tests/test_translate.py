@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from functions.rules.translate import InvalidSpec, translate
-from tests.unit.render_cases import CASES, run
+from tests.support.render_cases import CASES, run
 
-GOLDEN = Path(__file__).parents[1] / "golden" / "render"
-SAMPLES = Path(__file__).parents[2] / "events" / "samples" / "workloadruns"
+GOLDEN = Path(__file__).parent / "golden" / "render"
+SAMPLES = Path(__file__).parents[1] / "events" / "samples" / "workloadruns"
 
 
 @pytest.mark.parametrize("case", list(CASES))

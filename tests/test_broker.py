@@ -1,25 +1,87 @@
-"""The local stack's Knative stand-ins and tools over real HTTP: the Broker's delivery (retries with
-backoff, replies re-published, dead letters), `cre-fn record` and `cre-fn replay`."""
+"""`localstack.broker.LocalBroker`, the dev stack's Knative Broker (and the tests' Broker): its rules,
+pure (filter dialects, durations, backoff, Triggers from knative/), then its delivery over real HTTP
+(retries with backoff, replies re-published, dead letters, ingress)."""
 
 from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from functions.replay import arrange
 from functions.transport import send
 from localstack.apiserver import free_port
-from localstack.broker import Delivery, LocalBroker, Trigger
-from localstack.samples import load_sample
-from localstack.serving import wait_for_port
-from tests.helpers import Receiver
+from localstack.broker import (
+    Delivery,
+    FilterError,
+    LocalBroker,
+    Trigger,
+    matches,
+    parse_duration,
+    triggers_from_manifests,
+)
+from localstack.manifests import render
+from tests.support.helpers import Receiver
+
+ATTRS = {"type": "dev.crefn.workload.phase", "workloadphase": "Failed", "kind": "TrainJob", "source": "/crefn/phase"}
+
+
+@pytest.mark.parametrize(("flt", "expected"), [
+    ({"exact": {"type": "dev.crefn.workload.phase"}}, True),
+    ({"exact": {"type": "dev.crefn.workload.phase", "workloadphase": "Running"}}, False),
+    ({"exact": {"missing": ""}}, False),
+    ({"prefix": {"type": "dev.crefn."}}, True),
+    ({"prefix": {"type": "dev.knative."}}, False),
+    ({"suffix": {"source": "/phase"}}, True),
+    ({"suffix": {"missing": ""}}, False),
+    ({"all": [{"exact": {"kind": "TrainJob"}}, {"prefix": {"type": "dev."}}]}, True),
+    ({"all": [{"exact": {"kind": "TrainJob"}}, {"prefix": {"type": "x"}}]}, False),
+    ({"any": [{"exact": {"kind": "Job"}}, {"exact": {"workloadphase": "Failed"}}]}, True),
+    ({"any": [{"exact": {"kind": "Job"}}, {"exact": {"workloadphase": "Running"}}]}, False),
+    ({"not": {"exact": {"workloadphase": "Failed"}}}, False),
+    ({"not": {"any": [{"exact": {"kind": "Job"}}]}}, True),
+], ids=["exact", "exact-all-keys", "exact-missing-attr", "prefix", "prefix-no", "suffix", "suffix-missing",
+        "all", "all-no", "any", "any-no", "not", "not-any"])
+def test_filter_dialects(flt: dict[str, Any], expected: bool) -> None:
+    assert matches(flt, ATTRS) is expected
+
+
+@pytest.mark.parametrize("flt", [{"cesql": "type = 'x'"}, {"exact": {}, "prefix": {}}], ids=["cesql", "two-dialects"])
+def test_unsupported_filters_are_refused(flt: dict[str, Any]) -> None:
+    with pytest.raises(FilterError):
+        matches(flt, ATTRS)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("PT0.5S", 0.5), ("PT30S", 30), ("PT1M", 60), ("PT1M30S", 90),
+                                                ("PT1H", 3600)])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_backoff() -> None:
+    assert [Delivery(backoff_delay=0.5).delay(n) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 4.0]
+    assert [Delivery(backoff_policy="linear", backoff_delay=0.5).delay(n) for n in (1, 2, 3)] == [0.5, 1.0, 1.5]
+
+
+def test_triggers_and_delivery_come_from_knative_base() -> None:
+    docs = render("base")
+    urls = {f"crefn-{t}": f"http://{t}" for t in ("phase", "launch", "status", "restart", "workloadrun", "alert")}
+    triggers, default = triggers_from_manifests(docs, urls)
+    assert {t.name for t in triggers} == {d["metadata"]["name"] for d in docs if d["kind"] == "Trigger"}
+    assert default == Delivery(retry=8, backoff_policy="exponential", backoff_delay=0.5, timeout=30.0)
+    route = {t.name: t for t in triggers}
+    assert route["crefn-restart-failures"].matches(ATTRS)
+    assert not route["crefn-status-phases"].matches(ATTRS)
+    assert route["crefn-status-phases"].matches({**ATTRS, "workloadphase": "Pending"})
+    batch_job = {"type": "dev.knative.apiserver.resource.update", "kind": "Job", "apiversion": "batch/v1"}
+    assert not route["crefn-launch-jobs"].matches(batch_job)
+    assert route["crefn-launch-jobs"].matches({**batch_job, "apiversion": "nvcre.nvidia.com/v1alpha1"})
+    assert not route["crefn-launch-jobs"].matches({**batch_job, "type": "dev.knative.apiserver.resource.delete",
+                                                   "apiversion": "nvcre.nvidia.com/v1alpha1"})
+
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
                         "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}
@@ -99,75 +161,3 @@ def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: 
     finally:
         broker.close()
     assert len(subscriber.requests) == 2
-
-
-@pytest.fixture
-def recorder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port, out = free_port(), tmp_path / "recorded.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
-                             "--port", str(port), "--out", str(out)], stderr=subprocess.DEVNULL)
-    try:
-        assert wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/", out
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def test_record_appends_binary_and_structured_events(recorder: tuple[str, Path]) -> None:
-    url, out = recorder
-    sample = load_sample("trainjob-resource-update-failed")
-    assert send(url, sample).status == 202
-    assert send(url, sample, structured=True).status == 202
-    from functions.transport import post
-
-    assert post(url, {"content-type": "text/plain"}, b"hello").status == 400
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(lines) == 2
-    for line in lines:
-        assert line["data"] == sample["data"]
-        assert {k: v for k, v in line["attributes"].items() if k != "id"} == {
-            k: v for k, v in sample["attributes"].items() if k != "id"}
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
-                          check=False, timeout=60)
-
-
-def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-def test_replay_posts_in_order_with_drills(recorder: tuple[str, Path], tmp_path: Path) -> None:
-    url, out = recorder
-    records = [{"attributes": {**EVENT["attributes"], "id": str(i), "seq": str(i)}, "data": {"n": i}}
-               for i in range(6)]
-    recording = write_jsonl(tmp_path / "in.jsonl", records)
-    result = cli("replay", str(recording), "--to", url)
-    assert result.returncode == 0 and "replayed 6 events" in result.stdout and "0 rejected" in result.stdout
-    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == list(range(6))
-    out.write_text("")
-    assert cli("replay", str(recording), "--to", url, "--duplicate", "--rate", "50").returncode == 0
-    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    shuffled = [r["data"]["n"] for r in arrange(records, shuffle_window=3, seed=7)]
-    assert sorted(shuffled[:3]) == [0, 1, 2] and sorted(shuffled[3:]) == [3, 4, 5] and shuffled != list(range(6))
-
-
-def test_replay_exits_non_zero_when_an_event_is_rejected(tmp_path: Path) -> None:
-    from localstack.serving import ServedFunction
-
-    bad = {"attributes": {**load_sample("trainjob-resource-add")["attributes"], "type": "x.unknown"}, "data": {}}
-    recording = write_jsonl(tmp_path / "in.jsonl", [load_sample("trainjob-resource-add"), bad])
-    with ServedFunction("phase") as phase:
-        result = cli("replay", str(recording), "--to", phase.url)
-    assert result.returncode == 1, result.stdout
-    assert "1x200, 1x400; 1 rejected" in result.stdout and "unknown event type" in result.stdout
-
-
-def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
-    path = tmp_path / "bad.jsonl"
-    path.write_text('{"attributes": {}}\nnot json\n')
-    result = cli("replay", str(path), "--to", "http://127.0.0.1:9/")
-    assert result.returncode == 2 and "bad.jsonl:2: not JSON" in result.stderr

@@ -18,12 +18,12 @@ from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, 
 from functions.rules.translate import translate
 from localstack.demo import final_state
 from localstack.trainer import TrainerSimulator, wait_until
-from tests.kube.lifecycle import event_plane
-from tests.unit.render_cases import CASES
+from tests.support.render_cases import CASES
+from tests.support.world import event_plane
 
 RUNS = cre_workloadruns("nvcre.nvidia.com")
 JOBS = cre_jobs("nvcre.nvidia.com")
-SAMPLES = sorted((Path(__file__).parents[2] / "events" / "samples" / "workloadruns").glob("*.yaml"))
+SAMPLES = sorted((Path(__file__).parents[1] / "events" / "samples" / "workloadruns").glob("*.yaml"))
 RESOURCES = {"ConfigMap": CONFIGMAPS, "PersistentVolumeClaim": PVCS, "TrainingRuntime": TRAINING_RUNTIMES,
              "Job": JOBS}
 

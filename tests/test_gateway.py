@@ -1,23 +1,20 @@
-"""The test API server is a real one: optimistic locking, schemas, pruning, subresources, watches,
-finalizers, RBAC — as a cluster behaves, through the project's Kubernetes gateway."""
+"""`functions.gateway` on a real API server: optimistic locking, schemas, pruning, subresources,
+watches, finalizers, pagination, RBAC — as a cluster behaves, with the errors mapped to the error
+kinds the transport answers with."""
 
 from __future__ import annotations
 
-import io
-import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, PermanentError
+from functions.errors import AlreadyExists, Conflict, NotFound, PermanentError
 from functions.gateway import Gateway
-from functions.resources import CRDS, TRAINJOBS, Resource, cre_jobs
-from localstack.apiserver import ClusterError, LocalCluster
+from functions.resources import TRAINJOBS, cre_jobs
+from localstack.apiserver import LocalCluster
 from localstack.apisource import watch as watch_objects
-from localstack.crds import fallback_crds
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -30,15 +27,6 @@ def job_body(name: str, **extra: Any) -> dict[str, Any]:
 def trainjob_body(name: str, **meta: Any) -> dict[str, Any]:
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": name, **meta},
             "spec": {"runtimeRef": {"name": "torch-distributed"}}}
-
-
-def test_crds_come_from_upstream(cluster: LocalCluster, gateway: Gateway) -> None:
-    assert cluster.crd_source.startswith("upstream CRDs")
-    assert gateway.get(CRDS, None, "jobs.cre.nvidia.com") is not None  # the legacy group, for its tests
-    crd = gateway.get(CRDS, None, "jobs.nvcre.nvidia.com")
-    assert crd is not None
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    assert "failureLog" in schema["properties"]["status"]["properties"]
 
 
 def test_stale_resource_version_is_409(gateway: Gateway, namespace: str) -> None:
@@ -173,38 +161,3 @@ def test_rbac_denies_unbound_users(cluster: LocalCluster, namespace: str) -> Non
             nobody.get(TRAINJOBS, namespace, "anything")
     finally:
         nobody.close()
-
-
-def test_fallback_crds_are_structural_and_prune(gateway: Gateway, namespace: str) -> None:
-    group = "fallback.crefn.dev"
-    for crd in fallback_crds(group):
-        if crd["spec"]["group"] == group:
-            gateway.create(CRDS, None, crd)
-    jobs = Resource(group, "v1alpha1", "jobs", "Job")
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            gateway.create(jobs, namespace, {**job_body("f"), "apiVersion": f"{group}/v1alpha1"})
-            break
-        except CrefnError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-    written = gateway.patch(jobs, namespace, "f", {"status": {
-        "phase": "x", "restartCount": 1, "conditions": [{"type": "InProgress", "status": "True", "reason": "R",
-                                                         "message": "", "observedGeneration": 1,
-                                                         "lastTransitionTime": "2026-11-02T09:00:00Z"}]}},
-        status=True)
-    assert "phase" not in written["status"] and written["status"]["restartCount"] == 1
-
-
-def test_a_failed_start_stops_what_it_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """etcd that exits at once: the start fails with the logs' tails, and kube-apiserver is stopped by PID."""
-    monkeypatch.setenv("ETCD", "/bin/false")
-    cluster = LocalCluster(tmp_path, log=io.StringIO())
-    with pytest.raises(ClusterError, match="etcd exited"):
-        cluster.start()
-    for pid in cluster.started_pids.values():
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-    assert set(cluster.started_pids) == {"etcd", "kube-apiserver"}

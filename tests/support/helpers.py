@@ -1,14 +1,16 @@
-"""Small real peers the tests talk to over HTTP, and shared test data."""
+"""Small real peers the tests talk to over HTTP, and shared test data: Jobs as the pure rules see them."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from functions.rules.jobs import JobState, parse_job
 from localstack.apiserver import free_port
 
 REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver", "ce-type": "test.reply",
@@ -67,3 +69,31 @@ def unreachable_kubeconfig(path: Path) -> Path:
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     return path
+
+
+# -- Jobs as the pure rules see them (functions.rules) ---------------------------------------
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+EARLIER = "2026-11-30T10:00:00Z"
+
+
+def cond(type_: str, status: str, reason: str = "", message: str = "", gen: int = 1,
+         ltt: str = EARLIER) -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason, "message": message, "observedGeneration": gen,
+            "lastTransitionTime": ltt}
+
+
+def job(conditions: list[dict[str, Any]] | None = None, generation: int = 1, checkpoint: dict[str, Any] | None = None,
+        restart_count: int = 0, annotations: dict[str, str] | None = None, workload_ref: bool = False,
+        train_job: bool = True) -> JobState:
+    spec: dict[str, Any] = {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}} if train_job else {}}
+    if checkpoint is not None:
+        spec["checkpoint"] = checkpoint
+    status: dict[str, Any] = {"conditions": conditions or [], "restartCount": restart_count}
+    if workload_ref:
+        status["workloadRef"] = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                 "name": "llm-workload"}
+    return parse_job({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                      "metadata": {"name": "llm", "namespace": "ns", "uid": "job-uid", "generation": generation,
+                                   "labels": {"crefn.dev/managed": "true"}, "annotations": annotations or {}},
+                      "spec": spec, "status": status}, "nvcre.nvidia.com")

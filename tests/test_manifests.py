@@ -17,7 +17,7 @@ from functions import main
 from functions.registry import TARGETS
 from functions.settings import Settings
 from localstack.manifests import KNATIVE, OVERLAYS, render
-from tests.manifests.knative_models import KNATIVE_MODELS
+from tests.support.knative_models import KNATIVE_MODELS
 
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
@@ -213,12 +213,12 @@ def test_alert_sinks_secret_template_is_valid_and_names_known_settings() -> None
 
 
 def test_dockerfile_runs_as_non_root_with_the_target_from_env() -> None:
-    text = (Path(__file__).parents[2] / "Dockerfile").read_text()
+    text = (Path(__file__).parents[1] / "Dockerfile").read_text()
     assert "USER 10001" in text and "FUNCTION_TARGET" in text and "functions-framework" in text
 
 
 def test_readme_rbac_matrix_matches_the_roles() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
     table = readme.split("### RBAC matrix", 1)[1].split("\n## ", 1)[0]
     documented = {tuple(c.strip(" `") for c in line.strip("|").split("|"))
                   for line in table.splitlines() if line.startswith("| `")}

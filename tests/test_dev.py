@@ -79,6 +79,7 @@ def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
                                                    2: ["complete"]}
 
 
+@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
 def test_no_demo_keep_serves_users_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",

@@ -20,7 +20,7 @@ from localstack.apiserver import LocalCluster, free_port
 from localstack.manifests import service_account_user
 from localstack.serving import ServedFunction
 from localstack.trainer import wait_until
-from tests.helpers import Receiver, unreachable_kubeconfig
+from tests.support.helpers import Receiver, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 

@@ -20,7 +20,7 @@ from localstack.apiserver import free_port, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")

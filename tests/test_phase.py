@@ -21,9 +21,9 @@ from localstack.apiserver import LocalCluster, free_port
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction, wait_for_port
-from tests.helpers import unreachable_kubeconfig
+from tests.support.helpers import unreachable_kubeconfig
 
-GOLDEN = sorted((Path(__file__).parents[1] / "golden" / "phase").glob("*.json"))
+GOLDEN = sorted((Path(__file__).parent / "golden" / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 

@@ -1,0 +1,68 @@
+"""`localstack.apiserver.LocalCluster`, the API server of the tests and the dev stack: the upstream
+CRDs it installs, the fallback CRDs (structural, pruning) and a failed start that stops what it started."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.errors import CrefnError
+from functions.gateway import Gateway
+from functions.resources import CRDS, Resource
+from localstack.apiserver import ClusterError, LocalCluster
+from localstack.crds import fallback_crds
+
+
+def job_body(name: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": name, **extra},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}}
+
+
+def test_crds_come_from_upstream(cluster: LocalCluster, gateway: Gateway) -> None:
+    assert cluster.crd_source.startswith("upstream CRDs")
+    assert gateway.get(CRDS, None, "jobs.cre.nvidia.com") is not None  # the legacy group, for its tests
+    crd = gateway.get(CRDS, None, "jobs.nvcre.nvidia.com")
+    assert crd is not None
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert "failureLog" in schema["properties"]["status"]["properties"]
+
+
+def test_fallback_crds_are_structural_and_prune(gateway: Gateway, namespace: str) -> None:
+    group = "fallback.crefn.dev"
+    for crd in fallback_crds(group):
+        if crd["spec"]["group"] == group:
+            gateway.create(CRDS, None, crd)
+    jobs = Resource(group, "v1alpha1", "jobs", "Job")
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            gateway.create(jobs, namespace, {**job_body("f"), "apiVersion": f"{group}/v1alpha1"})
+            break
+        except CrefnError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    written = gateway.patch(jobs, namespace, "f", {"status": {
+        "phase": "x", "restartCount": 1, "conditions": [{"type": "InProgress", "status": "True", "reason": "R",
+                                                         "message": "", "observedGeneration": 1,
+                                                         "lastTransitionTime": "2026-11-02T09:00:00Z"}]}},
+        status=True)
+    assert "phase" not in written["status"] and written["status"]["restartCount"] == 1
+
+
+@pytest.mark.kube  # it starts an API server of its own (and needs the binary)
+def test_a_failed_start_stops_what_it_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """etcd that exits at once: the start fails with the logs' tails, and kube-apiserver is stopped by PID."""
+    monkeypatch.setenv("ETCD", "/bin/false")
+    cluster = LocalCluster(tmp_path, log=io.StringIO())
+    with pytest.raises(ClusterError, match="etcd exited"):
+        cluster.start()
+    for pid in cluster.started_pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert set(cluster.started_pids) == {"etcd", "kube-apiserver"}

@@ -1,0 +1,53 @@
+"""`functions.apply`: a plan's writes with optimistic locking on the real API server — a conflict is
+re-read and decided once more, a second conflict is the caller's 409."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from functions.apply import run
+from functions.context import Context
+from functions.errors import Conflict
+from functions.gateway import Gateway
+from functions.plan import Plan
+from functions.reads import read_job
+from functions.rules.jobs import JobState, write_status
+from functions.settings import Settings
+from localstack.apiserver import LocalCluster
+from tests.support.world import JOBS, make_world
+
+
+def test_status_write_on_a_stale_resource_version_retries_once_then_409(cluster: LocalCluster, gateway: Gateway,
+                                                                         namespace: str) -> None:
+    w = make_world(gateway, namespace, {})
+    w.create_job()
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    seen: list[str] = []
+
+    def read() -> JobState:
+        state = read_job(ctx, namespace, "llm")
+        assert state is not None
+        seen.append(state.job.metadata.resource_version)
+        return state
+
+    def decide_racing(state: JobState, settings: Settings, now: datetime) -> Plan:
+        # another writer changes the Job between our read and our write, every time
+        gateway.patch(JOBS, namespace, "llm", {"metadata": {"labels": {"n": str(len(seen))}}})
+        return Plan((write_status(state, {"restartCount": 1}, settings.cre_group),))
+
+    with pytest.raises(Conflict):
+        run(ctx, read, decide_racing)
+    assert len(seen) == 2 and seen[0] != seen[1]
+    assert "restartCount" not in (w.job().get("status") or {})
+
+    seen.clear()
+
+    def decide_once(state: JobState, settings: Settings, now: datetime) -> Plan:
+        if len(seen) == 1:
+            gateway.patch(JOBS, namespace, "llm", {"metadata": {"labels": {"n": "x"}}})
+        return Plan((write_status(state, {"restartCount": 1}, settings.cre_group),))
+
+    run(ctx, read, decide_once)
+    assert len(seen) == 2 and w.job()["status"]["restartCount"] == 1

@@ -1,0 +1,259 @@
+"""`launch` (SPEC §5): the pure decision of `functions.rules.launch` as a truth table, then the
+function over HTTP on the real API server, as its ServiceAccount: the TrainJob it creates (labels,
+owner, workloadRef), adoption, stale attempts, name collisions, terminating objects, duplicates, the
+API server going away (SPEC §4.3), the legacy CRE group and which Jobs it manages."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from functions.gateway import Gateway
+from functions.plan import Create, Delete, Plan, Wait
+from functions.resources import TRAINJOBS
+from functions.rules.jobs import JobState
+from functions.rules.launch import LaunchObserved, decide_launch
+from functions.settings import Settings
+from functions.transport import send
+from localstack.apiserver import LocalCluster
+from tests.support.helpers import EARLIER, NOW, cond, job
+from tests.support.world import JOBS, World, phase_record
+
+# -- the decision (functions.rules.launch) --------------------------------------------------------
+
+
+def trainjob(attempt: str = "0", owner_uid: str = "job-uid", terminating: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "llm-workload", "uid": "tj-uid", "labels": {"crefn.dev/attempt": attempt},
+                            "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                                 "name": "llm", "uid": owner_uid, "controller": True}]}
+    if terminating:
+        meta["deletionTimestamp"] = EARLIER
+    return {"metadata": meta}
+
+
+LATER = (NOW + timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+PAST = (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(("state", "existing", "action"), [
+    (job(), None, "create"),
+    (job(), trainjob(), "adopt"),
+    (job(restart_count=1), trainjob("0"), "delete-stale"),
+    (job(), trainjob(terminating=True), "wait"),
+    (job(), trainjob(owner_uid="someone-else"), "fail"),
+    (job(train_job=False), None, "fail"),
+    (job(annotations={"crefn.dev/restart-not-before": LATER}), None, "wait"),
+    (job(annotations={"crefn.dev/restart-not-before": PAST}), None, "create"),
+    (job(conditions=[cond("InProgress", "True", "WorkloadRestarting")], restart_count=1), None, "wait"),
+], ids=["create", "adopt", "stale-attempt", "terminating", "collision", "no-trainjob", "grace", "grace-over",
+        "restart-annotation-pending"])
+def test_launch_decision(state: JobState, existing: dict[str, Any] | None, action: str) -> None:
+    plan = decide_launch(LaunchObserved(state, existing), Settings(), NOW, "launch", None)
+    assert launch_action(plan) == action
+
+
+def launch_action(plan: Plan) -> str:
+    """The launch plan in the words of SPEC §5."""
+    kinds = [type(e) for e in plan.effects]
+    if Create in kinds:
+        return "create"
+    if Delete in kinds:
+        return "delete-stale"
+    if Wait in kinds:
+        return "wait"
+    if plan.reply is not None and plan.reply.type == "dev.crefn.workload.created":
+        return "adopt"
+    if plan.reply is not None and plan.reply.extensions.get("jobcondition") == "Failed":
+        return "fail"
+    return "nothing"
+
+
+def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
+    plan = decide_launch(LaunchObserved(job(restart_count=2), None), Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    body = create.body
+    meta = body["metadata"]
+    assert meta["labels"]["crefn.dev/attempt"] == "2" and meta["labels"]["nvcre.nvidia.com/job"] == "llm"
+    assert meta["ownerReferences"][0]["uid"] == "job-uid" and meta["ownerReferences"][0]["controller"] is True
+    assert body["spec"] == {"runtimeRef": {"name": "t"}}
+
+
+# -- the function on the real API server ----------------------------------------------------------
+
+
+def test_launch_labels_owner_and_workload_ref(world: Callable[..., World], namespace: str) -> None:
+    w = world()
+    created = w.create_job()
+    w.settle()
+    tj = w.trainjob()
+    assert tj is not None
+    assert tj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
+                                        "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}
+    owner = tj["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "Job", "llm", created["metadata"]["uid"], True)
+    assert tj["spec"]["trainer"]["numNodes"] == 2
+    status = w.job()["status"]
+    assert status["workloadRef"] == {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                     "name": "llm-workload", "namespace": namespace}
+    in_progress = next(c for c in status["conditions"] if c["type"] == "InProgress")
+    assert in_progress["status"] == "True"
+    assert "workloadStartTime" in status  # the TrainJob's first phase is Running
+
+
+def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callable[..., dict[str, str]],
+                                                              world: Callable[..., World], gateway: Gateway,
+                                                              namespace: str) -> None:
+    urls = functions()
+    w = world(urls)
+    created = w.create_job()
+    gateway.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1}}, status=True)
+    gateway.create(TRAINJOBS, namespace, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "llm-workload", "labels": {"crefn.dev/attempt": "0"}, "finalizers": ["example.com/x"],
+                     "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                                          "uid": created["metadata"]["uid"], "controller": True}]},
+        "spec": {"runtimeRef": {"name": "torch"}}})
+    gateway.delete(TRAINJOBS, namespace, "llm-workload")
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 503 and "terminating" in answer.text
+    gateway.patch(TRAINJOBS, namespace, "llm-workload", {"metadata": {"finalizers": None}})
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.created"
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+
+
+def test_stale_attempt_is_deleted_and_503(functions: Callable[..., dict[str, str]], world: Callable[..., World],
+                                          gateway: Gateway, namespace: str) -> None:
+    urls = functions()
+    w = world(urls)
+    w.create_job()
+    w.settle()
+    old = w.trainjob()
+    assert old is not None
+    gateway.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None}}, status=True)
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 503 and "earlier attempt" in answer.text
+    assert w.trainjob() is None
+    assert send(urls["launch"], w.job_record()).status == 200
+
+
+def test_name_collision_fails_the_job(functions: Callable[..., dict[str, str]], world: Callable[..., World],
+                                      gateway: Gateway, namespace: str) -> None:
+    urls = functions()
+    w = world(urls)
+    gateway.create(TRAINJOBS, namespace, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                          "metadata": {"name": "llm-workload"}, "spec": {"runtimeRef": {"name": "t"}}})
+    w.create_job()
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 200 and answer.ce["jobcondition"] == "Failed"
+    assert answer.json()["new"]["reason"] == "WorkloadCreationError"
+    assert "already exists and is not owned by Job llm" in answer.json()["new"]["message"]
+    assert send(urls["launch"], w.job_record()).status == 202  # terminal now
+
+
+def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace: str) -> None:
+    urls = functions()
+    batch_job = {"attributes": {**phase_record(namespace, "x", "Running")["attributes"],
+                                "type": "dev.knative.apiserver.resource.update"},
+                 "data": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x", "namespace": namespace}}}
+    answer = send(urls["launch"], batch_job)
+    assert answer.status == 400 and "expected nvcre.nvidia.com/v1alpha1 Job, got batch/v1/Job" in answer.text
+
+
+def test_api_server_stopped_mid_test_is_503_then_recovers(functions: Callable[..., dict[str, str]],
+                                                          world: Callable[..., World], cluster: LocalCluster,
+                                                          namespace: str) -> None:
+    """launch, and status with it (one stop of the API server for both)."""
+    urls = functions(CREFN_KUBE_TIMEOUT_SECONDS="3")
+    w = world(urls)
+    w.create_job()
+    record = w.job_record()
+    cluster.stop_apiserver()
+    try:
+        answer = send(urls["launch"], record)
+        assert answer.status == 503 and "unreachable" in answer.text
+        answer = send(urls["status"], phase_record(namespace, "llm", "Running"))
+        assert answer.status == 503
+    finally:
+        cluster.start_apiserver()
+    answer = send(urls["launch"], record)
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.created"
+
+
+def test_concurrent_duplicate_launches_create_one_trainjob(functions: Callable[..., dict[str, str]],
+                                                           world: Callable[..., World], gateway: Gateway,
+                                                           namespace: str) -> None:
+    urls = functions()
+    w = world(urls)
+    w.create_job()
+    record = w.job_record()
+    answers: list[int] = []
+    threads = [threading.Thread(target=lambda: answers.append(send(urls["launch"], record).status))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(answers) <= {200, 202, 409} and 200 in answers
+    assert len(gateway.list_all(TRAINJOBS, namespace)) == 1
+
+
+def test_adopt_after_a_lost_status_write(functions: Callable[..., dict[str, str]], world: Callable[..., World],
+                                         gateway: Gateway, namespace: str) -> None:
+    urls = functions()
+    w = world(urls)
+    w.create_job()
+    w.settle()
+    tj = w.trainjob()
+    assert tj is not None
+    gateway.patch(JOBS, namespace, "llm", {"status": {"workloadRef": None}}, status=True)  # as if never recorded
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 200 and answer.json()["adopted"] is True
+    assert answer.json()["workload"]["uid"] == tj["metadata"]["uid"]
+    status = w.job()["status"]
+    assert status["workloadRef"]["name"] == "llm-workload"
+    assert w.final()[:2] == ("InProgress", "WorkloadAdopted")
+
+
+def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway, namespace: str) -> None:
+    """`launch`'s "no trainJob" path (in the table above) is for variants of newer CRE releases: today's
+    CRD refuses a Job whose workload names none."""
+    from functions.errors import PermanentError
+
+    with pytest.raises(PermanentError, match=r"spec\.workload in body should have at least 1 properties"):
+        gateway.create(JOBS, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                         "metadata": {"name": "llm"}, "spec": {"workload": {}}})
+
+
+def test_legacy_cre_group(functions: Callable[..., dict[str, str]], world: Callable[..., World]) -> None:
+    """CREFN_CRE_GROUP=cre.nvidia.com: early CRE releases, the same lifecycle, labels in that group."""
+    w = world(functions(CREFN_CRE_GROUP="cre.nvidia.com"), group="cre.nvidia.com", overlay="overlays/legacy-group")
+    w.create_job()
+    w.checkpoint_evidence()
+    w.settle()
+    tj = w.trainjob()
+    assert tj is not None and tj["metadata"]["labels"]["cre.nvidia.com/job"] == "llm"
+    assert tj["metadata"]["ownerReferences"][0]["apiVersion"] == "cre.nvidia.com/v1alpha1"
+    for step in ("run", "fail", "run", "complete"):
+        w.trainer(step)
+        w.settle()
+    assert w.final() == ("Succeeded", "WorkloadCompleted", 1)
+    assert w.trainjobs_created() == 2
+
+
+@pytest.mark.parametrize("manage_all", [False, True], ids=["labelled-only", "manage-all"])
+def test_unlabelled_jobs_are_managed_only_with_manage_all(manage_all: bool, functions: Callable[..., dict[str, str]],
+                                                          world: Callable[..., World]) -> None:
+    w = world(functions(CREFN_MANAGE_ALL="true") if manage_all else functions())
+    w.create_job(managed=False)
+    w.settle()
+    assert (w.trainjob() is not None) is manage_all
+    if manage_all:
+        assert "crefn.dev/managed" not in (w.trainjob() or {})["metadata"]["labels"]
+    else:
+        assert {d.status for d in w.answers("launch")} == {202}

@@ -1,0 +1,59 @@
+"""`cre-fn replay` (`functions.replay`): a recorded JSONL event log posted in order (with the duplicate
+and shuffle drills), a non-zero exit when an event is rejected, and a file that is no recording."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from functions.replay import arrange
+from localstack.samples import load_sample
+
+EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
+                        "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_replay_posts_in_order_with_drills(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    records = [{"attributes": {**EVENT["attributes"], "id": str(i), "seq": str(i)}, "data": {"n": i}}
+               for i in range(6)]
+    recording = write_jsonl(tmp_path / "in.jsonl", records)
+    result = cli("replay", str(recording), "--to", url)
+    assert result.returncode == 0 and "replayed 6 events" in result.stdout and "0 rejected" in result.stdout
+    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == list(range(6))
+    out.write_text("")
+    assert cli("replay", str(recording), "--to", url, "--duplicate", "--rate", "50").returncode == 0
+    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    shuffled = [r["data"]["n"] for r in arrange(records, shuffle_window=3, seed=7)]
+    assert sorted(shuffled[:3]) == [0, 1, 2] and sorted(shuffled[3:]) == [3, 4, 5] and shuffled != list(range(6))
+
+
+def test_replay_exits_non_zero_when_an_event_is_rejected(tmp_path: Path) -> None:
+    from localstack.serving import ServedFunction
+
+    bad = {"attributes": {**load_sample("trainjob-resource-add")["attributes"], "type": "x.unknown"}, "data": {}}
+    recording = write_jsonl(tmp_path / "in.jsonl", [load_sample("trainjob-resource-add"), bad])
+    with ServedFunction("phase") as phase:
+        result = cli("replay", str(recording), "--to", phase.url)
+    assert result.returncode == 1, result.stdout
+    assert "1x200, 1x400; 1 rejected" in result.stdout and "unknown event type" in result.stdout
+
+
+def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"attributes": {}}\nnot json\n')
+    result = cli("replay", str(path), "--to", "http://127.0.0.1:9/")
+    assert result.returncode == 2 and "bad.jsonl:2: not JSON" in result.stderr

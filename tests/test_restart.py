@@ -1,0 +1,121 @@
+"""`restart` (SPEC §6.3): the policy of `functions.rules.restart` (restart or fail, the failure's
+message and nodes) as truth tables, then the function over HTTP on the real API server, as its
+ServiceAccount: forged and stale failures, the Job's status when restarts run out, observe mode."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from functions.gateway import Gateway
+from functions.resources import TRAINJOBS
+from functions.rules.jobs import JobState, parse_job
+from functions.rules.restart import Failure, decide_restart, failed_message, failed_status
+from functions.transport import send
+from tests.support.helpers import NOW, job
+from tests.support.world import World, phase_record
+
+CKPT = {"pvcName": "p", "maxRestarts": 2}
+
+
+@pytest.mark.parametrize(("state", "evidence", "required", "restart", "why"), [
+    (job(checkpoint=CKPT), True, True, True, "restart 1/2"),
+    (job(checkpoint=CKPT, restart_count=1), True, True, True, "restart 2/2"),
+    (job(checkpoint=CKPT, restart_count=2), True, True, False, "restarts exhausted (2/2)"),
+    (job(checkpoint={"pvcName": "p"}), True, True, False, "restarts exhausted (0/0)"),
+    (job(), True, True, False, "no checkpoint configured"),
+    (job(checkpoint=CKPT), False, True, False, "no checkpoint evidence"),
+    (job(checkpoint=CKPT), None, False, True, "restart 1/2"),
+], ids=["first", "last", "exhausted", "max-default-0", "no-checkpoint", "no-evidence", "evidence-not-required"])
+def test_restart_policy(state: JobState, evidence: bool | None, required: bool, restart: bool, why: str) -> None:
+    decision = decide_restart(state, evidence, required)
+    assert decision.restart is restart and decision.why.startswith(why)
+
+
+@pytest.mark.parametrize(("failure", "message"), [
+    (Failure("tj", False, "exit 137"), "Workload TrainJob/tj failed: exit 137"),
+    (Failure("tj", False, ""), "Workload TrainJob/tj has failed"),
+    (Failure("tj", True, "whatever"), "Workload TrainJob/tj was deleted"),
+], ids=["message", "no-message", "deleted"])
+def test_failed_messages(failure: Failure, message: str) -> None:
+    assert failed_message(failure) == message
+
+
+def test_failed_nodes_merge_with_existing_entries() -> None:
+    state = parse_job({**job().raw, "status": {"failedNodes": [
+        {"name": "gpu-1", "reason": "HardwareFailed", "message": "xid"},
+        {"name": "gpu-2", "reason": "WorkloadFailed", "message": "old"}]}}, "nvcre.nvidia.com")
+    decided = failed_status(state, Failure("tj", False, "boom", ("gpu-2", "gpu-3")), NOW)
+    assert decided is not None
+    assert [(n["name"], n["reason"]) for n in decided[0]["failedNodes"]] == [
+        ("gpu-1", "HardwareFailed"), ("gpu-2", "WorkloadFailed"), ("gpu-3", "WorkloadFailed")]
+
+
+def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:
+    answer = send(functions()["restart"], phase_record(namespace, "never-was", "Failed"))
+    assert answer.status == 202, answer.text
+
+
+def test_stale_and_forged_failed_events_do_not_restart(functions: Callable[..., dict[str, str]],
+                                                       world: Callable[..., World], namespace: str) -> None:
+    urls = functions()
+    w = world(urls)
+    w.create_job()
+    w.checkpoint_evidence()
+    w.settle()
+    w.trainer("run")
+    w.settle()
+    # forged: says Failed, but the TrainJob is running on a fresh read
+    assert send(urls["restart"], phase_record(namespace, "llm", "Failed")).status == 202
+    # stale: an older attempt
+    assert send(urls["restart"], phase_record(namespace, "llm", "Failed", attempt=5)).status == 202
+    assert w.final() == ("InProgress", "WorkloadRunning", 0)
+    assert (w.trainjob() or {}).get("metadata", {}).get("deletionTimestamp") is None
+
+
+def test_failed_nodes_and_messages_when_restarts_run_out(world: Callable[..., World]) -> None:
+    w = world()
+    w.create_job(max_restarts=0)
+    w.checkpoint_evidence()
+    w.settle()
+    w.trainer("fail")
+    w.settle()
+    status = w.job()["status"]
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == ("Workload TrainJob/llm-workload failed: "
+                                 "jobset node-0 failed: exit code 137 (OOMKilled) on gpu-node-11")
+    assert [(n["name"], n["reason"]) for n in status["failedNodes"]] == [
+        ("gpu-node-07", "WorkloadFailed"), ("gpu-node-11", "WorkloadFailed")]
+    others = {c["type"]: c for c in status["conditions"] if c["type"] != "Failed"}
+    assert {k: (v["status"], v["reason"], v["message"]) for k, v in others.items()} == {
+        "InProgress": ("False", "NotApplicable", ""), "Succeeded": ("False", "NotApplicable", "")}
+    assert all(c["observedGeneration"] == w.job()["metadata"]["generation"] for c in status["conditions"])
+    changed = [trigger for trigger, type_ in w.replies() if type_ == "dev.crefn.job.condition.changed"]
+    assert changed[-1] == "crefn-restart-failures"
+
+
+def test_observe_mode_writes_nothing_and_still_emits(functions: Callable[..., dict[str, str]],
+                                                     world: Callable[..., World], gateway: Gateway,
+                                                     namespace: str) -> None:
+    w = world(functions(CREFN_MODE="observe"))
+    created = w.create_job()
+    w.checkpoint_evidence()
+    # CRE's own controller launched the workload
+    tj = gateway.create(TRAINJOBS, namespace, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "llm-workload", "labels": {"crefn.dev/attempt": "0"}, "ownerReferences": [{
+            "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm", "uid": created["metadata"]["uid"],
+            "controller": True}]},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}}})
+    gateway.patch(w.jobs, namespace, "llm", {"status": {"workloadRef": {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+        "namespace": namespace}}}, status=True)
+    before = w.job()["metadata"]["resourceVersion"]
+    w.settle()
+    w.trainer("fail")
+    w.settle()
+    assert w.job()["metadata"]["resourceVersion"] == before
+    assert (w.trainjob() or {})["metadata"]["uid"] == tj["metadata"]["uid"]
+    replies = {type_ for _, type_ in w.replies()}
+    assert {"dev.crefn.workload.phase", "dev.crefn.job.condition.changed", "dev.crefn.job.restarted"} <= replies
