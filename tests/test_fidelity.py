@@ -15,8 +15,8 @@ from functions.resources import TRAINJOBS
 from functions.transport import send
 from localstack.apiserver import LocalCluster
 from localstack.manifests import kubectl
-from tests.kube.lifecycle import JOBS, World, make_world
 from tests.support.webhook import DenyingWebhook
+from tests.support.world import JOBS, World, make_world
 
 GROUP_NODES = "nvcre.nvidia.com/group-nodes"
 
@@ -114,7 +114,7 @@ def test_a_refused_create_is_retried_with_a_warning_and_never_fails_the_job(
         assert not status.get("conditions") and gateway.get(TRAINJOBS, namespace, f"{job}-workload") is None
     finally:
         webhook.remove()
-    relay.bus, relay.received = world.bus, []
+    relay.attach(world)
     world.resync_url = urls["resync"]
     world.tick()  # the resync tick retries the create once the webhook is gone
     assert gateway.get(TRAINJOBS, namespace, f"{job}-workload") is not None
@@ -192,8 +192,8 @@ def test_restart_grace_is_twice_the_goodput_sample_interval(functions: Callable[
     for name in ("sampled", "unsampled"):
         world.trainer("fail", job=name)
     world.settle()
-    restarted = {e.record["attributes"]["job"]: e for e in world.bus.log
-                 if e.reply_type == "dev.crefn.job.restarted"}
+    restarted = {o.record["attributes"]["job"] for o in world.broker.outcomes
+                 if o.reply and o.reply["attributes"]["type"] == "dev.crefn.job.restarted"}
     assert set(restarted) == {"sampled", "unsampled"}
     now = datetime.now(UTC)
     ahead = {name: (datetime.fromisoformat(world.job(name)["metadata"]["annotations"]["crefn.dev/restart-not-before"]

@@ -11,7 +11,7 @@ import pytest
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.restart import Failure, decide_restart, failed_message, failed_status
+from functions.rules.restart import Failure, decide_restart, failed_message, failed_write, restart_grace
 from functions.transport import send
 from tests.support.helpers import NOW, job
 from tests.support.world import World, phase_record
@@ -42,14 +42,32 @@ def test_failed_messages(failure: Failure, message: str) -> None:
     assert failed_message(failure) == message
 
 
-def test_failed_nodes_merge_with_existing_entries() -> None:
-    state = parse_job({**job().raw, "status": {"failedNodes": [
-        {"name": "gpu-1", "reason": "HardwareFailed", "message": "xid"},
-        {"name": "gpu-2", "reason": "WorkloadFailed", "message": "old"}]}}, "nvcre.nvidia.com")
-    decided = failed_status(state, Failure("tj", False, "boom", ("gpu-2", "gpu-3")), NOW)
+def test_a_failure_attributes_the_jobs_nodes_only_once() -> None:
+    raw = job().raw
+    annotated = {**raw, "metadata": {**raw["metadata"], "annotations": {"nvcre.nvidia.com/group-nodes": "gpu-3,gpu-2"}}}
+    decided = failed_write(parse_job(annotated, "nvcre.nvidia.com"), Failure("tj", True, ""), NOW, "nvcre.nvidia.com",
+                           "restart")
     assert decided is not None
-    assert [(n["name"], n["reason"]) for n in decided[0]["failedNodes"]] == [
-        ("gpu-1", "HardwareFailed"), ("gpu-2", "WorkloadFailed"), ("gpu-3", "WorkloadFailed")]
+    write, new = decided
+    assert (new.type, new.reason, new.message) == ("Failed", "WorkloadFailed", "Workload TrainJob/tj was deleted")
+    deleted = "Workload TrainJob/tj was deleted"
+    assert write.status["failedNodes"] == [{"name": n, "reason": "WorkloadFailed", "message": deleted}
+                                           for n in ("gpu-2", "gpu-3")]
+    earlier = [{"name": "gpu-1", "reason": "HardwareFailureDetected", "message": "xid"}]
+    kept = parse_job({**annotated, "status": {"failedNodes": earlier}}, "nvcre.nvidia.com")
+    decided = failed_write(kept, Failure("tj", False, "boom"), NOW, "nvcre.nvidia.com", "restart")
+    assert decided is not None and "failedNodes" not in decided[0].status
+
+
+@pytest.mark.parametrize(("goodput", "setting", "seconds"), [
+    (None, 30, 30), ({"logProfileRef": "p", "sampleInterval": "45s"}, 30, 90),
+    ({"logProfileRef": "p", "sampleInterval": "1m30s"}, 0, 180), ({"logProfileRef": "p"}, 7, 7),
+    ({"logProfileRef": "p", "sampleInterval": "often"}, 30, 30),
+], ids=["no-goodput", "twice-the-interval", "go-duration", "no-interval", "unreadable-interval"])
+def test_restart_grace(goodput: dict[str, str] | None, setting: int, seconds: int) -> None:
+    raw = job().raw
+    spec = {**raw["spec"], **({"goodputMeasurement": goodput} if goodput else {})}
+    assert restart_grace(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:

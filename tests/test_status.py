@@ -32,11 +32,12 @@ def phase_data(phase: str, message: str = "") -> WorkloadPhaseData:
 ], ids=["pending-msg", "pending", "running", "succeeded-msg", "succeeded"])
 def test_status_conditions(phase: str, message: str, expected: tuple[str, str, str]) -> None:
     data = phase_data(phase, message)
-    decided = decide_status(job(workload_ref=True), data.phase, data.workload.name, data.message, NOW)
+    decided = decide_status(job(workload_ref=True), data.phase, data.workload.name, data.message, NOW,
+                            "nvcre.nvidia.com", "status")
     assert decided is not None
-    status, new = decided
+    write, new = decided
     assert (new.type, new.reason, new.message) == expected
-    assert ("workloadStartTime" in status) is (phase == "Running")
+    assert ("workloadStartTime" in write.status) is (phase == "Running")
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:

@@ -49,8 +49,11 @@ def test_the_rules_behind_the_goldens() -> None:
     assert {"name": "dshm", "mountPath": "/dev/shm"} in runtime_container(torch)["volumeMounts"]
     assert trainer(translate(CASES["torch-module"]).objects)["args"] == ["-m", "megatron.train", "--tp", "8"]
     mpi = translate(CASES["mpi-custom"]).objects
-    assert trainer(mpi)["command"] == ["/opt/hpcx/bin/mpirun"]
-    assert trainer(mpi)["args"] == ["-N", "8", "--bind-to", "none", "/usr/local/bin/all_reduce_perf", "-b", "8"]
+    assert trainer(mpi)["command"] == ["timeout", "3600", "/opt/hpcx/bin/mpirun"]
+    assert trainer(mpi)["args"] == ["--allow-run-as-root", "--mca", "plm_rsh_args",
+                                    "-o StrictHostKeyChecking=no -o ConnectionAttempts=10", "-x", "NCCL_DEBUG=INFO",
+                                    "-x", "NCCL_MNNVL_ENABLE=0", "-N", "8", "--bind-to", "none",
+                                    "/usr/local/bin/all_reduce_perf", "-b", "8"]
     mpi_runtime = next(o for o in mpi if o["kind"] == "TrainingRuntime")["spec"]
     assert mpi_runtime["mlPolicy"]["mpi"] == {"mpiImplementation": "OpenMPI", "numProcPerNode": 8,
                                               "sshAuthMountPath": "/root/.ssh"}
@@ -71,6 +74,23 @@ def test_the_rules_behind_the_goldens() -> None:
     every = translate(CASES["checkpoint"]).objects
     assert all(o["metadata"]["ownerReferences"][0]["kind"] == "WorkloadRun" for o in every)
     assert translate(CASES["checkpoint"]).job["metadata"]["labels"]["crefn.dev/managed"] == "true"
+    carried = translate(CASES["measurements-thresholds"]).job["spec"]
+    assert carried["thresholds"] == {"avgTFLOPsPerGPU": "value >= 400"}
+    assert carried["goodputMeasurement"]["sampleInterval"] == "30s"
+    assert carried["bandwidthMeasurement"]["testType"] == "all_reduce"
+    assert carried["nodeHealthMonitor"] == {"cel": {"expression": "node.spec.unschedulable == true"}}
+    gang = translate(CASES["gang-scheduler-metadata"]).objects
+    assert next(o for o in gang if o["kind"] == "Job")["spec"]["workloadMetadata"]["labels"] == {
+        "kueue.x-k8s.io/priority-class": "high", "kai.scheduler/queue": "team-a"}
+    gang_runtime = next(o for o in gang if o["kind"] == "TrainingRuntime")["spec"]["template"]["spec"]
+    assert gang_runtime["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["schedulerName"] == "kai-scheduler"
+    nics = translate(CASES["timeout-nics-init"])
+    assert nics.job["metadata"]["annotations"] == {"crefn.dev/timeout-per-job": "90m"}
+    assert runtime_container(nics.objects)["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/ib": "8"}
+    assert {e["name"]: e["value"] for e in trainer(nics.objects)["env"]}["NCCL_MNNVL_ENABLE"] == "1"
+    nic_runtime = next(o for o in nics.objects if o["kind"] == "TrainingRuntime")["spec"]["template"]["spec"]
+    nic_pod = nic_runtime["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert nic_pod["initContainers"] == [{"name": "warmup", "image": "busybox", "command": ["true"]}]
 
 
 def with_spec(**changes: Any) -> dict[str, Any]:
@@ -104,6 +124,17 @@ INVALID = [
     ("config-both", with_spec(config={"inline": {"a": "b"}, "configMapRef": {"name": "c"}}),
      "spec.config: set exactly one of inline or configMapRef"),
     ("config-ref-without-name", with_spec(config={"configMapRef": {}}), "spec.config.configMapRef.name is required"),
+    ("test-scale", with_spec(orchestration={"testScale": "intra-rack"}), "spec.orchestration.testScale: 'intra-rack'"),
+    ("repeat-count", with_spec(orchestration={"repeatCount": 2}), "spec.orchestration.repeatCount: 2 needs"),
+    ("max-concurrent", with_spec(orchestration={"maxConcurrent": 4}), "spec.orchestration.maxConcurrent: 4 needs"),
+    ("placement", with_spec(orchestration={"placement": "Pinned"}), "spec.orchestration.placement: 'Pinned'"),
+    ("target", with_spec(target={"nodeSelector": {"pool": "a"}}), "spec.target needs CRE's Workflow tier"),
+    ("overrides", with_spec(overrides=[{"patch": {}}]), "spec.overrides needs CRE's Workflow tier"),
+    ("timeout", with_spec(orchestration={"timeoutPerJob": "a day"}), "spec.orchestration.timeoutPerJob: 'a day'"),
+    ("nic-name-without-count", with_spec(nicResourceName="rdma/ib"), "spec.nicResourceName needs spec.mlnxPerNode"),
+    ("queue-conflict",
+     with_spec(gangScheduler={"queue": "a"}, workloadMetadata={"labels": {"kai.scheduler/queue": "b"}}),
+     "spec.workloadMetadata.labels['kai.scheduler/queue']: 'b' conflicts"),
 ]
 
 

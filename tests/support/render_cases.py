@@ -33,4 +33,12 @@ CASES: dict[str, dict[str, Any]] = {
                                volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "datasets"}}],
                                volumeMounts=[{"name": "data", "mountPath": "/data", "readOnly": True}],
                                imagePullSecrets=[{"name": "ngc"}]),
+    "measurements-thresholds": run(thresholds={"avgTFLOPsPerGPU": "value >= 400"},
+                                   goodputMeasurement={"logProfileRef": "megatron", "sampleInterval": "30s"},
+                                   bandwidthMeasurement={"logProfileRef": "nccl-tests", "testType": "all_reduce"}),
+    "gang-scheduler-metadata": run(gangScheduler={"schedulerName": "kai-scheduler", "queue": "team-a"},
+                                   workloadMetadata={"labels": {"kueue.x-k8s.io/priority-class": "high"}}),
+    "timeout-nics-init": run(orchestration={"timeoutPerJob": "90m", "testScale": "full-scale", "repeatCount": 1},
+                             mlnxPerNode=8, nicResourceName="rdma/ib", enableMNNVL=True,
+                             initContainers=[{"name": "warmup", "image": "busybox", "command": ["true"]}]),
 }

@@ -121,7 +121,7 @@ class World:
         """One action of the dev stack's Trainer on the Job's current TrainJob."""
         tj = self.trainjob(job)
         assert tj is not None, f"no TrainJob for {job} to {action}: {self.dump()}"
-        apply_action(self.gw, tj, action, self.group)
+        apply_action(self.gw, tj, action)
 
     def play(self, script: Script, job: str = "llm") -> list[tuple[int, str]]:
         """Run a Trainer script (attempt → actions): each action on the TrainJob of its attempt, once the
@@ -135,7 +135,7 @@ class World:
             attempt = int(tj["metadata"].get("labels", {}).get(ATTEMPT_LABEL, "0"))
             steps, index = script.get(attempt, []), progress.get(attempt, 0)
             assert index < len(steps), f"after {done}: attempt {attempt} has no action left: {self.dump()}"
-            apply_action(self.gw, tj, steps[index], self.group)
+            apply_action(self.gw, tj, steps[index])
             progress[attempt] = index + 1
             done.append((attempt, steps[index]))
         self.advance()
