@@ -6,8 +6,10 @@ API server going away (SPEC §4.3), the legacy CRE group and which Jobs it manag
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +22,9 @@ from functions.rules.launch import LaunchObserved, decide_launch
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apiserver import LocalCluster
-from tests.support.helpers import EARLIER, NOW, cond, job
-from tests.support.world import JOBS, World, phase_record
+from tests.support.helpers import EARLIER, NOW, annotate_nodes, cond, job, job_events
+from tests.support.webhook import DenyingWebhook
+from tests.support.world import JOBS, World, make_world, phase_record
 
 # -- the decision (functions.rules.launch) --------------------------------------------------------
 
@@ -257,3 +260,72 @@ def test_unlabelled_jobs_are_managed_only_with_manage_all(manage_all: bool, func
         assert "crefn.dev/managed" not in (w.trainjob() or {})["metadata"]["labels"]
     else:
         assert {d.status for d in w.answers("launch")} == {202}
+
+
+def test_a_refused_create_is_retried_with_a_warning_and_never_fails_the_job(
+        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str, relay: Any,
+        tmp_path: Path) -> None:
+    urls = functions()
+    world = make_world(gateway, namespace, urls, poll=False)
+    job = f"refused-{uuid.uuid4().hex[:6]}"
+    world.create_job(name=job)
+    webhook = DenyingWebhook(gateway, tmp_path, f"deny-{job}", object_selector={
+        "matchLabels": {"nvcre.nvidia.com/job": job}}, message="TrainingRuntime torch-distributed is not ready",
+        rules=[{"operations": ["CREATE"], "apiGroups": ["trainer.kubeflow.org"], "apiVersions": ["v1alpha1"],
+                "resources": ["trainjobs"]}])
+    try:
+        record = world.job_record(job)
+        for _ in range(2):  # Knative's retries: the same answer, one Event
+            answer = send(urls["launch"], record)
+            assert answer.status == 503, answer.text
+            assert f"Failed to create TrainJob/{job}-workload:" in answer.text
+            assert "TrainingRuntime torch-distributed is not ready" in answer.text
+        assert len(webhook.reviews) == 2
+        events = job_events(gateway, namespace, job)
+        assert [(e["type"], e["reason"]) for e in events] == [("Warning", "WorkloadCreationError")]
+        assert events[0]["message"].startswith(f"Failed to create TrainJob/{job}-workload: ")
+        status = world.job(job).get("status") or {}
+        assert not status.get("conditions") and gateway.get(TRAINJOBS, namespace, f"{job}-workload") is None
+    finally:
+        webhook.remove()
+    relay.attach(world)
+    world.resync_url = urls["resync"]
+    world.tick()  # the resync tick retries the create once the webhook is gone
+    assert gateway.get(TRAINJOBS, namespace, f"{job}-workload") is not None
+    assert world.final(job)[0] == "InProgress"
+    assert [e["reason"] for e in job_events(gateway, namespace, job)] == ["WorkloadCreationError", "WorkloadCreated"]
+
+
+def test_a_foreign_object_fails_the_job_with_its_event(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                                       namespace: str) -> None:
+    urls = functions()
+    world = make_world(gateway, namespace, urls, poll=False)
+    world.create_job()
+    annotate_nodes(gateway, namespace, "gpu-node-01")
+    gateway.create(TRAINJOBS, namespace, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                          "metadata": {"name": "llm-workload"}, "spec": {"runtimeRef": {"name": "x"}}})
+    answer = send(urls["launch"], world.job_record())
+    assert answer.status == 200 and answer.ce["jobcondition"] == "Failed"
+    assert world.final()[:2] == ("Failed", "WorkloadCreationError")
+    assert world.job()["status"]["failedNodes"] == [{  # the CRD's reasons: a creation error is a failed workload
+        "name": "gpu-node-01", "reason": "WorkloadFailed",
+        "message": "TrainJob llm-workload already exists and is not owned by Job llm"}]
+    assert [(e["type"], e["reason"]) for e in job_events(gateway, namespace)] == [
+        ("Warning", "WorkloadCreationError")]
+
+
+def test_workload_metadata_labels_reach_the_trainjob(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                                    namespace: str) -> None:
+    """The refreshed Job CRD has spec.workloadMetadata: the labels are stored and carried, not pruned."""
+    urls = functions()
+    world = make_world(gateway, namespace, urls, poll=False)
+    job = world.create_job()
+    gateway.delete(JOBS, namespace, "llm")
+    spec = {**job["spec"], "workloadMetadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-a"}}}
+    gateway.create(JOBS, namespace, {"apiVersion": job["apiVersion"], "kind": "Job",
+                                     "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+                                     "spec": spec})
+    assert world.job()["spec"]["workloadMetadata"] == {"labels": {"kueue.x-k8s.io/queue-name": "team-a"}}
+    assert send(urls["launch"], world.job_record()).status == 200
+    trainjob = gateway.get(TRAINJOBS, namespace, "llm-workload") or {}
+    assert trainjob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"

@@ -4,6 +4,7 @@ rendered base applies (server-side dry run) to an API server with the Knative CR
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -12,15 +13,27 @@ import pytest
 
 from functions.errors import PermanentError
 from functions.gateway import Gateway
-from functions.resources import CONFIGMAPS, CRDS, NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
+from functions.resources import CONFIGMAPS, CRDS, EVENTS, NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from localstack.apiserver import LocalCluster
 from localstack.manifests import kubectl, render, service_account_user
+from tests.support.helpers import missing
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "x"},
             "spec": {"runtimeRef": {"name": "t"}}}
 
 Call = Callable[[Gateway, str], Any]
+
+
+def create_event(gw: Gateway, ns: str) -> Any:
+    import uuid
+
+    return gw.create(EVENTS, ns, {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": f"llm.{uuid.uuid4().hex[:8]}"},
+        "eventTime": "2026-11-30T12:00:00.000000Z", "reportingController": "crefn.dev/controller",
+        "reportingInstance": "crefn-test", "action": "WorkloadCreated", "reason": "WorkloadCreated", "type": "Normal",
+        "note": "n", "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                                   "namespace": ns}})
 REFUSED: list[tuple[str, str, Call]] = [
     ("phase", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
     ("phase", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
@@ -35,7 +48,9 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("alert", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
     ("workloadrun", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
 ]
+REFUSED += [(f, "create events", create_event) for f in ("phase", "alert", "workloadrun", "apiserversource")]
 ALLOWED: list[tuple[str, str, Call]] = [
+    *((f, "create events", create_event) for f in ("launch", "status", "restart", "resync")),
     ("phase", "get trainjobs", lambda gw, ns: gw.get(TRAINJOBS, ns, "x")),
     ("status", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
@@ -70,23 +85,9 @@ def test_allowed(function: str, what: str, call: Call, cluster: LocalCluster, na
         identity.close()
 
 
-def knative_crd(group: str, kind: str, plural: str) -> dict[str, Any]:
-    """A minimal CRD for a Knative kind: served, structural, everything under spec/status preserved."""
-    open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                                       "spec": open_object, "status": open_object}}}}]}}
-
-
-KNATIVE_KINDS = [("serving.knative.dev", "Service", "services"), ("eventing.knative.dev", "Broker", "brokers"),
-                 ("eventing.knative.dev", "Trigger", "triggers"),
-                 ("sources.knative.dev", "ApiServerSource", "apiserversources"),
-                 ("sources.knative.dev", "PingSource", "pingsources"),
-                 ("sources.knative.dev", "SinkBinding", "sinkbindings")]
+KNATIVE_CRDS = ("services.serving.knative.dev", "brokers.eventing.knative.dev", "triggers.eventing.knative.dev",
+                "apiserversources.sources.knative.dev", "pingsources.sources.knative.dev",
+                "sinkbindings.sources.knative.dev")
 
 
 def test_base_applies_with_server_side_dry_run(cluster: LocalCluster, gateway: Gateway, tmp_path: Any) -> None:
@@ -94,16 +95,18 @@ def test_base_applies_with_server_side_dry_run(cluster: LocalCluster, gateway: G
 
     import yaml
 
-    for group, kind, plural in KNATIVE_KINDS:
-        if gateway.get(CRDS, None, f"{plural}.{group}") is None:
-            gateway.create(CRDS, None, knative_crd(group, kind, plural))
+    for name in KNATIVE_CRDS:  # the real Knative CRDs the suite's API server loaded, full schemas
+        crd = gateway.get(CRDS, None, name) or {}
+        schema = next(v for v in crd["spec"]["versions"] if v.get("storage"))["schema"]["openAPIV3Schema"]
+        assert schema["properties"]["spec"].get("properties"), name
     docs = render("base")
     if gateway.get(NAMESPACES, None, "crefn-system") is None:  # a dry run creates no namespace to put things in
         gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace",
                                           "metadata": {"name": "crefn-system"}})
     rendered = tmp_path / "base.yaml"
     rendered.write_text(yaml.safe_dump_all(docs))
-    argv = [kubectl(), "--kubeconfig", str(cluster.kubeconfig), "apply", "--dry-run=server", "-f", str(rendered)]
+    argv = [kubectl(), "--kubeconfig", str(cluster.kubeconfig), "apply", "--dry-run=server", "-o", "json", "-f",
+            str(rendered)]
     deadline = time.monotonic() + 30
     while True:  # the new CRDs take a moment to be served
         result = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -111,5 +114,10 @@ def test_base_applies_with_server_side_dry_run(cluster: LocalCluster, gateway: G
             break
         time.sleep(0.5)
     assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == len(docs) and all("(server dry run)" in line for line in lines)
+    answered = json.loads(result.stdout)
+    answers = answered["items"] if answered.get("kind") == "List" else [answered]
+    assert len(answers) == len(docs)
+    by_key = {(a["kind"], a["metadata"]["name"]): a for a in answers}
+    for doc in docs:  # 1.20 drops unknown fields silently: each answer must hold all that was sent
+        got = by_key[(doc["kind"], doc["metadata"]["name"])]
+        assert missing(doc, got) == [], (doc["kind"], doc["metadata"]["name"], missing(doc, got))

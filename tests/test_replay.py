@@ -57,3 +57,31 @@ def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
     path.write_text('{"attributes": {}}\nnot json\n')
     result = cli("replay", str(path), "--to", "http://127.0.0.1:9/")
     assert result.returncode == 2 and "bad.jsonl:2: not JSON" in result.stderr
+
+
+def test_replay_keeps_recorded_ids_unless_told(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    records = [{"attributes": {**EVENT["attributes"], "id": f"rec-{i}"}, "data": {"n": i}} for i in range(2)]
+    recording = write_jsonl(tmp_path / "in.jsonl", records)
+    assert cli("replay", str(recording), "--to", url, "--duplicate").returncode == 0
+    ids = [json.loads(x)["attributes"]["id"] for x in out.read_text().splitlines()]
+    assert ids == ["rec-0", "rec-0", "rec-1", "rec-1"]  # a --duplicate drill looks like a Knative redelivery
+    out.write_text("")
+    assert cli("replay", str(recording), "--to", url, "--fresh-ids").returncode == 0
+    fresh = [json.loads(x)["attributes"]["id"] for x in out.read_text().splitlines()]
+    assert len(fresh) == 2 and not set(fresh) & {"rec-0", "rec-1"} and len(set(fresh)) == 2
+
+
+def test_replay_reads_the_cloudevents_json_format(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    lines = [{"specversion": "1.0", "id": "ce-1", "source": "/s", "type": "t.json",
+              "datacontenttype": "application/json", "job": "a", "data": {"n": 1}},
+             {"specversion": "1.0", "id": "ce-2", "source": "/s", "type": "t.binary",
+              "datacontenttype": "application/json", "data_base64": "eyJuIjogMn0="}]
+    recording = write_jsonl(tmp_path / "in.jsonl", lines)
+    result = cli("replay", str(recording), "--to", url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(r["attributes"]["id"], r["attributes"]["type"], r["data"]) for r in got] == [
+        ("ce-1", "t.json", {"n": 1}), ("ce-2", "t.binary", {"n": 2})]
+    assert got[0]["attributes"]["job"] == "a"

@@ -5,6 +5,8 @@ ServiceAccount: forged and stale failures, the Job's status when restarts run ou
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,7 @@ from functions.rules.jobs import JobState, parse_job
 from functions.rules.restart import Failure, decide_restart, failed_message, failed_write, restart_grace
 from functions.transport import send
 from tests.support.helpers import NOW, job
-from tests.support.world import World, phase_record
+from tests.support.world import JOBS, World, make_world, phase_record
 
 CKPT = {"pvcName": "p", "maxRestarts": 2}
 
@@ -94,7 +96,7 @@ def test_stale_and_forged_failed_events_do_not_restart(functions: Callable[..., 
 
 def test_failed_nodes_and_messages_when_restarts_run_out(world: Callable[..., World]) -> None:
     w = world()
-    w.create_job(max_restarts=0)
+    w.create_job(max_restarts=0, nodes="gpu-node-11,gpu-node-07")
     w.checkpoint_evidence()
     w.settle()
     w.trainer("fail")
@@ -137,3 +139,33 @@ def test_observe_mode_writes_nothing_and_still_emits(functions: Callable[..., di
     assert (w.trainjob() or {})["metadata"]["uid"] == tj["metadata"]["uid"]
     replies = {type_ for _, type_ in w.replies()}
     assert {"dev.crefn.workload.phase", "dev.crefn.job.condition.changed", "dev.crefn.job.restarted"} <= replies
+
+
+def test_restart_grace_is_twice_the_goodput_sample_interval(functions: Callable[..., dict[str, str]],
+                                                           gateway: Gateway, namespace: str) -> None:
+    urls = functions(CREFN_RESTART_GRACE_SECONDS="0")
+    world = make_world(gateway, namespace, urls)
+    for name, interval in (("sampled", "45s"), ("unsampled", None)):
+        body: dict[str, Any] = {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+            "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}},
+                     "checkpoint": {"pvcName": "p", "maxRestarts": 1}}}
+        if interval:
+            body["spec"]["goodputMeasurement"] = {"logProfileRef": "default", "sampleInterval": interval}
+        gateway.create(JOBS, namespace, body)
+        world.checkpoint_evidence(job=name)
+    world.settle()
+    for name in ("sampled", "unsampled"):
+        world.trainer("fail", job=name)
+    world.settle()
+    restarted = {o.record["attributes"]["job"] for o in world.broker.outcomes
+                 if o.reply and o.reply["attributes"]["type"] == "dev.crefn.job.restarted"}
+    assert set(restarted) == {"sampled", "unsampled"}
+    now = datetime.now(UTC)
+    ahead = {name: (datetime.fromisoformat(world.job(name)["metadata"]["annotations"]["crefn.dev/restart-not-before"]
+                                           .replace("Z", "+00:00")) - now).total_seconds()
+             for name in ("sampled", "unsampled")}
+    assert 45 < ahead["sampled"] <= 91 and ahead["unsampled"] <= 1, ahead
+    assert world.job("sampled")["status"]["restartCount"] == 1
+    assert gateway.get(TRAINJOBS, namespace, "sampled-workload") is None  # still within its 90 s grace

@@ -5,7 +5,7 @@ stack's Trainer actions. Each scenario runs four ways: every event delivered onc
 ApiServerSource at all, only PingSource ticks to `resync`).
 
 A scenario file:
-  job:      {maxRestarts: N, suspend: bool}  (no maxRestarts: the Job has no spec.checkpoint)
+  job:      {maxRestarts: N, suspend: bool, nodes: "a,b"}  (no maxRestarts: no spec.checkpoint)
   evidence: whether a GoodputMeasurement shows a checkpoint
   inject:   events posted into the Broker right after the Job is created ({attributes, data})
   before:   {condition, reason} of the Job once launched, before the Trainer acts
@@ -38,7 +38,7 @@ EXPECT = {"condition", "reason", "restartCount", "trainjobs", "deadLetters"}
 def load(path: Path) -> dict[str, Any]:
     sc = yaml.safe_load(path.read_text())
     assert set(sc) <= KEYS and {"job", "evidence", "trainer", "expect"} <= set(sc), sorted(sc)
-    assert set(sc["job"]) <= {"maxRestarts", "suspend"}, sc["job"]
+    assert set(sc["job"]) <= {"maxRestarts", "suspend", "nodes"}, sc["job"]
     assert EXPECT <= set(sc["expect"]) <= EXPECT | {"failedNodes"}, sc["expect"]
     assert all(isinstance(a, int) and set(steps) <= set(ACTIONS) for a, steps in sc["trainer"].items()), sc["trainer"]
     return sc
@@ -64,7 +64,8 @@ def injected(record: dict[str, Any], namespace: str) -> dict[str, Any]:
 def test_scenario(path: Path, mode: str, world: Callable[..., World], namespace: str) -> None:
     sc = load(path)
     w = world(**MODES[mode])
-    w.create_job(max_restarts=sc["job"].get("maxRestarts"), suspend=sc["job"].get("suspend", False))
+    w.create_job(max_restarts=sc["job"].get("maxRestarts"), suspend=sc["job"].get("suspend", False),
+                 nodes=sc["job"].get("nodes", ""))
     if sc["evidence"]:
         w.checkpoint_evidence()
     bad = [injected(record, namespace) for record in sc.get("inject") or []]

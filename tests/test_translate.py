@@ -165,3 +165,28 @@ def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
     result = cre_fn("render", str(path))
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip() == "cre-fn render: wr: spec.framework.torch: set exactly one of script or module"
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_cre_fn_render_check_passes_the_samples(sample: Path) -> None:
+    result = cre_fn("render", "--check", str(sample))
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
+
+
+def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path) -> None:
+    run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
+                    workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(run))
+    result = cre_fn("render", "--check", str(path))
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "wr: spec.gpusPerNode: 'eight' is not of type 'integer'",
+        "wr: spec.numNodes: 0 is less than the minimum of 1",
+        "wr: spec.framework.torch: Invalid value: script and module are mutually exclusive",
+        "wr: spec.workloadMetadata.labels: Invalid value: labels must not set the controller-owned keys "
+        "app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
+        "wr: refused by the translator: spec.numNodes must be an integer of at least 1",
+        "cre-fn render --check: 1 WorkloadRuns, 5 problems"]

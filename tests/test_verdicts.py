@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.verdicts import condition_write, failed_nodes, group_nodes
+from tests.support.helpers import annotate_nodes
+from tests.support.world import JOBS, make_world
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 GROUP = "nvcre.nvidia.com"
@@ -69,3 +73,27 @@ def test_condition_write_without_a_flip_records_no_event_and_nothing_is_none() -
     extra_only = condition_write(state, condition("InProgress", "WorkloadRunning", "m"), NOW, GROUP, "status",
                                  {"workloadStartTime": "2026-11-30T12:00:00Z"})
     assert extra_only is not None and extra_only.status == {"workloadStartTime": "2026-11-30T12:00:00Z"}
+
+
+def test_first_attribution_wins_and_a_deleted_workload_attributes_nodes(functions: Callable[..., dict[str, str]],
+                                                                       gateway: Gateway, namespace: str) -> None:
+    world = make_world(gateway, namespace, functions())
+    world.create_job(max_restarts=None)
+    annotate_nodes(gateway, namespace, "gpu-node-03")
+    world.settle()
+    world.trainer("delete")
+    world.settle()
+    status = world.job()["status"]
+    assert world.final() == ("Failed", "WorkloadFailed", 0)
+    assert status["failedNodes"] == [{"name": "gpu-node-03", "reason": "WorkloadFailed",
+                                      "message": "Workload TrainJob/llm-workload was deleted"}]
+
+    world.create_job(name="hw", max_restarts=None)
+    annotate_nodes(gateway, namespace, "gpu-node-03,gpu-node-04", job="hw")
+    world.settle()
+    earlier = [{"name": "gpu-node-09", "reason": "HardwareFailureDetected", "message": "xid 79"}]
+    gateway.patch(JOBS, namespace, "hw", {"status": {"failedNodes": earlier}}, status=True)
+    world.trainer("fail", job="hw")
+    world.settle()
+    assert world.final("hw")[:2] == ("Failed", "WorkloadFailed")
+    assert world.job("hw")["status"]["failedNodes"] == earlier

@@ -18,6 +18,7 @@ from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, 
 from functions.rules.translate import translate
 from localstack.demo import final_state
 from localstack.trainer import TrainerSimulator, wait_until
+from tests.support.helpers import missing
 from tests.support.render_cases import CASES
 from tests.support.world import event_plane
 
@@ -26,20 +27,6 @@ JOBS = cre_jobs("nvcre.nvidia.com")
 SAMPLES = sorted((Path(__file__).parents[1] / "events" / "samples" / "workloadruns").glob("*.yaml"))
 RESOURCES = {"ConfigMap": CONFIGMAPS, "PersistentVolumeClaim": PVCS, "TrainingRuntime": TRAINING_RUNTIMES,
              "Job": JOBS}
-
-
-def missing(sent: Any, stored: Any, path: str = "") -> list[str]:
-    """Where `stored` lacks or changed what was `sent` (server-added fields are fine)."""
-    if isinstance(sent, dict):
-        if not isinstance(stored, dict):
-            return [path or "/"]
-        return [p for k, v in sent.items() for p in (missing(v, stored[k], f"{path}.{k}") if k in stored
-                                                    else [f"{path}.{k}"])]
-    if isinstance(sent, list):
-        if not isinstance(stored, list) or len(stored) != len(sent):
-            return [path]
-        return [p for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for p in missing(a, b, f"{path}[{i}]")]
-    return [] if sent == stored else [f"{path}: {sent!r} became {stored!r}"]
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -105,8 +92,8 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
         finally:
             trainer.stop()
     conditions = run_conditions(gateway, namespace)
-    job_state = final_state(gateway.get(JOBS, namespace, "wr") or {})
-    assert conditions[expect] == ("True", job_state[1])
+    assert final_state(gateway.get(JOBS, namespace, "wr") or {})[0] == expect
+    assert conditions[expect] == ("True", {"Succeeded": "WorkflowSucceeded", "Failed": "WorkflowFailed"}[expect])
     assert {k: v for k, v in conditions.items() if k != expect} == {
         t: ("False", "Superseded") for t in {"InProgress", "Succeeded", "Failed"} - {expect}}
     assert broker.dead == []
@@ -167,3 +154,101 @@ def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[.
 def test_resource_helper_covers_every_generated_kind() -> None:
     assert set(RESOURCES) == {o["kind"] for o in translate(CASES["checkpoint"]).objects} | {"ConfigMap"}
     assert all(isinstance(r, Resource) for r in RESOURCES.values())
+
+
+def run_condition(gateway: Gateway, namespace: str, type_: str) -> tuple[str, str, str]:
+    obj = gateway.get(RUNS, namespace, "wr") or {}
+    cond = next(c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_)
+    return cond["status"], cond["reason"], cond.get("message", "")
+
+
+def test_a_deleted_job_is_a_verdict_never_a_trigger(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                                    namespace: str) -> None:
+    """CRE marks the run WorkflowDeleted; the project never creates the Job again, whatever arrives."""
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created")
+    job = gateway.get(JOBS, namespace, "wr") or {}
+    gateway.delete(JOBS, namespace, "wr")
+    relisted = apiserver_record("update", gateway.get(RUNS, namespace, "wr") or {}, RUNS, gateway.host)
+    assert send(urls["workloadrun"], relisted).status == 202  # an ApiServerSource re-list after a restart
+    assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowDeleted", "Workflow was deleted")
+    for _ in range(2):
+        assert send(urls["workloadrun"], relisted).status == 202
+    assert gateway.get(JOBS, namespace, "wr") is None
+    # the Job's own delete event says the same, and changes nothing more
+    assert send(urls["workloadrun"], apiserver_record("delete", job, JOBS, gateway.host)).status == 202
+    assert run_condition(gateway, namespace, "Failed")[1] == "WorkflowDeleted"
+
+
+def test_a_job_delete_event_fails_its_run(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                          namespace: str) -> None:
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    job = gateway.get(JOBS, namespace, "wr") or {}
+    gateway.delete(JOBS, namespace, "wr")
+    assert send(urls["workloadrun"], apiserver_record("delete", job, JOBS, gateway.host)).status == 202
+    assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowDeleted", "Workflow was deleted")
+
+
+@pytest.mark.parametrize(("job_conditions", "expected"), [
+    ([("InProgress", "True", "WorkloadRunning", "Workload TrainJob/wr-workload is running")],
+     ("InProgress", "WorkflowCreated", "Workflow wr created; Job wr: WorkloadRunning: "
+                                       "Workload TrainJob/wr-workload is running")),
+    ([("Succeeded", "True", "WorkloadCompleted", "done"),
+      ("ValidationFailed", "True", "ThresholdViolation", 'Threshold "k" violated: measured 5.0000')],
+     ("Failed", "WorkflowValidationFailed", 'Threshold "k" violated: measured 5.0000')),
+    ([("InProgress", "True", "WorkloadRunning", ""), ("Failed", "True", "JobTimedOut", "Job exceeded timeoutPerJob")],
+     ("Failed", "WorkflowFailed", "Job wr failed: JobTimedOut: Job exceeded timeoutPerJob")),
+], ids=["running-progress", "validation-failed-mirrored", "dual-true-job-reads-failed"])
+def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str, str]],
+                                       expected: tuple[str, str, str], functions: Callable[..., dict[str, str]],
+                                       gateway: Gateway, namespace: str) -> None:
+    from events.emitted import ConditionSummary, JobConditionChangedData, JobRef
+    from events.envelope import to_outbound
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    stamp = "2026-11-30T10:00:00Z"
+    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [
+        {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": stamp}
+        for t, s, r, m in job_conditions]}}, status=True)
+    data = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace),
+                                   new=ConditionSummary(type=job_conditions[-1][0], reason=job_conditions[-1][2]))
+    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", data, None, jobcondition="x")
+    assert send(urls["workloadrun"], event).status == 202
+    status, reason, message = run_condition(gateway, namespace, expected[0])
+    assert (expected[0], reason, message) == expected and status == "True"
+
+
+def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callable[..., dict[str, str]],
+                                                               gateway: Gateway, namespace: str,
+                                                               tmp_path: Path) -> None:
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
+    from tests.support.webhook import DenyingWebhook
+
+    webhook = DenyingWebhook(gateway, tmp_path, "deny-generated-jobs", object_selector={
+        "matchLabels": {"app.kubernetes.io/managed-by": "cre-functions"}}, message="jobs are frozen in this namespace",
+        rules=[{"operations": ["CREATE"], "apiGroups": ["nvcre.nvidia.com"], "apiVersions": ["v1alpha1"],
+                "resources": ["jobs"]}])
+    try:
+        run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+        assert send(functions()["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    finally:
+        webhook.remove()
+    status, reason, message = run_condition(gateway, namespace, "Failed")
+    assert (status, reason) == ("True", "BuildFailed")
+    assert message.startswith("Job wr was refused: ") and "jobs are frozen in this namespace" in message
+    assert gateway.get(JOBS, namespace, "wr") is None

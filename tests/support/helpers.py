@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from functions.gateway import Gateway
+from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from localstack.apiserver import free_port
 
@@ -97,3 +99,30 @@ def job(conditions: list[dict[str, Any]] | None = None, generation: int = 1, che
                       "metadata": {"name": "llm", "namespace": "ns", "uid": "job-uid", "generation": generation,
                                    "labels": {"crefn.dev/managed": "true"}, "annotations": annotations or {}},
                       "spec": spec, "status": status}, "nvcre.nvidia.com")
+
+
+def missing(sent: Any, stored: Any, path: str = "") -> list[str]:
+    """Where `stored` lacks or changed what was `sent` (server-added fields are fine)."""
+    if isinstance(sent, dict):
+        if not isinstance(stored, dict):
+            return [path or "/"]
+        return [p for k, v in sent.items() for p in (missing(v, stored[k], f"{path}.{k}") if k in stored
+                                                    else [f"{path}.{k}"])]
+    if isinstance(sent, list):
+        if not isinstance(stored, list) or len(stored) != len(sent):
+            return [path]
+        return [p for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for p in missing(a, b, f"{path}[{i}]")]
+    return [] if sent == stored else [f"{path}: {sent!r} became {stored!r}"]
+
+
+def job_events(gateway: Gateway, namespace: str, job: str = "llm") -> list[dict[str, Any]]:
+    """The Events regarding a Job, oldest first (the core view `kubectl describe` reads)."""
+    items = gateway.request("GET", f"/api/v1/namespaces/{namespace}/events",
+                            query=[("fieldSelector", f"involvedObject.name={job}")])["items"]
+    return sorted(items, key=lambda e: e.get("eventTime") or e["metadata"]["creationTimestamp"])
+
+
+def annotate_nodes(gateway: Gateway, namespace: str, nodes: str, job: str = "llm") -> None:
+    """The group-nodes annotation CRE's Workflow sets on the Jobs it creates."""
+    gateway.patch(cre_jobs("nvcre.nvidia.com"), namespace, job,
+                  {"metadata": {"annotations": {"nvcre.nvidia.com/group-nodes": nodes}}})

@@ -87,8 +87,9 @@ class World:
     # -- the user -----------------------------------------------------------------------------
 
     def create_job(self, name: str = "llm", max_restarts: int | None = 2, suspend: bool = False,
-                   managed: bool = True) -> dict[str, Any]:
-        """A Job with a TrainJob workload; `max_restarts=None`: no spec.checkpoint at all."""
+                   managed: bool = True, nodes: str = "") -> dict[str, Any]:
+        """A Job with a TrainJob workload; `max_restarts=None`: no spec.checkpoint at all; `nodes`: the
+        group-nodes annotation CRE's Workflow sets on the Jobs it creates."""
         trainjob: dict[str, Any] = {"runtimeRef": {"name": "torch-distributed"},
                                     "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 2}}
         if suspend:
@@ -97,8 +98,10 @@ class World:
         if max_restarts is not None:
             spec["checkpoint"] = {"pvcName": f"{name}-ckpt", "maxRestarts": max_restarts}
         labels = {"crefn.dev/managed": "true"} if managed else {}
+        annotations = {f"{self.group}/group-nodes": nodes} if nodes else {}
         return self.gw.create(self.jobs, self.ns, {"apiVersion": f"{self.group}/v1alpha1", "kind": "Job",
-                                                   "metadata": {"name": name, "labels": labels}, "spec": spec})
+                                                   "metadata": {"name": name, "labels": labels,
+                                                                "annotations": annotations}, "spec": spec})
 
     def checkpoint_evidence(self, job: str = "llm", step: int = 1200) -> None:
         goodput = cre_goodput(self.group)
