@@ -55,6 +55,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("status", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
+    ("resync", "list trainjobs in all namespaces", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("apiserversource", "list trainjobs", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("alert", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("workloadrun", "create configmaps", lambda gw, ns: gw.create(CONFIGMAPS, ns, {

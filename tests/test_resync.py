@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from functions.context import Context
 from functions.gateway import Gateway
-from functions.transport import send
+from functions.settings import Settings
+from functions.transport import send, to_envelope
+from localstack.apiserver import LocalCluster
 from tests.support.world import JOBS, Relay, World, phase_record, ping
 
 
@@ -46,3 +50,74 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
     record = phase_record(namespace, "llm", "Running")
     answer = send(functions()["resync"], {"attributes": record["attributes"], "data": {}})
     assert answer.status == 400
+
+
+class CountingGateway(Gateway):
+    """The real gateway, counting the requests it makes (method, path)."""
+
+    def __init__(self, inner: Gateway) -> None:
+        super().__init__(inner._api, 10.0)  # the same authenticated client
+        self.calls: list[tuple[str, str]] = []
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
+                content_type: str = "application/json") -> dict[str, Any]:
+        self.calls.append((method, path))
+        return super().request(method, path, body=body, query=query, content_type=content_type)
+
+
+def in_step_job(gateway: Gateway, namespace: str, name: str) -> None:
+    """A Job whose status already shows its running TrainJob, as the event path leaves it."""
+    from functions.resources import TRAINJOBS
+
+    job = gateway.create(JOBS, namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}})
+    gateway.create(TRAINJOBS, namespace, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": f"{name}-workload", "labels": {
+            "app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": name,
+            "crefn.dev/attempt": "0", "crefn.dev/managed": "true"},
+            "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": name,
+                                 "uid": job["metadata"]["uid"], "controller": True}]},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}}})
+    stamp = "2026-11-30T10:00:00Z"
+    gateway.patch(JOBS, namespace, name, {"status": {
+        "workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": f"{name}-workload",
+                        "namespace": namespace},
+        "workloadStartTime": stamp,
+        "conditions": [
+            {"type": "InProgress", "status": "True", "reason": "WorkloadRunning",
+             "message": f"Workload TrainJob/{name}-workload is running", "lastTransitionTime": stamp},
+            {"type": "Succeeded", "status": "False", "reason": "NotApplicable", "message": "",
+             "lastTransitionTime": stamp},
+            {"type": "Failed", "status": "False", "reason": "NotApplicable", "message": "",
+             "lastTransitionTime": stamp}]}}, status=True)
+
+
+def test_a_tick_lists_and_sends_only_where_jobs_drift(cluster: LocalCluster, gateway: Gateway,
+                                                      namespace: str) -> None:
+    from functions.handlers import resync
+    from functions.resources import TRAINJOBS
+    from tests.support.helpers import Receiver
+
+    for i in range(12):
+        in_step_job(gateway, namespace, f"job-{i}")
+    sink = Receiver(default=202)
+    counting = CountingGateway(cluster.gateway())
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=counting)
+    try:
+        envelope = to_envelope(ping())
+        outcome = resync.handle(envelope, ctx)
+        ours = [b for b in sink.bodies if b["job"]["namespace"] == namespace]
+        assert ours == [] and "jobs" in outcome.reason  # in step: nothing to send
+        assert [c for c in counting.calls if namespace in c[1]] == []  # no GET per Job: two cluster-wide LISTs
+        assert counting.calls[:2] == [("GET", JOBS.path()), ("GET", TRAINJOBS.path())]
+
+        gateway.delete(TRAINJOBS, namespace, "job-3-workload")  # drift: the TrainJob is gone
+        resync.handle(envelope, ctx)
+        ours = [b for b in sink.bodies if b["job"]["namespace"] == namespace]
+        assert [(b["job"]["name"], b["phase"], b["reason"]) for b in ours] == [("job-3", "Failed", "WorkloadDeleted")]
+    finally:
+        sink.close()
+        counting.close()

@@ -50,3 +50,40 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
     record["data"]["phase"] = "Exploded"
     answer = send(functions()["status"], record)
     assert answer.status == 400 and "invalid dev.crefn.workload.phase data: phase" in answer.text
+
+
+def in_step_case(phase: str, conditions: list[tuple[str, str, str]], started: bool = True, attempt: int = 0,
+                 message: str = "") -> bool:
+    from events.emitted import WorkloadRef
+    from events.types import Phase
+    from functions.rules.adapter import PhaseResult
+    from functions.rules.jobs import parse_job
+    from functions.rules.status import in_step
+
+    state = job(workload_ref=True)
+    raw = {**state.raw, "status": {**state.raw["status"], "conditions": [
+        {"type": t, "status": "True", "reason": r, "message": m} for t, r, m in conditions]}}
+    if started:
+        raw["status"]["workloadStartTime"] = "2026-11-30T10:00:00Z"
+    workload = WorkloadRef(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob", name="llm-workload",
+                           namespace="ns", attempt=attempt)
+    return in_step(parse_job(raw, "nvcre.nvidia.com"), workload, PhaseResult(phase=Phase(phase), message=message))
+
+
+RUNNING_SHOWN = [("InProgress", "WorkloadRunning", "Workload TrainJob/llm-workload is running")]
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    (lambda: in_step_case("Running", RUNNING_SHOWN), True),
+    (lambda: in_step_case("Running", RUNNING_SHOWN, started=False), False),
+    (lambda: in_step_case("Running", [("InProgress", "WorkloadCreated", "created")]), False),
+    (lambda: in_step_case("Pending", [("InProgress", "WorkloadPending",
+                                       "Workload TrainJob/llm-workload is pending: s")], message="s"), True),
+    (lambda: in_step_case("Pending", RUNNING_SHOWN, message="s"), False),
+    (lambda: in_step_case("Failed", RUNNING_SHOWN), False),
+    (lambda: in_step_case("Succeeded", RUNNING_SHOWN), False),
+    (lambda: in_step_case("Running", RUNNING_SHOWN, attempt=1), False),
+], ids=["running-shown", "running-not-started", "created-not-running-yet", "pending-shown", "suspended-again",
+        "failed-always-goes-to-restart", "succeeded-always-goes-to-status", "another-attempt"])
+def test_in_step_is_what_resync_skips(case: Callable[[], bool], expected: bool) -> None:
+    assert case() is expected

@@ -1,13 +1,17 @@
-"""`resync`: a PingSource tick re-drives every managed, non-terminal Job (SPEC §5).
+"""`resync`: a PingSource tick re-drives the managed, non-terminal Jobs that need it (SPEC §5).
 
-The level-triggered safety net: for each Job, read it and its TrainJob, and decide what the event
-path would have: a Job without `workloadRef` is launched here (`functions.rules.launch`, its
-`workload.created`); a Job whose TrainJob exists gets its `workload.phase`; a Job whose TrainJob is
-gone gets `Failed`/`WorkloadDeleted`. The events go to `K_SINK` (a SinkBinding). This is what makes
-lost, duplicated or reordered events harmless and what ends restart grace periods (a Job still in
-its grace period waits for a later tick). Jobs are handled with bounded concurrency; one JSON
-summary line per tick; the answer is 202, or 503 when some Job could not be handled (the tick is
-retried).
+The level-triggered safety net, at the cost of a few paged LISTs per tick: every managed Job and
+every TrainJob the project created, joined in memory (no GET per Job). For each non-terminal Job it
+decides what the event path would have done, and acts only where the cluster and the Job's status
+disagree (drift) or where time has run out: a Job without `workloadRef` is launched
+(`functions.rules.launch`, its `workload.created`; one still in its restart grace waits for a later
+tick); a Job whose TrainJob is gone gets `Failed`/`WorkloadDeleted`; a Job whose TrainJob's phase its
+conditions do not show yet (`functions.rules.status`) gets the `workload.phase` event. A Job in step
+costs nothing: in the steady state a tick sends no event. The events go to `K_SINK` (a SinkBinding).
+This is what makes lost, duplicated or reordered events harmless and what ends restart grace
+periods. Jobs are handled with bounded concurrency; one JSON summary line per tick; the answer is
+202, or 503 when some Job could not be handled (the tick is retried). A conflict on a Job's write is
+re-read with a GET, as in every handler.
 """
 
 from __future__ import annotations
@@ -20,18 +24,19 @@ from datetime import datetime
 from typing import Any
 
 from events.envelope import Envelope
-from events.types import MANAGED_LABEL, ApiServerType
+from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType
 from functions.apply import run
 from functions.context import Context
 from functions.errors import CrefnError, NotYet, PermanentError, Unavailable
 from functions.plan import Outcome, Plan, nothing
-from functions.reads import read_trainjob
-from functions.resources import cre_jobs
+from functions.reads import read_job, read_trainjob
+from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.adapter import decide_phase, deleted_phase
 from functions.rules.attempts import current_workload_ref, workload_name, workload_ref_of
 from functions.rules.jobs import JobState, is_managed, parse_job
 from functions.rules.launch import LaunchObserved, decide_launch
 from functions.rules.phase import parse_trainjob, phase_event
+from functions.rules.status import in_step
 from functions.settings import Settings
 from functions.transport import deliver
 
@@ -55,10 +60,16 @@ class JobResult:
     error: str = ""
 
 
-def read(state: JobState, ctx: Context) -> Observed:
+def workload_key(state: JobState) -> tuple[str, str]:
+    """Where the Job's workload is: its `workloadRef`, or the name a launch would give it."""
     ref = state.job.status.workload_ref
-    name = ref.name if ref else workload_name(state.ref.name)
-    return Observed(state, read_trainjob(ctx, (ref.namespace if ref else "") or state.ref.namespace, name))
+    return ((ref.namespace if ref else "") or state.ref.namespace, ref.name if ref else workload_name(state.ref.name))
+
+
+def read(state: JobState, ctx: Context) -> Observed:
+    """A Job's world read fresh (after a conflict); a tick starts from the joined LISTs instead."""
+    fresh = read_job(ctx, state.ref.namespace, state.ref.name) or state
+    return Observed(fresh, read_trainjob(ctx, *workload_key(fresh)))
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
@@ -72,11 +83,14 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return Plan(reply=phase_event(state.ref.name, current_workload_ref(state.job), deleted_phase(ref.name), now,
                                       FUNCTION, None))
     trainjob = parse_trainjob(observed.trainjob)
-    return Plan(reply=phase_event(state.ref.name, workload_ref_of(trainjob), decide_phase(trainjob), now, FUNCTION,
-                                  None))
+    result = decide_phase(trainjob)
+    if in_step(state, workload_ref_of(trainjob), result):
+        return nothing(f"{state.where}: in step with TrainJob {trainjob.metadata.name}")
+    return Plan(reply=phase_event(state.ref.name, workload_ref_of(trainjob), result, now, FUNCTION, None))
 
 
-def resync_job(raw: dict[str, Any], sink: str, ctx: Context) -> JobResult:
+def resync_job(raw: dict[str, Any], trainjobs: dict[tuple[str, str], dict[str, Any]], sink: str,
+               ctx: Context) -> JobResult:
     try:
         state = parse_job(raw, ctx.settings.cre_group)
     except PermanentError as e:
@@ -84,8 +98,9 @@ def resync_job(raw: dict[str, Any], sink: str, ctx: Context) -> JobResult:
     name = f"{state.ref.namespace}/{state.ref.name}"
     if not is_managed(state.job.metadata.labels, ctx.settings) or state.terminal:
         return JobResult(name)
+    reads = iter([Observed(state, trainjobs.get(workload_key(state)))])
     try:
-        outcome = run(ctx, lambda: read(state, ctx), decide)
+        outcome = run(ctx, lambda: next(reads, None) or read(state, ctx), decide)
         if outcome.reply is None:
             return JobResult(name)
         deliver(sink, outcome.reply, "K_SINK")
@@ -104,8 +119,10 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
         raise PermanentError("K_SINK is not set: bind resync to the broker with a SinkBinding")
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
     jobs = ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), None, label_selector=selector)
+    trainjobs = {(t["metadata"]["namespace"], t["metadata"]["name"]): t for t in ctx.gateway.list_all(
+        TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")}
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        results = list(pool.map(lambda raw: resync_job(raw, sink, ctx), jobs))
+        results = list(pool.map(lambda raw: resync_job(raw, trainjobs, sink, ctx), jobs))
     sent = [r for r in results if r.event]
     failed = [r for r in results if r.error]
     log.info(json.dumps({"function": FUNCTION, "jobs": len(results), "sent": len(sent), "failed": len(failed),
