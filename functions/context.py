@@ -1,13 +1,20 @@
-"""What every handler is given: the settings, the Kubernetes gateway (connected on first use) and a clock."""
+"""What every handler is given: the settings, the Kubernetes gateway (connected on first use) and a clock.
+
+The gateway's module, and with it the Kubernetes client, is imported on first use too: a function
+that never calls the API (`phase` in Resource mode) starts faster and smaller without it.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from functions.gateway import Gateway
 from functions.settings import Settings
+
+if TYPE_CHECKING:
+    from functions.gateway import Gateway
 
 
 def utc_now() -> datetime:
@@ -31,7 +38,7 @@ class Context:
         """Connected on first use, so functions that make no API call never need a cluster."""
         with self._lock:
             if self._gateway is None:
-                self._gateway = Gateway.connect(
-                    self.settings.kubeconfig, self.settings.kube_timeout_seconds
-                )
+                from functions.gateway import Gateway
+
+                self._gateway = Gateway.connect(self.settings.kubeconfig, self.settings.kube_timeout_seconds)
             return self._gateway
