@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from functions.alertsinks import configured_sinks, notify
@@ -56,17 +56,22 @@ class Applied:
 
     reasons: list[str]
     created: Mapping[str, Any] | None = None
+    versions: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    """The resourceVersion each locked write left an object at (the next locked write carries it)."""
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
     if ctx.settings.observe and isinstance(effect, WRITES):
         return
-    if isinstance(effect, WriteStatus):
-        ctx.gateway.patch(effect.res, effect.namespace, effect.name, {"status": dict(effect.status)},
-                          resource_version=effect.resource_version or None, status=True)
-    elif isinstance(effect, Annotate):
-        ctx.gateway.patch(effect.res, effect.namespace, effect.name,
-                          {"metadata": {"annotations": dict(effect.annotations)}})
+    if isinstance(effect, WriteStatus | Annotate):
+        key = (effect.res.plural, effect.namespace, effect.name)
+        version = done.versions.get(key, effect.resource_version) if effect.resource_version else None
+        patch = ({"status": dict(effect.status)} if isinstance(effect, WriteStatus)
+                 else {"metadata": {"annotations": dict(effect.annotations)}})
+        written = ctx.gateway.patch(effect.res, effect.namespace, effect.name, patch, resource_version=version,
+                                    status=isinstance(effect, WriteStatus))
+        if version:
+            done.versions[key] = str((written.get("metadata") or {}).get("resourceVersion", ""))
     elif isinstance(effect, Create):
         try:
             done.created = ctx.gateway.create(effect.res, effect.namespace, effect.body)

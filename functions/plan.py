@@ -4,7 +4,8 @@ A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply
 effects through the gateway and the transport, in order, then the transport answers with `reply`
 (200) or, without one, 202 and `reason`. Effects:
 - `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock);
-- `Annotate`: a merge patch of metadata annotations;
+- `Annotate`: a merge patch of metadata annotations (with the read resourceVersion when given: then a
+  following write of the same object carries the version this patch produced, so both stay locked);
 - `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once
   more); when the API refuses it for good (admission, quota, validation), the effects `refused(error)`
   gives are applied instead;
@@ -40,6 +41,7 @@ class Annotate:
     namespace: str
     name: str
     annotations: Mapping[str, str]
+    resource_version: str = ""
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,12 @@ re-read and decided once more, a second conflict is the caller's 409."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 import pytest
 
-from functions.apply import run
+from functions.apply import apply, run
 from functions.context import Context
 from functions.errors import Conflict
 from functions.gateway import Gateway
@@ -16,7 +17,7 @@ from functions.reads import read_job
 from functions.rules.jobs import JobState, write_status
 from functions.settings import Settings
 from localstack.apiserver import LocalCluster
-from tests.support.world import JOBS, make_world
+from tests.support.world import JOBS, World, make_world
 
 
 def test_status_write_on_a_stale_resource_version_retries_once_then_409(cluster: LocalCluster, gateway: Gateway,
@@ -51,3 +52,28 @@ def test_status_write_on_a_stale_resource_version_retries_once_then_409(cluster:
 
     run(ctx, read, decide_once)
     assert len(seen) == 2 and w.job()["status"]["restartCount"] == 1
+
+
+def test_a_locked_annotation_then_a_locked_status_write_are_one_chain(cluster: LocalCluster, gateway: Gateway,
+                                                                     world: Callable[..., World],
+                                                                     namespace: str) -> None:
+    """The status write carries the resourceVersion the annotation left, so both stay locked on the read."""
+    from functions.plan import Annotate
+    from functions.resources import cre_jobs
+
+    w = world({})
+    w.create_job()
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    state = read_job(ctx, namespace, "llm")
+    assert state is not None
+    read_at = state.job.metadata.resource_version
+    chain = Plan((Annotate(cre_jobs("nvcre.nvidia.com"), namespace, "llm", {"crefn.dev/x": "1"}, read_at),
+                  write_status(state, {"restartCount": 1}, "nvcre.nvidia.com")))
+    apply(chain, ctx)
+    job = w.job()
+    assert job["metadata"]["annotations"]["crefn.dev/x"] == "1" and job["status"]["restartCount"] == 1
+    gateway.patch(JOBS, namespace, "llm", {"metadata": {"labels": {"someone": "else"}}})  # the read is stale now
+    with pytest.raises(Conflict):
+        apply(Plan((Annotate(cre_jobs("nvcre.nvidia.com"), namespace, "llm", {"crefn.dev/x": "2"},
+                             job["metadata"]["resourceVersion"]),)), ctx)
+    assert w.job()["metadata"]["annotations"]["crefn.dev/x"] == "1"

@@ -15,6 +15,7 @@ from functions.resources import TRAINJOBS
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.restart import Failure, decide_restart, failed_message, failed_write, restart_grace
 from functions.transport import send
+from localstack.apiserver import LocalCluster
 from tests.support.helpers import NOW, job
 from tests.support.world import JOBS, World, make_world, phase_record
 
@@ -169,3 +170,49 @@ def test_restart_grace_is_twice_the_goodput_sample_interval(functions: Callable[
     assert 45 < ahead["sampled"] <= 91 and ahead["unsampled"] <= 1, ahead
     assert world.job("sampled")["status"]["restartCount"] == 1
     assert gateway.get(TRAINJOBS, namespace, "sampled-workload") is None  # still within its 90 s grace
+
+
+def test_a_committed_restart_carries_its_grace_so_launch_never_waits_for_it(world: Callable[..., World]) -> None:
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    w.settle()
+    w.trainer("fail")
+    w.settle()
+    job = w.job()
+    assert job["status"]["restartCount"] == 1 and "crefn.dev/restart-not-before" in job["metadata"]["annotations"]
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"  # grace 0: launched at once
+    waits = [a.text for a in w.answers("launch") if a.status == 503]
+    assert not [t for t in waits if "not yet written" in t], waits
+
+
+def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_grace(
+        world: Callable[..., World], cluster: LocalCluster, functions: Callable[..., dict[str, str]],
+        namespace: str) -> None:
+    """The restart's plan cut after its first write (a crash): the Job is never committed without its grace."""
+    from functions.apply import apply
+    from functions.context import Context
+    from functions.handlers import restart
+    from functions.plan import Plan, WriteStatus
+    from functions.settings import Settings
+    from functions.transport import to_envelope
+
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    w.settle()
+    w.trainer("fail")
+    tj = w.trainjob() or {}
+    failed = phase_record(namespace, "llm", "Failed")
+    failed["data"]["workload"]["uid"] = tj["metadata"]["uid"]
+    env = to_envelope(failed)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=0))
+    plan = restart.decide(restart.read(env, ctx), ctx.settings, ctx.clock())
+    first = plan.effects[0]
+    apply(Plan((first,)), ctx)  # ... and the process dies here
+    job = w.job()
+    committed = job["status"].get("restartCount", 0) == 1
+    assert not committed or "crefn.dev/restart-not-before" in job["metadata"].get("annotations", {})
+    assert not isinstance(first, WriteStatus)
+    answer = send(functions()["launch"], w.job_record())
+    assert answer.status != 503, answer.text  # never "restart recorded, its grace period not yet written"

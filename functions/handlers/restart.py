@@ -4,11 +4,17 @@ read: the Job and the failed attempt's TrainJob fresh (an event may be stale, du
 a TrainJob that exists and has not failed on a fresh read is not restarted), and the checkpoint
 evidence when a restart is possible. decide, for the current attempt: a restart is, in this order,
 each step safe to repeat:
-1. one status write, the commit point (`functions.rules.restart.restart_status`);
-2. the annotation `crefn.dev/restart-not-before` (now + grace) on the Job;
+1. the annotation `crefn.dev/restart-not-before` (now + grace) on the Job, locked on the read
+   resourceVersion;
+2. one status write, the commit point (`functions.rules.restart.restart_write`), locked on the
+   version step 1 left: nothing else can have changed the Job in between;
 3. the failed TrainJob deleted with a uid precondition.
-A redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
-finishes steps 2 and 3 and emits nothing. Otherwise the Job fails (`WorkloadFailed`).
+So a committed restart always carries its own grace end: `launch` may create the next attempt as
+soon as it sees the commit and the grace is over, with no second write to wait for, and a crash
+between steps 1 and 2 leaves only an annotation the next attempt at the restart writes again. A
+redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
+finishes step 3 (and writes a missing annotation, for restarts recorded before this order) and
+emits nothing. Otherwise the Job fails (`WorkloadFailed`).
 """
 
 from __future__ import annotations
@@ -91,7 +97,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
                                  max_restarts=state.job.spec.checkpoint.max_restarts,
                                  previous_workload=data.workload, not_before=grace_end)
-    return Plan((*commit.effects, annotate_not_before(state, grace_end, settings), *delete_failed(observed)),
+    locked = annotate_not_before(state, grace_end, settings, state.job.metadata.resource_version)
+    return Plan((locked, *commit.effects, *delete_failed(observed)),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
                                   observed.cause))
 
@@ -105,9 +112,9 @@ def finish_restart(observed: Observed, state: JobState, now: datetime, settings:
     return (*effects, *delete_failed(observed))
 
 
-def annotate_not_before(state: JobState, when: datetime, settings: Settings) -> Annotate:
+def annotate_not_before(state: JobState, when: datetime, settings: Settings, locked_at: str = "") -> Annotate:
     return Annotate(cre_jobs(settings.cre_group), state.ref.namespace, state.ref.name,
-                    {RESTART_NOT_BEFORE_ANNOTATION: rfc3339(when)})
+                    {RESTART_NOT_BEFORE_ANNOTATION: rfc3339(when)}, locked_at)
 
 
 def delete_failed(observed: Observed) -> tuple[Effect, ...]:
