@@ -67,6 +67,7 @@ TEMPORARY = frozenset({409, 429, 503})
 CORE_ATTRIBUTES = frozenset({"id", "type", "source", "subject", "specversion", "datacontenttype", "dataschema",
                              "time"})
 TRACE_ATTRIBUTES = ("traceparent", "tracestate")
+SPEC_VERSIONS = frozenset({"1.0", "0.3"})
 log = logging.getLogger("crefn")
 
 
@@ -84,10 +85,16 @@ class Reply(Protocol):
 
 
 def decode(headers: Mapping[str, str], body: bytes) -> Record:
-    """A CloudEvent in binary or structured mode as a record; PermanentError with a one-line reason."""
+    """A CloudEvent in binary or structured mode as a record; PermanentError with a one-line reason.
+
+    Binary mode, what a Broker delivers, is read here directly (attributes from `ce-*` headers, JSON
+    data decoded, anything else kept as bytes); structured mode goes through the SDK."""
     headers = {k.lower(): v for k, v in headers.items()}
-    if (headers.get("content-type") or "").lower().startswith("application/cloudevents-batch"):
+    content_type = (headers.get("content-type") or "").lower()
+    if content_type.startswith("application/cloudevents-batch"):
         raise PermanentError("batch mode is not supported: send one CloudEvent per request")
+    if not content_type.startswith("application/cloudevents") and "ce-specversion" in headers:
+        return decode_binary(headers, body)
     try:
         event = from_http(headers, body)
     except ce_exceptions.GenericException as e:
@@ -96,6 +103,21 @@ def decode(headers: Mapping[str, str], body: bytes) -> Record:
         raise PermanentError(f"not a CloudEvent: {one_line(str(e))}") from e
     attrs = {k: v if isinstance(v, str) else str(v) for k, v in event.get_attributes().items() if v is not None}
     return {"attributes": attrs, "data": event.data}
+
+
+def decode_binary(headers: Mapping[str, str], body: bytes) -> Record:
+    attrs = {k[3:]: v for k, v in headers.items() if k.startswith("ce-")}
+    if attrs["specversion"] not in SPEC_VERSIONS:
+        raise PermanentError(f"not a CloudEvent: Found invalid specversion {attrs['specversion']}")
+    if headers.get("content-type"):
+        attrs["datacontenttype"] = headers["content-type"]
+    data: Any = None
+    if body:
+        try:
+            data = json.loads(body)
+        except ValueError:  # not JSON (or not UTF-8): the bytes, as they came
+            data = body
+    return {"attributes": attrs, "data": data}
 
 
 def to_envelope(record: Record, headers: Mapping[str, str] | None = None) -> Envelope:
