@@ -33,9 +33,11 @@ test: venv kube-apiserver
 test-fast: venv
 	@$(PY) -m pytest -m "not kube" $(PYTEST_ARGS)
 
-## Benchmarks: phase in process and over HTTP, against baselines measured in the same run.
-bench: venv
-	@$(PY) -m localstack.bench
+## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).
+BENCH_JOBS ?= 1000
+BENCH_JSON ?=
+bench: venv kube-apiserver
+	@BENCH_JOBS=$(BENCH_JOBS) BENCH_JSON=$(BENCH_JSON) $(PY) -m localstack.bench
 
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests

@@ -1,26 +1,96 @@
-"""`make bench`: how fast `phase` answers, against baselines measured in the same run.
+"""`make bench`: the functions' cost against baselines measured in the same run, printed as one table
+with ratios (and written as JSON with `make bench BENCH_JSON=FILE`). Figures are reported, never
+asserted.
 
-1. In process: the adapter on a parsed TrainJob, and parse + adapter, against parsing alone.
-2. Over HTTP to functions-framework (one worker, sequential requests on loopback): a Resource-mode
-   TrainJob event end to end, against the cheapest request the same server answers (a CloudEvent of
-   an unknown type: transport and routing only, 400). The ratio is the cost of our work on top of
-   the framework. The served process's resident memory is reported after the run.
+- phase over HTTP: throughput with 16 concurrent keep-alive clients posting the sample TrainJob
+  update (binary mode), against the floor: a no-op functions-framework function served by the same
+  binary (`localstack/noop.py`); alternating rounds, best of each.
+- memory: resident set of the served process tree (gunicorn's arbiter and worker) after the load.
+- cold start: process start → first answer, phase against the floor.
+- phase in process: parse + adapter per call, against parsing alone.
+- resync over N managed Jobs in step on the real API server: the tick's time and API requests,
+  against the API server's own LIST of those Jobs.
 """
 
 from __future__ import annotations
 
-import statistics
+import http.client
+import json
+import os
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from events.objects import TrainJob
 from functions.rules.adapter import decide_phase
-from functions.transport import send
+from functions.transport import encode, send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
+
+NOOP = Path(__file__).with_name("noop.py")
+CLIENTS = 16
+REQUESTS = 3000
+ROUNDS = 2
+
+
+def throughput(url: str, headers: dict[str, str], body: bytes, n: int = REQUESTS, clients: int = CLIENTS) -> float:
+    """Requests per second with `clients` keep-alive connections posting `n` requests in all."""
+    parsed = urlparse(url)
+    left = [n]
+    lock = threading.Lock()
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection(parsed.hostname or "127.0.0.1", parsed.port, timeout=30)
+        while True:
+            with lock:
+                if left[0] <= 0:
+                    break
+                left[0] -= 1
+            conn.request("POST", "/", body=body, headers=headers)
+            conn.getresponse().read()
+        conn.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return n / (time.perf_counter() - start)
+
+
+def tree_rss_mib(pid: int) -> float:
+    """Resident memory of a process and its children."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            continue
+    return total / 1024
+
+
+def cold_start_ms(served: ServedFunction, record: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    served.start(timeout=30)
+    while True:
+        try:
+            send(served.url, record, timeout=10)
+            break
+        except Exception:  # not answering yet
+            time.sleep(0.005)
+    elapsed = (time.perf_counter() - start) * 1000
+    served.stop()
+    return elapsed
 
 
 def per_call(fn: Callable[[], object], n: int) -> float:
@@ -30,49 +100,120 @@ def per_call(fn: Callable[[], object], n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def latencies(url: str, record: dict[str, Any], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        start = time.perf_counter()
-        send(url, record)
-        out.append(time.perf_counter() - start)
-    return out
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def main(n_local: int = 20000, n_http: int = 1000) -> int:
+def http_figures(rows: list[dict[str, Any]]) -> None:
     sample = load_sample("trainjob-resource-update-failed")
-    obj = sample["data"]
-    parsed = TrainJob.model_validate(obj)
-    parse_only = per_call(lambda: TrainJob.model_validate(obj), n_local)
-    adapter = per_call(lambda: decide_phase(parsed), n_local)
-    both = per_call(lambda: decide_phase(TrainJob.model_validate(obj)), n_local)
-    print("in process (per call)")
-    print(f"  {'case':<28} {'µs':>8} {'vs parse':>9}")
-    for name, value in (("parse TrainJob (baseline)", parse_only), ("adapter", adapter), ("parse + adapter", both)):
-        print(f"  {name:<28} {value * 1e6:8.2f} {value / parse_only:8.2f}x")
+    headers, body = encode(sample)
+    env = {"CREFN_LOG_LEVEL": "ERROR"}
+    floor_rps, phase_rps, floor_rss, phase_rss = 0.0, 0.0, 0.0, 0.0
+    with ServedFunction("noop", env, source=NOOP) as floor, ServedFunction("phase", env) as phase:
+        for url in (floor.url, phase.url):
+            throughput(url, headers, body, n=300)  # warm up
+        for _ in range(ROUNDS):
+            floor_rps = max(floor_rps, throughput(floor.url, headers, body))
+            phase_rps = max(phase_rps, throughput(phase.url, headers, body))
+        floor_rss = tree_rss_mib(floor.pid or 0)
+        phase_rss = tree_rss_mib(phase.pid or 0)
+    rows.append({"figure": f"throughput, {CLIENTS} clients (req/s)", "baseline": "no-op function",
+                 "base": round(floor_rps), "ours": round(phase_rps), "ratio": round(phase_rps / floor_rps, 2)})
+    rows.append({"figure": "resident memory, served tree (MiB)", "baseline": "no-op function",
+                 "base": round(floor_rss, 1), "ours": round(phase_rss, 1), "ratio": round(phase_rss / floor_rss, 2)})
+    floor_cold = min(cold_start_ms(ServedFunction("noop", env, source=NOOP), sample) for _ in range(3))
+    phase_cold = min(cold_start_ms(ServedFunction("phase", env), sample) for _ in range(3))
+    rows.append({"figure": "cold start, process → first answer (ms)", "baseline": "no-op function",
+                 "base": round(floor_cold), "ours": round(phase_cold), "ratio": round(phase_cold / floor_cold, 2)})
 
-    baseline_record = {"attributes": {**sample["attributes"], "type": "com.example.unknown"}, "data": {}}
-    with ServedFunction("phase", {"CREFN_LOG_LEVEL": "ERROR"}) as served:
-        latencies(served.url, sample, 50)  # warm up
-        base = latencies(served.url, baseline_record, n_http)
-        work = latencies(served.url, sample, n_http)
-        pid = served.pid
-        memory = rss_mib(pid) if pid else 0.0
-    print(f"\nover HTTP, {n_http} sequential requests each")
-    print(f"  {'case':<28} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} {'p50 vs baseline':>16}")
-    b50 = statistics.median(base)
-    for name, values in (("unknown type → 400 (baseline)", base), ("TrainJob update → 200", work)):
-        p50 = statistics.median(values)
-        p95 = statistics.quantiles(values, n=20)[18]
-        print(f"  {name:<28} {p50 * 1e3:8.2f} {p95 * 1e3:8.2f} {len(values) / sum(values):8.0f} {p50 / b50:15.2f}x")
-    print(f"\nserved phase process: {memory:.1f} MiB resident after {2 * n_http + 50} requests")
+
+def in_process_figures(rows: list[dict[str, Any]]) -> None:
+    obj = load_sample("trainjob-resource-update-failed")["data"]
+    parse_only = per_call(lambda: TrainJob.model_validate(obj), 20000)
+    both = per_call(lambda: decide_phase(TrainJob.model_validate(obj)), 20000)
+    rows.append({"figure": "phase in process, parse + adapter (µs)", "baseline": "parse alone",
+                 "base": round(parse_only * 1e6, 2), "ours": round(both * 1e6, 2),
+                 "ratio": round(both / parse_only, 2)})
+
+
+def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
+    from functions.context import Context
+    from functions.gateway import Gateway
+    from functions.handlers import resync
+    from functions.resources import NAMESPACES, cre_jobs
+    from functions.settings import Settings
+    from functions.transport import to_envelope
+    from localstack.apiserver import LocalCluster
+
+    class Counting(Gateway):
+        calls = 0
+
+        def request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            Counting.calls += 1
+            return super().request(*args, **kwargs)
+
+    group, ns = "nvcre.nvidia.com", "bench"
+    with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
+            LocalCluster(Path(tmp), log=quiet) as cluster:
+        gw = cluster.gateway()
+        gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        print(f"[bench] creating {jobs} Jobs in step with their TrainJobs ...", file=sys.stderr, flush=True)
+        for i in range(jobs):
+            make_in_step(gw, ns, f"job-{i}", group)
+            if (i + 1) % 250 == 0:
+                print(f"[bench]   {i + 1}/{jobs}", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        listed = len(gw.list_all(cre_jobs(group), None, label_selector="crefn.dev/managed=true"))
+        list_s = time.perf_counter() - start
+        counting = Counting(cluster.gateway()._api)
+        sink = ServedFunction("noop", {"CREFN_LOG_LEVEL": "ERROR"}, source=NOOP).start()
+        ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=counting)
+        ping = to_envelope({"attributes": {"specversion": "1.0", "id": "bench", "source": "/bench",
+                                           "type": "dev.knative.sources.ping"}, "data": {}})
+        resync.handle(ping, ctx)  # warm
+        Counting.calls = 0
+        start = time.perf_counter()
+        outcome = resync.handle(ping, ctx)
+        tick_s = time.perf_counter() - start
+        sink.stop()
+    rows.append({"figure": f"resync tick over {listed} Jobs in step (s)", "baseline": "the API server's LIST",
+                 "base": round(list_s, 2), "ours": round(tick_s, 2), "ratio": round(tick_s / list_s, 2)})
+    budget = 3 * -(-listed // 500)
+    rows.append({"figure": "resync API requests per tick", "baseline": "3 * ceil(N/500)", "base": budget,
+                 "ours": Counting.calls, "ratio": round(Counting.calls / budget, 2), "note": outcome.reason})
+
+
+def make_in_step(gw: Any, ns: str, name: str, group: str) -> None:
+    from functions.resources import TRAINJOBS, cre_jobs
+
+    job = gw.create(cre_jobs(group), ns, {"apiVersion": f"{group}/v1alpha1", "kind": "Job",
+                                          "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+                                          "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
+    gw.create(TRAINJOBS, ns, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {
+        "name": f"{name}-workload", "labels": {"app.kubernetes.io/managed-by": "cre-functions",
+                                               f"{group}/job": name, "crefn.dev/attempt": "0"},
+        "ownerReferences": [{"apiVersion": f"{group}/v1alpha1", "kind": "Job", "name": name,
+                             "uid": job["metadata"]["uid"], "controller": True}]},
+        "spec": {"runtimeRef": {"name": "t"}}})
+    stamp = "2026-11-30T10:00:00Z"
+    gw.patch(cre_jobs(group), ns, name, {"status": {
+        "workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                        "name": f"{name}-workload", "namespace": ns}, "workloadStartTime": stamp,
+        "conditions": [{"type": "InProgress", "status": "True", "reason": "WorkloadRunning",
+                        "message": f"Workload TrainJob/{name}-workload is running", "lastTransitionTime": stamp}]}},
+        status=True)
+
+
+def main() -> int:
+    rows: list[dict[str, Any]] = []
+    print("[bench] phase over HTTP against the no-op floor ...", file=sys.stderr, flush=True)
+    http_figures(rows)
+    in_process_figures(rows)
+    jobs = int(os.environ.get("BENCH_JOBS", "1000"))
+    if jobs:
+        resync_figures(rows, jobs)
+    print(f"\n{'figure':<48} {'baseline':<24} {'baseline':>10} {'ours':>10} {'ratio':>7}")
+    for r in rows:
+        print(f"{r['figure']:<48} {r['baseline']:<24} {r['base']:>10} {r['ours']:>10} {r['ratio']:>6}x")
+    if out := os.environ.get("BENCH_JSON"):
+        Path(out).write_text(json.dumps(rows, indent=2) + "\n")
+        print(f"\nwritten to {out}")
     return 0
 
 

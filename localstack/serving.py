@@ -29,8 +29,10 @@ def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = la
 
 
 class ServedFunction:
-    def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None) -> None:
+    def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None,
+                 source: Path = MAIN) -> None:
         self.target = target
+        self.source = source
         self.env = dict(env or {})
         self.port = 0
         self.log_path = log_path
@@ -48,7 +50,7 @@ class ServedFunction:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
         env.update(self.env)
-        argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", self.target,
+        argv = [sys.executable, "-m", "functions_framework", "--source", str(self.source), "--target", self.target,
                 "--host", "127.0.0.1", "--port", str(self.port)]
         if self.log_path:
             with self.log_path.open("ab") as out:
