@@ -7,9 +7,9 @@ of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was l
 older attempt is deleted (uid precondition) and the answer is a wait; one still terminating is a
 wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
 reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
-retry (`create_refused`). Before the restart grace
-is over (annotation `crefn.dev/restart-not-before`, written by `restart` right after its commit) it
-waits; while a recorded restart has no grace annotation yet, it waits too. Observe mode: nothing.
+retry (`create_refused`). Before the restart grace is over (annotation `crefn.dev/restart-not-before`,
+which `restart` writes just before its commit) it waits; a restart recorded without the annotation
+(by an earlier release, which wrote it after the commit) waits too. Observe mode: nothing.
 """
 
 from __future__ import annotations
