@@ -62,8 +62,9 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if not of_attempt(trainjob, data.workload.attempt):
         trainjob = None
     evidence = None
-    if ctx.settings.require_checkpoint_evidence and decide_restart(state, True, True).restart:
-        evidence = read_checkpoint_evidence(ctx, state)
+    could_restart = decide_restart(state, evidence=True, require_evidence=True).restart  # all but the evidence
+    if ctx.settings.require_checkpoint_evidence and could_restart:
+        evidence = read_checkpoint_evidence(ctx, state)  # a LIST: only when it can change the decision
     return Observed(env, data, state, trainjob, evidence)
 
 
