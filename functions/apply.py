@@ -1,14 +1,16 @@
 """Plans performed, and the one helper for optimistic concurrency.
 
 `apply(plan)` performs a plan's effects in order through the gateway (and the alert sinks), then
-gives the answer. A create the API refuses for good (admission, quota, validation) is followed by the
-effects the plan gave for that case, when it gave any; an Event whose name is taken is recorded
-already. In observe mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed;
-everything else (the reply, alerts) happens as in manage mode. A `Delete` whose object is gone or
-whose uid precondition fails (another object holds the name now) is done: nothing of ours is left to
-delete. `run(read, decide)` is every handler's loop: read fresh, decide, apply; when the world
-changed under the handler (`Conflict`: a stale resourceVersion, a name taken by a create), it reads
-again and decides once more, then lets the conflict through (409, Knative retries).
+gives the answer. Locked writes of one object chain: each carries the resourceVersion the previous
+one left. A create the API refuses for good (admission, quota, validation) is followed by the effects
+the plan gave for that case, when it gave any, instead of the rest of the plan (decided for a create
+that did not happen); an Event whose name is taken is recorded already. In observe mode
+(`CREFN_MODE=observe`) no effect that writes to the cluster is performed; everything else (the
+reply, alerts) happens as in manage mode. A `Delete` whose object is gone or whose uid precondition
+fails (another object holds the name now) is done: nothing of ours is left to delete.
+`run(read, decide)` is every handler's loop: read fresh, decide, apply; when the world changed under
+the handler (`Conflict`: a stale resourceVersion, a name taken by a create), it reads again and
+decides once more, then lets the conflict through (409, Knative retries).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
     done = Applied([])
     for effect in plan.effects:
         apply_effect(effect, ctx, done)
+        if done.refused:  # the rest of the plan was decided for a create that did not happen
+            return Outcome(None, "; ".join(done.reasons))
     reply = plan.reply
     if plan.reply_to_created is not None and done.created is not None:
         reply = plan.reply_to_created(done.created)
@@ -57,6 +61,8 @@ class Applied:
     reasons: list[str]
     created: Mapping[str, Any] | None = None
     versions: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    refused: bool = False
+    """A create was refused: its `refused` effects replaced the rest of the plan."""
     """The resourceVersion each locked write left an object at (the next locked write carries it)."""
 
 
@@ -78,8 +84,11 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
         except PermanentError as e:
             if effect.refused is None:
                 raise
+            done.reasons.append(f"{effect.body.get('kind')} {effect.body.get('metadata', {}).get('name')} "
+                                f"refused: {e.detail or e}")
             for follow in effect.refused(e.detail or str(e)):
                 apply_effect(follow, ctx, done)
+            done.refused = True
     elif isinstance(effect, Delete):
         with contextlib.suppress(NotFound, Conflict):
             ctx.gateway.delete(effect.res, effect.namespace, effect.name, uid=effect.uid or None)

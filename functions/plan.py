@@ -8,7 +8,7 @@ effects through the gateway and the transport, in order, then the transport answ
   following write of the same object carries the version this patch produced, so both stay locked);
 - `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once
   more); when the API refuses it for good (admission, quota, validation), the effects `refused(error)`
-  gives are applied instead;
+  gives are applied instead of the rest of the plan;
 - `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
 - `RecordEvent`: a Kubernetes Event (events.k8s.io/v1); its name taken means it is recorded already;
 - `Notify`: alerts to every configured sink;

@@ -269,18 +269,22 @@ def test_a_refused_create_is_retried_with_a_warning_and_never_fails_the_job(
     world = make_world(gateway, namespace, urls, poll=False)
     job = f"refused-{uuid.uuid4().hex[:6]}"
     world.create_job(name=job)
+    probe = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+             "metadata": {"name": "probe", "labels": {"nvcre.nvidia.com/job": job}},
+             "spec": {"runtimeRef": {"name": "torch-distributed"}}}
     webhook = DenyingWebhook(gateway, tmp_path, f"deny-{job}", object_selector={
         "matchLabels": {"nvcre.nvidia.com/job": job}}, message="TrainingRuntime torch-distributed is not ready",
         rules=[{"operations": ["CREATE"], "apiGroups": ["trainer.kubeflow.org"], "apiVersions": ["v1alpha1"],
-                "resources": ["trainjobs"]}])
+                "resources": ["trainjobs"]}], probe=(TRAINJOBS, namespace, probe))
     try:
+        probed = len(webhook.reviews)
         record = world.job_record(job)
         for _ in range(2):  # Knative's retries: the same answer, one Event
             answer = send(urls["launch"], record)
             assert answer.status == 503, answer.text
             assert f"Failed to create TrainJob/{job}-workload:" in answer.text
             assert "TrainingRuntime torch-distributed is not ready" in answer.text
-        assert len(webhook.reviews) == 2
+        assert len(webhook.reviews) == probed + 2
         events = job_events(gateway, namespace, job)
         assert [(e["type"], e["reason"]) for e in events] == [("Warning", "WorkloadCreationError")]
         assert events[0]["message"].startswith(f"Failed to create TrainJob/{job}-workload: ")

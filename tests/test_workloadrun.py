@@ -239,10 +239,13 @@ def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callab
     from localstack.apisource import apiserver_record
     from tests.support.webhook import DenyingWebhook
 
+    probe = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+             "metadata": {"name": "probe", "labels": {"app.kubernetes.io/managed-by": "cre-functions"}},
+             "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}}
     webhook = DenyingWebhook(gateway, tmp_path, "deny-generated-jobs", object_selector={
         "matchLabels": {"app.kubernetes.io/managed-by": "cre-functions"}}, message="jobs are frozen in this namespace",
         rules=[{"operations": ["CREATE"], "apiGroups": ["nvcre.nvidia.com"], "apiVersions": ["v1alpha1"],
-                "resources": ["jobs"]}])
+                "resources": ["jobs"]}], probe=(JOBS, namespace, probe))
     try:
         run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
         assert send(functions()["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202

@@ -10,10 +10,12 @@ import json
 import ssl
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.resources import Resource
 from localstack.apiserver import free_port
@@ -23,8 +25,12 @@ WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconf
 
 
 class DenyingWebhook:
+    """Registered, and in force: it returns once a server-side dry run of `probe` (an object it
+    selects, created in `namespace`) is refused — the API server loads webhook configurations
+    asynchronously."""
+
     def __init__(self, gateway: Gateway, work_dir: Path, name: str, rules: list[dict[str, Any]],
-                 object_selector: dict[str, Any], message: str) -> None:
+                 object_selector: dict[str, Any], message: str, probe: tuple[Resource, str, dict[str, Any]]) -> None:
         self.gateway, self.name, self.message = gateway, name, message
         self.reviews: list[dict[str, Any]] = []
         cert, key = work_dir / "webhook.crt", work_dir / "webhook.key"
@@ -62,6 +68,20 @@ class DenyingWebhook:
                           "failurePolicy": "Fail", "timeoutSeconds": 5, "rules": rules,
                           "objectSelector": object_selector,
                           "clientConfig": {"url": url, "caBundle": base64.b64encode(cert.read_bytes()).decode()}}]})
+        self.wait_in_force(*probe)
+
+    def wait_in_force(self, res: Resource, namespace: str, body: dict[str, Any], timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.gateway.request("POST", res.path(namespace), body=body, query=[("dryRun", "All")])
+            except PermanentError as e:
+                if self.message in str(e):
+                    return
+                raise
+            if time.monotonic() > deadline:
+                raise AssertionError(f"webhook {self.name} not in force after {timeout}s")
+            time.sleep(0.1)
 
     def remove(self) -> None:
         self.gateway.delete(WEBHOOKS, None, self.name)
