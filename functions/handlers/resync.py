@@ -96,8 +96,6 @@ def resync_job(raw: dict[str, Any], trainjobs: dict[tuple[str, str], dict[str, A
     except PermanentError as e:
         return JobResult(str((raw.get("metadata") or {}).get("name", "?")), error=str(e))
     name = f"{state.ref.namespace}/{state.ref.name}"
-    if not is_managed(state.job.metadata.labels, ctx.settings) or state.terminal:
-        return JobResult(name)
     reads = iter([Observed(state, trainjobs.get(workload_key(state)))])
     try:
         outcome = run(ctx, lambda: next(reads, None) or read(state, ctx), decide)

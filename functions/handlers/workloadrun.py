@@ -136,9 +136,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     where, raw = observed.where, observed.run
     if observed.mirror is not None:
         cond = observed.mirror
-        write = run_conditions(raw, cond, now, settings)
-        return Plan((write,) if write else (),
-                    reason=f"{where}: {cond.type}/{cond.reason}" + ("" if write else " (already so)"))
+        writes = run_conditions(raw, cond, now, settings)
+        return Plan(writes, reason=f"{where}: {cond.type}/{cond.reason}" + ("" if writes else " (already so)"))
     if not is_managed((raw.get("metadata") or {}).get("labels") or {}, settings):
         return nothing(f"{where} is not managed")
     conditions = (raw.get("status") or {}).get("conditions") or []
@@ -148,8 +147,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return failed(raw, RunReason.INVALID_SPEC, observed.invalid, f"{where}: invalid spec: {observed.invalid}",
                       now, settings)
     if true_exclusive(conditions) is not None and observed.existing[-1] is None:
-        write = run_conditions(raw, deleted(), now, settings)
-        return Plan((write,) if write else (), reason=f"{where}: its Job was deleted; it is not created again")
+        return Plan(run_conditions(raw, deleted(), now, settings),
+                    reason=f"{where}: its Job was deleted; it is not created again")
     if settings.observe:
         return nothing(f"observe mode: {where} would create {len(observed.objects)} objects")
     owner_uid = raw["metadata"].get("uid")
@@ -166,37 +165,35 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
             message = f"{obj['kind']} {meta['name']} already exists and is not owned by this WorkloadRun"
             return failed(raw, RunReason.OBJECT_CONFLICT, message, f"{where}: {message}", now, settings)
     if true_exclusive(conditions) is None:
-        write = run_conditions(raw, created(raw["metadata"]["name"]), now, settings)
-        creates += [write] if write else []
+        creates += run_conditions(raw, created(raw["metadata"]["name"]), now, settings)
     return Plan(tuple(creates), reason=f"{where}: {sum(isinstance(e, Create) for e in creates)} objects created")
 
 
 def failed(raw: dict[str, Any], reason: str, message: str, why: str, now: datetime, settings: Settings) -> Plan:
-    write = run_conditions(raw, condition("Failed", reason, message), now, settings)
-    return Plan((write,) if write else (), reason=why)
+    return Plan(run_conditions(raw, condition("Failed", reason, message), now, settings), reason=why)
 
 
 def build_failed(raw: dict[str, Any], obj: dict[str, Any], now: datetime, settings: Settings,
                  error: str) -> tuple[Effect, ...]:
     """A generated object the API refused (its CRD's schema or rules, admission): the run cannot be built."""
     message = f"{obj['kind']} {obj['metadata']['name']} was refused: {error}"
-    write = run_conditions(raw, condition("Failed", RunReason.BUILD_FAILED, message), now, settings)
-    return (write,) if write else ()
+    return run_conditions(raw, condition("Failed", RunReason.BUILD_FAILED, message), now, settings)
 
 
 def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
-                   settings: Settings) -> WriteStatus | None:
-    """The WorkloadRun's exclusive conditions, siblings `Superseded`; None on a terminal run or no change."""
+                   settings: Settings) -> tuple[WriteStatus, ...]:
+    """The write of the WorkloadRun's exclusive conditions, siblings `Superseded`; none on a terminal run
+    or when nothing would change."""
     conditions = (raw.get("status") or {}).get("conditions") or []
     if chosen.type not in EXCLUSIVE or is_terminal(conditions):
-        return None
+        return ()
     meta = raw["metadata"]
     new = decide_conditions(conditions, int(meta.get("generation", 0)), chosen, now,
                             sibling_reason=RunReason.SUPERSEDED)
     if new is None:
-        return None
-    return WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],
-                       str(meta.get("resourceVersion", "")), {"conditions": new})
+        return ()
+    return (WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],
+                        str(meta.get("resourceVersion", "")), {"conditions": new}),)
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:
