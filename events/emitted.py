@@ -53,6 +53,22 @@ class FailedNode(EventData):
     message: str = ""
 
 
+class FailureInfo(EventData):
+    """Which container failed the workload, where, and how (a Job's `failureLog` without its log; the
+    CRD requires podName, nodeName and exitCode, so they are always sent)."""
+
+    pod_name: str
+    node_name: str
+    exit_code: int
+    reason: str = ""
+
+
+class FailureLog(FailureInfo):
+    """A Job's `status.failureLog`: the failed container and the end of its log."""
+
+    tail: str = ""
+
+
 class WorkloadPhaseData(EventData):
     """`dev.crefn.workload.phase`: the WorkloadPhase of a Job's TrainJob."""
 
@@ -82,6 +98,8 @@ class JobConditionChangedData(EventData):
     restart_count: int = 0
     workload: WorkloadRef | None = None
     failed_nodes: list[FailedNode] = Field(default_factory=list)
+    failure: FailureInfo | None = Field(default=None, description="for a Failed verdict: the Job's failureLog "
+                                                                  "without its log tail")
 
 
 class JobRestartedData(EventData):
@@ -92,6 +110,18 @@ class JobRestartedData(EventData):
     max_restarts: int
     previous_workload: WorkloadRef
     not_before: datetime
+    failure: FailureInfo | None = Field(default=None, description="the failed attempt's container, as a "
+                                                                  "failureLog would record it")
+
+
+class JobDeadlineData(EventData):
+    """`dev.crefn.job.deadline`: a Job's wall-clock bound (`crefn.dev/timeout-per-job`) has run out."""
+
+    job: JobRef
+    attempt: int
+    elapsed_seconds: float
+    timeout_seconds: float
+    blocked: bool = Field(description="the time ran out in one scheduling-blocked episode")
 
 
 class AlertData(EventData):
@@ -114,6 +144,7 @@ DATA_MODELS: dict[EventType, type[EventData]] = {
     EventType.WORKLOAD_CREATED: WorkloadCreatedData,
     EventType.JOB_CONDITION_CHANGED: JobConditionChangedData,
     EventType.JOB_RESTARTED: JobRestartedData,
+    EventType.JOB_DEADLINE: JobDeadlineData,
     EventType.ALERT: AlertData,
 }
 
@@ -122,6 +153,7 @@ EXTENSIONS: dict[EventType, tuple[str, ...]] = {
     EventType.WORKLOAD_CREATED: ("namespace", "job", "partitionkey"),
     EventType.JOB_CONDITION_CHANGED: ("namespace", "job", "jobcondition", "partitionkey"),
     EventType.JOB_RESTARTED: ("namespace", "job", "partitionkey"),
+    EventType.JOB_DEADLINE: ("namespace", "job", "partitionkey"),
     EventType.ALERT: ("namespace", "job", "partitionkey", "alertname", "alertstatus", "severity"),
 }
 """The extension attributes every emitted event of a type carries."""

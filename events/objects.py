@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from events.emitted import FailedNode, WorkloadRef
+from events.emitted import FailedNode, FailureLog, WorkloadRef
 
 
 class KubeModel(BaseModel):
@@ -38,6 +38,7 @@ class ObjectMeta(KubeModel):
     uid: str = ""
     resource_version: str = ""
     generation: int = 0
+    creation_timestamp: datetime | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     owner_references: list[OwnerReference] = Field(default_factory=list)
@@ -105,6 +106,8 @@ class JobSpec(KubeModel):
     checkpoint: Checkpoint | None = None
     workload_metadata: WorkloadMetadata = Field(default_factory=WorkloadMetadata)
     goodput_measurement: GoodputMeasurementSpec | None = None
+    scheduling_stall_grace_seconds: int | None = None
+    """How long pods may stay unschedulable before the Job says so (CRE's default: 300)."""
 
 
 class JobStatus(KubeModel):
@@ -113,6 +116,9 @@ class JobStatus(KubeModel):
     workload_start_time: datetime | None = None
     restart_count: int = 0
     failed_nodes: list[FailedNode] = Field(default_factory=list)
+    failure_log: FailureLog | None = None
+    scheduling_blocked_since: datetime | None = None
+    scheduling_resumed_time: datetime | None = None
 
 
 class CreJob(KubeObject):
@@ -120,6 +126,37 @@ class CreJob(KubeObject):
 
     spec: JobSpec = Field(default_factory=JobSpec)
     status: JobStatus = Field(default_factory=JobStatus)
+
+
+class ContainerTerminated(KubeModel):
+    exit_code: int = 0
+    reason: str = ""
+
+
+class ContainerState(KubeModel):
+    terminated: ContainerTerminated | None = None
+
+
+class ContainerStatus(KubeModel):
+    name: str
+    state: ContainerState = Field(default_factory=ContainerState)
+
+
+class PodSpec(KubeModel):
+    node_name: str = ""
+
+
+class PodStatus(KubeModel):
+    phase: str = ""
+    conditions: list[Condition] = Field(default_factory=list)
+    container_statuses: list[ContainerStatus] = Field(default_factory=list)
+
+
+class Pod(KubeObject):
+    """A workload's pod: placement, scheduling condition and container exits."""
+
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
 
 
 class WorkloadRunStatus(KubeModel):

@@ -23,6 +23,7 @@ class EventType(StrEnum):
     WORKLOAD_CREATED = "dev.crefn.workload.created"
     JOB_CONDITION_CHANGED = "dev.crefn.job.condition.changed"
     JOB_RESTARTED = "dev.crefn.job.restarted"
+    JOB_DEADLINE = "dev.crefn.job.deadline"
     ALERT = "dev.crefn.alert"
 
 
@@ -53,6 +54,10 @@ ATTEMPT_LABEL: Final = "crefn.dev/attempt"
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE: Final = "cre-functions"
 RESTART_NOT_BEFORE_ANNOTATION: Final = "crefn.dev/restart-not-before"
+TIMEOUT_ANNOTATION: Final = "crefn.dev/timeout-per-job"
+"""A Job's wall-clock bound, a Go duration (written from a WorkloadRun's `orchestration.timeoutPerJob`)."""
+CONTROLLER_MANAGER: Final = "crefn.dev/controller"
+"""The `manager` of the TrainJob runtime patch that labels the workload's pods."""
 
 
 def job_label(cre_group: str) -> str:
@@ -77,6 +82,8 @@ class Reason(StrEnum):
     WORKLOAD_RESTARTING = "WorkloadRestarting"
     WORKLOAD_CREATION_ERROR = "WorkloadCreationError"
     WORKLOAD_DELETED = "WorkloadDeleted"
+    WORKLOAD_SCHEDULING_BLOCKED = "WorkloadSchedulingBlocked"
+    JOB_TIMED_OUT = "JobTimedOut"
     SUSPENDED = "Suspended"
     NOT_APPLICABLE = "NotApplicable"
 

@@ -11,6 +11,7 @@ the server says so), 429 → `Throttled`, 5xx and unreachable → `Unavailable`,
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ from functions.resources import Resource
 
 JsonObj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
+LOG_PATH = "/api/v1/namespaces/{namespace}/pods/{pod}/log"
 
 class Gateway:
     """Kubernetes API access: get, paged list, create, merge patch, delete, and a line stream."""
@@ -147,6 +149,27 @@ class Gateway:
         finally:
             resp.release_conn()
 
+    def read_log(self, namespace: str, pod: str, container: str, tail_lines: int, keep_bytes: int,
+                 timeout_seconds: float) -> str:
+        """The end of a container's log through the API server's `pods/log`: its last `tail_lines` lines,
+        of which the last `keep_bytes` are kept, the read bounded to `timeout_seconds` in all ("" when
+        the pod has no node yet). A read that breaks off keeps what arrived."""
+        deadline = time.monotonic() + timeout_seconds
+        resp = self._call("GET", LOG_PATH.format(namespace=namespace, pod=pod),
+                          query=[("container", container), ("tailLines", tail_lines)],
+                          timeout=timeout_seconds, accept="application/json, */*").response
+        tail = b""
+        try:
+            for chunk in resp.stream(16384, decode_content=True):
+                tail = (tail + chunk)[-keep_bytes:]
+                if time.monotonic() > deadline:
+                    break
+        except (urllib3.exceptions.HTTPError, OSError):
+            pass  # what arrived is kept
+        finally:
+            resp.release_conn()
+        return tail.decode(errors="replace")
+
     # -- transport -----------------------------------------------------------------------------
 
     def request(
@@ -169,9 +192,10 @@ class Gateway:
         query: list[tuple[str, Any]] | None = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        accept: str = "application/json",
     ) -> Any:
         """One HTTP call; answers of 400 and above become our error kinds here."""
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         try:
             request = self._api.param_serialize(
                 method, path, query_params=query or [], header_params=headers, body=body,

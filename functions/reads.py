@@ -1,4 +1,5 @@
-"""Fresh reads the handlers share: a CRE Job as a `JobState`, a TrainJob as raw JSON.
+"""Fresh reads the handlers share: a CRE Job as a `JobState`, a TrainJob as raw JSON, the pods of a
+Job's attempt, and the end of a failed container's log.
 
 Decisions about writes and deletes use what these return, never an event's payload alone: events
 can be stale, duplicated or forged (SPEC §6.4).
@@ -8,10 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
+from events.objects import Pod
 from events.types import CRE_VERSION, JOB_KIND
 from functions.context import Context
-from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
+from functions.errors import CrefnError, PermanentError
+from functions.resources import PODS, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.jobs import JobState, parse_job
+from functions.rules.pods import (
+    TAIL_BYTES,
+    TAIL_LINES,
+    Capture,
+    LogSource,
+    attempt_selector,
+    failed_container,
+    timeout_container,
+)
 
 
 def read_job(ctx: Context, namespace: str, name: str) -> JobState | None:
@@ -36,3 +50,34 @@ def read_checkpoint_evidence(ctx: Context, state: JobState) -> bool:
         if ref.get("name") == state.ref.name and ref.get("kind", "Job") == "Job" and int(step) > 0:
             return True
     return False
+
+
+def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:
+    """The pods of the Job's attempt (the current one unless named), by their labels."""
+    number = state.job.status.restart_count if attempt is None else attempt
+    selector = attempt_selector(state.ref.name, number, ctx.settings.cre_group)
+    try:
+        return tuple(Pod.model_validate(p) for p in ctx.gateway.list_all(PODS, state.ref.namespace, selector))
+    except ValidationError as e:
+        raise PermanentError(f"unreadable pod of {state.where}: {e.errors()[0]['msg']}") from None
+
+
+def read_tail(ctx: Context, namespace: str, source: LogSource | None) -> str:
+    """The end of the source container's log (800 lines, the last 32 KiB); "" when there is no source or
+    the log cannot be read (no node, the kubelet unreachable, no permission): the verdict goes on without."""
+    if source is None:
+        return ""
+    try:
+        return ctx.gateway.read_log(namespace, source.pod, source.container, TAIL_LINES, TAIL_BYTES,
+                                    ctx.settings.log_timeout_seconds)
+    except CrefnError:
+        return ""
+
+
+def read_capture(ctx: Context, state: JobState, attempt: int | None = None, timeout: bool = False,
+                 tail: bool = True) -> Capture:
+    """The attempt's pods and the container a failure (or a timeout) log records, with its log tail
+    unless `tail` is false."""
+    pods = read_pods(ctx, state, attempt)
+    source = timeout_container(pods) if timeout else failed_container(pods)
+    return Capture(pods, source, read_tail(ctx, state.ref.namespace, source) if tail else "")

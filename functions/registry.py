@@ -12,7 +12,7 @@ from types import ModuleType
 
 from events.envelope import Envelope
 from functions.context import Context
-from functions.handlers import alert, launch, phase, restart, resync, status, workloadrun
+from functions.handlers import alert, launch, phase, restart, resync, status, timeout, workloadrun
 from functions.plan import Outcome
 
 
@@ -27,5 +27,5 @@ def _target(module: ModuleType) -> Target:
     return Target(module.FUNCTION, module.handle, module.ACCEPTS)
 
 
-TARGETS: dict[str, Target] = {t.name: t for t in map(_target, (phase, launch, status, restart, resync, workloadrun,
-                                                                 alert))}
+TARGETS: dict[str, Target] = {t.name: t for t in map(_target, (phase, launch, status, restart, timeout, resync,
+                                                                 workloadrun, alert))}

@@ -6,10 +6,13 @@ so the gateway never looks at the environment for it.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from functions.durations import parse_go_duration
 
 DEFAULT_PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 
@@ -33,6 +36,22 @@ class Settings(BaseSettings):
     )
     k_sink: str | None = Field(default=None, validation_alias=AliasChoices("CREFN_K_SINK", "K_SINK"))
     kube_timeout_seconds: float = Field(default=10.0, gt=0)
+    default_timeout_per_job: timedelta | None = None
+    """A Go duration (`24h`); the bound of a Job without the annotation `crefn.dev/timeout-per-job`."""
+    log_timeout_seconds: float = Field(default=30.0, gt=0)
+    """How long reading a failed container's log may take in all."""
+
+    @field_validator("default_timeout_per_job", mode="before")
+    @classmethod
+    def _go_duration(cls, value: object) -> object:
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            duration = parse_go_duration(value)
+            if duration <= timedelta(0):
+                raise ValueError(f"not a positive duration: {value!r}")
+            return duration
+        return value
 
     @property
     def observe(self) -> bool:

@@ -1,15 +1,31 @@
-"""The demo of `cre-fn dev` (`make run`): a Job whose TrainJob the Trainer simulator drives through
-suspend → resume → failure → checkpoint restart → success, and the summary that says whether it
-ended as expected. The CRE group is the `CREFN_CRE_GROUP` setting, as for the functions.
+"""The demo of `cre-fn dev` (`make run`): two Jobs the Trainer simulator drives, and the summary that
+says whether they ended as expected. The CRE group is the `CREFN_CRE_GROUP` setting, as for the
+functions.
+
+- `llama-pretrain` (checkpoint, 2 restarts): its TrainJob starts suspended, is resumed, its pods cannot
+  be scheduled (the Trainer holds the next step until the Job says `WorkloadSchedulingBlocked`, which
+  the resync tick brings once the 1 s grace is over), are scheduled, one is OOMKilled → checkpoint
+  restart → the next attempt completes: Succeeded, one restart.
+- `llama-eval` (no checkpoint): runs, one pod is OOMKilled → Failed, with the failure log (pod, node,
+  exit code, the end of the container's log read through the API server).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from events.types import CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, group_nodes_annotation, job_label
+from events.types import (
+    CRE_GROUP_DEFAULT,
+    CRE_VERSION,
+    MANAGED_LABEL,
+    Reason,
+    group_nodes_annotation,
+    job_label,
+)
 from functions.gateway import Gateway
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_goodput, cre_jobs
@@ -18,8 +34,9 @@ from localstack.stack import Stack
 from localstack.timeline import Timeline
 from localstack.trainer import Script, TrainerSimulator, wait_until
 
-DEMO_NAMESPACE, DEMO_JOB = "ml-team", "llama-pretrain"
-DEMO_SCRIPT: Script = {0: ["resume", "run", "fail"], 1: ["resume", "run", "complete"]}
+DEMO_NAMESPACE, DEMO_JOB, DEMO_FAILING_JOB = "ml-team", "llama-pretrain", "llama-eval"
+DEMO_SCRIPT: Script = {0: ["resume", "block", "run", "fail"], 1: ["resume", "run", "complete"]}
+DEMO_FAILING_SCRIPT: Script = {0: ["run", "fail"]}
 
 
 def create_job(gw: Gateway, namespace: str, body: dict[str, Any], evidence: bool,
@@ -43,10 +60,20 @@ def demo_job(group: str) -> dict[str, Any]:
                          # the nodes CRE's Workflow places the Job on (what failedNodes attributes)
                          "annotations": {group_nodes_annotation(group): "gpu-node-11, gpu-node-07"}},
             "spec": {"checkpoint": {"pvcName": f"{DEMO_JOB}-ckpt", "maxRestarts": 2},
+                     "schedulingStallGraceSeconds": 1,
                      "workload": {"trainJob": {
                          "runtimeRef": {"name": "torch-distributed"}, "suspend": True,
                          "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 2, "numProcPerNode": 8,
                                      "command": ["torchrun"], "args": ["train.py", "--resume-from", "/ckpt"]}}}}}
+
+
+def failing_job(group: str) -> dict[str, Any]:
+    return {"apiVersion": f"{group}/{CRE_VERSION}", "kind": "Job",
+            "metadata": {"name": DEMO_FAILING_JOB, "labels": {MANAGED_LABEL: "true", "team": "foundation-models"}},
+            "spec": {"workload": {"trainJob": {
+                "runtimeRef": {"name": "torch-distributed"},
+                "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 1, "numProcPerNode": 8,
+                            "command": ["torchrun"], "args": ["eval.py"]}}}}}
 
 
 def final_state(job: dict[str, Any]) -> tuple[str, str, int]:
@@ -55,25 +82,56 @@ def final_state(job: dict[str, Any]) -> tuple[str, str, int]:
     return (cond.type if cond else "", cond.reason if cond else "", int(status.get("restartCount", 0)))
 
 
-def drive(stack: Stack, namespace: str, job: str, script: Script, timeline: Timeline, timeout: float) -> None:
-    trainer = TrainerSimulator(stack.gateway, namespace, job, script, stack.quiet, cre_group=stack.group,
-                               on_action=lambda a, act: timeline.say(f"-- Trainer: {act} TrainJob attempt {a}")).start()
+def drive(stack: Stack, namespace: str, scripts: dict[str, Script], timeline: Timeline, timeout: float,
+          hold: float = 0.0) -> None:
+    """One Trainer simulator per Job; a Job whose pods were just blocked holds its Trainer until it
+    says so (the grace is over and a resync tick re-drove it), for at most `hold` seconds, so the demo
+    shows the condition."""
     jobs = cre_jobs(stack.group)
 
+    def read(job: str) -> dict[str, Any]:
+        return stack.gateway.get(jobs, namespace, job) or {}
+
+    def quiet_for(job: str) -> Callable[[], bool]:
+        held_since: list[float] = []
+
+        def quiet() -> bool:
+            status = read(job).get("status") or {}
+            cond = true_exclusive(status.get("conditions") or [])
+            held = bool(status.get("schedulingBlockedSince")) and (
+                cond is None or cond.reason != Reason.WORKLOAD_SCHEDULING_BLOCKED)
+            if not held:
+                held_since.clear()
+            elif not held_since:
+                held_since.append(time.monotonic())
+            waiting = held and time.monotonic() - held_since[0] < hold
+            return not waiting and stack.quiet()
+        return quiet
+
+    def said(job: str) -> Callable[[int, str], None]:
+        return lambda attempt, action: timeline.say(f"-- Trainer: {action} TrainJob of {job}, attempt {attempt}")
+
+    trainers = [TrainerSimulator(stack.gateway, namespace, job, script, quiet_for(job), cre_group=stack.group,
+                                 kubelet=stack.cluster.kubelet, on_action=said(job)).start()
+                for job, script in scripts.items()]
+
     def settled() -> bool:
-        obj = stack.gateway.get(jobs, namespace, job) or {}
-        return trainer.finished and final_state(obj)[0] in ("Succeeded", "Failed") and stack.quiet()
+        return (all(t.finished for t in trainers) and stack.quiet()
+                and all(final_state(read(job))[0] in ("Succeeded", "Failed") for job in scripts))
 
     wait_until(settled, timeout, interval=0.5)
-    trainer.stop()
+    for trainer in trainers:
+        trainer.stop()
 
 
-def summary(stack: Stack, namespace: str, job: str, timeline: Timeline) -> tuple[str, str, int]:
+def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall: bool = True) -> tuple[str, str, int]:
+    """The Job's end state, its Events and failure log; with `overall`, the stack's deliveries and alerts."""
     obj = stack.gateway.get(cre_jobs(stack.group), namespace, job) or {}
     state = final_state(obj)
     outcomes = Counter((o.trigger.removeprefix("crefn-"), o.status) for o in stack.broker.outcomes)
     trainjobs = count_trainjobs(stack.out_dir / "events.jsonl", job, stack.group)
-    print("\n== summary", file=timeline.out)
+    if overall:
+        print("\n== summary", file=timeline.out)
     print(f"   Job {namespace}/{job}: {state[0]}/{state[1]}, restartCount {state[2]}, TrainJobs created {trainjobs}",
           file=timeline.out)
     for cond in (obj.get("status") or {}).get("conditions") or []:
@@ -81,17 +139,28 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline) -> tuple
               file=timeline.out)
     for node in (obj.get("status") or {}).get("failedNodes") or []:
         print(f"     failed node {node['name']} ({node['reason']}): {node.get('message', '')}", file=timeline.out)
+    status = obj.get("status") or {}
+    if status.get("schedulingResumedTime"):
+        print(f"     scheduling resumed {status['schedulingResumedTime']}; workloadStartTime "
+              f"{status.get('workloadStartTime', 'unset')}", file=timeline.out)
+    if log := status.get("failureLog"):
+        print(f"   failureLog: {log.get('reason')} (exit {log.get('exitCode')}) in pod {log.get('podName')} "
+              f"on node {log.get('nodeName')}; last lines:", file=timeline.out)
+        for line in str(log.get("tail") or "").splitlines()[-4:]:
+            print(f"     | {line}", file=timeline.out)
     events = stack.gateway.request("GET", f"/api/v1/namespaces/{namespace}/events",
                                    query=[("fieldSelector", f"involvedObject.name={job}")]).get("items") or []
     print("   Kubernetes Events (kubectl describe):", file=timeline.out)
     for event in sorted(events, key=lambda e: e.get("eventTime") or e["metadata"]["creationTimestamp"]):
         print(f"     {event['type']:<8} {event['reason']:<22} {event.get('message', '')}", file=timeline.out)
+    if not overall:
+        return state
     counts = ", ".join(f"{fn} {st}x{n}" for (fn, st), n in sorted(outcomes.items()))
     print(f"   deliveries: {counts}", file=timeline.out)
     print(f"   events published: {stack.broker.published}; dead letters: {len(stack.broker.dead)}", file=timeline.out)
     if stack.alertmanager is not None:
-        active = [f"{a['labels']['alertname']} ({a['labels']['severity']})" for a in stack.alertmanager.alerts()
-                  if a["labels"].get("namespace") == namespace and a["labels"].get("job") == job]
+        active = [f"{a['labels']['job']}: {a['labels']['alertname']} ({a['labels']['severity']})"
+                  for a in stack.alertmanager.alerts() if a["labels"].get("namespace") == namespace]
         print(f"   active alerts in Alertmanager: {', '.join(active) or 'none'}", file=timeline.out)
     print(f"   event log: {stack.out_dir / 'events.jsonl'} (replay: cre-fn dev --replay FILE)", file=timeline.out)
     return state

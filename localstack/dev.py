@@ -18,9 +18,22 @@ from pathlib import Path
 from typing import TextIO
 
 from functions.replay import read_recording
+from functions.resources import cre_jobs
 from functions.settings import Settings
 from localstack.apiserver import LocalCluster
-from localstack.demo import DEMO_JOB, DEMO_NAMESPACE, DEMO_SCRIPT, count_trainjobs, create_job, demo_job, drive, summary
+from localstack.demo import (
+    DEMO_FAILING_JOB,
+    DEMO_FAILING_SCRIPT,
+    DEMO_JOB,
+    DEMO_NAMESPACE,
+    DEMO_SCRIPT,
+    count_trainjobs,
+    create_job,
+    demo_job,
+    drive,
+    failing_job,
+    summary,
+)
 from localstack.reproduce import reproduce
 from localstack.stack import start_stack
 from localstack.timeline import Timeline
@@ -50,16 +63,25 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
         elif demo:
             timeline.say(f"demo: Job {demo_ns}/{DEMO_JOB}, checkpoint restarts allowed: 2, "
                          "TrainJob starts suspended")
+            timeline.say(f"demo: Job {demo_ns}/{DEMO_FAILING_JOB}, no checkpoint: its OOMKilled pod fails it")
             create_job(stack.gateway, demo_ns, demo_job(group), evidence=True, group=group)
-            drive(stack, demo_ns, DEMO_JOB, DEMO_SCRIPT, timeline, timeout)
-            if stack.alertmanager is not None:  # let Alertmanager send the resolved notifications
-                wait_until(lambda: "firing" not in timeline.notified.values(), 20, interval=0.5)
+            create_job(stack.gateway, demo_ns, failing_job(group), evidence=False, group=group)
+            drive(stack, demo_ns, {DEMO_JOB: DEMO_SCRIPT, DEMO_FAILING_JOB: DEMO_FAILING_SCRIPT}, timeline, timeout,
+                  hold=min(ping_interval + 2, 30))  # a tick after the 1 s grace says WorkloadSchedulingBlocked
+            if stack.alertmanager is not None:  # let Alertmanager send the pretrain Job's resolved notifications
+                wait_until(lambda: "firing" not in {v for (_, j, _), v in timeline.notified.items() if j == DEMO_JOB},
+                           20, interval=0.5)
+            failed = summary(stack, demo_ns, DEMO_FAILING_JOB, timeline, overall=False)
             state = summary(stack, demo_ns, DEMO_JOB, timeline)
             expected = ("Succeeded", "WorkloadCompleted", 1)
             trainjobs = count_trainjobs(out_dir / "events.jsonl", DEMO_JOB, group)
-            ok = state == expected and trainjobs == 2 and not stack.broker.dead
-            print(f"\ndemo {'ended as expected' if ok else f'did NOT end as expected (want {expected}, 2 TrainJobs)'}",
-                  file=out)
+            job = stack.gateway.get(cre_jobs(group), demo_ns, DEMO_FAILING_JOB) or {}
+            log = (job.get("status") or {}).get("failureLog") or {}
+            ok = (state == expected and trainjobs == 2 and not stack.broker.dead
+                  and failed == ("Failed", "WorkloadFailed", 0) and log.get("reason") == "OOMKilled"
+                  and "CUDA out of memory" in str(log.get("tail")))
+            want = f"{DEMO_JOB} {expected} with 2 TrainJobs, {DEMO_FAILING_JOB} Failed with an OOMKilled failure log"
+            print(f"\ndemo {'ended as expected' if ok else f'did NOT end as expected (want {want})'}", file=out)
             code = 0 if ok else 1
         if keep:
             print(f"KUBECONFIG={stack.cluster.kubeconfig}", file=out)

@@ -20,6 +20,8 @@ class Timeline:
     out: TextIO = sys.stdout
     started: float = field(default_factory=time.monotonic)
     conditions: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    blocked: dict[str, str] = field(default_factory=dict)
+    """Job → its `schedulingBlockedSince` as last seen ("" when unset)."""
     notified: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(namespace, job, alertname) → the last status Alertmanager notified."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -55,6 +57,15 @@ class Timeline:
             self.conditions[key] = now
         if changed:
             self.say(f"== Job {key}: {cond.type}/{cond.reason} (restarts {now[2]}): {cond.message}")
+        since = str(status.get("schedulingBlockedSince") or "")
+        with self.lock:
+            before = self.blocked.get(key, "")
+            self.blocked[key] = since
+        if since and not before:
+            self.say(f"== Job {key}: pods unschedulable since {since}: clocks paused")
+        elif before and not since:
+            self.say(f"== Job {key}: pods scheduled again at {status.get('schedulingResumedTime')}; "
+                     f"workloadStartTime now {status.get('workloadStartTime')}")
 
 
 def short_type(t: str) -> str:

@@ -3,9 +3,16 @@ such as Kueue, for suspend/resume) would, following a script per attempt.
 
 A script maps an attempt number (`crefn.dev/attempt`) to a list of actions applied in order, each once
 the event plane is quiet: `resume` (spec.suspend=false), `suspend`, `run` (jobs active, no terminal
-condition), `fail` (condition Failed/JobsFailed), `complete`
+condition), `block` (the same TrainJob status as `run` — JobSet counts pending pods as active — while the
+scheduler cannot place the pods), `fail` (condition Failed/JobsFailed), `complete`
 (condition Complete/JobsCompleted), `delete` (someone deletes the TrainJob). `script_from_recording`
-recovers such a script from a recorded event log, which is how a recording is reproduced.
+recovers such a script from a recorded event log, which is how a recording is reproduced (a `block`
+shows there as `run`).
+
+Given the cluster's stand-in kubelet, an action also keeps the attempt's pods as JobSet, the scheduler
+and the kubelet would (`localstack.pods.apply_pods`: placed on `gpu-node-N`, their logs served), and
+writes them before the TrainJob, as a real TrainJob's status follows its pods. Without one, only the
+TrainJob changes.
 """
 
 from __future__ import annotations
@@ -14,21 +21,29 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS
+from localstack.pods import apply_pods
+
+if TYPE_CHECKING:
+    from localstack.kubelet import StandInKubelet
 
 Script = dict[int, list[str]]
-ACTIONS = ("resume", "suspend", "run", "fail", "complete", "delete")
+ACTIONS = ("resume", "suspend", "run", "block", "fail", "complete", "delete")
 STAMP = "2026-01-01T00:00:00Z"
 
 
-def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str) -> None:
+def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str, kubelet: StandInKubelet | None = None) -> None:
+    """One action on a TrainJob, and on its attempt's pods when `kubelet` is given (the deleted
+    TrainJob's pods are left, as no garbage collector runs on the local API server)."""
     meta = trainjob["metadata"]
     ns, name = meta["namespace"], meta["name"]
+    if kubelet is not None:
+        apply_pods(gw, kubelet, trainjob, action)
     if action == "delete":
         gw.delete(TRAINJOBS, ns, name, uid=meta["uid"])
         return
@@ -37,16 +52,17 @@ def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str) -> None:
         return
     conditions = {
         "run": None,
+        "block": None,
         "fail": [{"type": "Failed", "status": "True", "reason": "JobsFailed", "lastTransitionTime": STAMP,
                   "message": "jobset node-0 failed: exit code 137 (OOMKilled) on gpu-node-11"}],
         "complete": [{"type": "Complete", "status": "True", "reason": "JobsCompleted", "lastTransitionTime": STAMP,
                       "message": "all jobs completed"}],
     }[action]
-    active = 2 if action == "run" else 0
+    active = 2 if action in ("run", "block") else 0
     done = 2 if action == "complete" else 0
     gw.patch(TRAINJOBS, ns, name, {"status": {
         "conditions": conditions,
-        "jobsStatus": [{"name": "node", "active": active, "ready": active, "succeeded": done,
+        "jobsStatus": [{"name": "node", "active": active, "ready": active if action == "run" else 0, "succeeded": done,
                         "failed": 1 if action == "fail" else 0, "suspended": 0}]}}, status=True)
 
 
@@ -62,6 +78,7 @@ class TrainerSimulator:
     cre_group: str = CRE_GROUP_DEFAULT
     step_delay: float = 0.5
     on_action: Callable[[int, str], None] | None = None
+    kubelet: StandInKubelet | None = None
     done: list[tuple[int, str]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -99,7 +116,7 @@ class TrainerSimulator:
                 index = progress.get(attempt, 0)
                 if index >= len(steps):
                     continue
-                apply_action(self.gateway, trainjob, steps[index])
+                apply_action(self.gateway, trainjob, steps[index], self.kubelet)
                 progress[attempt] = index + 1
                 self.done.append((attempt, steps[index]))
                 if self.on_action:

@@ -25,7 +25,7 @@ from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
-SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-resync",
+SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-timeout", "crefn-resync",
                     "crefn-workloadrun", "crefn-alert", "crefn-apiserversource")
 FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
 
@@ -151,12 +151,14 @@ def functions(serve: Callable[..., ServedFunction], cluster: LocalCluster,
 
 
 @pytest.fixture
-def world(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str,
-          relay: Relay) -> Iterator[Callable[..., World]]:
+def world(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str, relay: Relay,
+          cluster: LocalCluster) -> Iterator[Callable[..., World]]:
     """world(urls=None, **options) → a World in this test's namespace (urls: `functions()` by default;
-    options: those of `make_world`); resync's events for the namespace go to the latest world's Broker."""
+    options: those of `make_world`; the Trainer places its pods behind the cluster's stand-in kubelet);
+    resync's events for the namespace go to the latest world's Broker."""
 
     def make(urls: dict[str, str] | None = None, **options: Any) -> World:
+        options.setdefault("kubelet", cluster.kubelet)
         made = make_world(gateway, namespace, functions() if urls is None else urls, **options)
         relay.attach(made)
         return made

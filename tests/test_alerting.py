@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from events.emitted import JobConditionChangedData, JobRestartedData
+from events.emitted import FailureInfo, JobConditionChangedData, JobRestartedData
 from functions.rules.alerting import dedup_key, on_condition_changed, on_job_deleted, on_restarted
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -56,6 +56,20 @@ def test_failed_alert_says_what_an_operator_needs() -> None:
     assert alert.ends_at == NOW + timedelta(days=90)
     for fact in ("ml/llm", "exit 137", "WorkloadFailed", "Restarts used: 0", "gpu-7", "llm-workload"):
         assert fact in alert.description
+
+
+def test_the_failed_container_is_named_in_the_alert() -> None:
+    """Pod, node, exit code and reason of the Job's failure log: what Slack and PagerDuty show."""
+    data = changed("Failed", "WorkloadFailed").model_copy(update={"failure": FailureInfo(
+        pod_name="llm-workload-node-1-0", node_name="gpu-node-17", exit_code=137, reason="OOMKilled")})
+    (alert,) = on_condition_changed(data, None, NOW)
+    assert alert.description.endswith(
+        " Failed container: OOMKilled (exit 137) in pod llm-workload-node-1-0 on node gpu-node-17.")
+    assert alert.summary == "CRE Job ml/llm failed (WorkloadFailed): OOMKilled on gpu-node-17"  # PagerDuty's line
+    gone = changed("Failed", "WorkloadFailed").model_copy(update={"failure": FailureInfo(
+        pod_name="", node_name="", exit_code=0, reason="PodNotFound")})
+    assert on_condition_changed(gone, None, NOW)[0].description.endswith(" Failure log: PodNotFound.")
+    assert "Failed container" not in on_condition_changed(changed("Failed", "WorkloadFailed"), None, NOW)[0].description
 
 
 def test_restarted_is_a_warning_that_expires() -> None:

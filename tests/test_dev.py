@@ -31,16 +31,23 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
                                                       tmp_path: Path) -> None:
     ns = f"demo-{uuid.uuid4().hex[:6]}"
     out = io.StringIO()
-    code = dev.run(tmp_path / "demo", cluster=cluster, namespace=ns, ping_interval=3600, out=out)
+    code = dev.run(tmp_path / "demo", cluster=cluster, namespace=ns, ping_interval=2, out=out)
     text = out.getvalue()
     assert code == 0, text[-3000:]
     assert "demo ended as expected" in text
+    blocked = text.index(f"== Job {ns}/llama-pretrain: pods unschedulable since")
+    said = text.index(f"== Job {ns}/llama-pretrain: InProgress/WorkloadSchedulingBlocked (restarts 0): Workload pods "
+                      "are unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+    resumed = text.index(f"== Job {ns}/llama-pretrain: pods scheduled again at")
+    assert blocked < said < resumed
+    assert "failureLog: OOMKilled (exit 137) in pod llama-eval-workload-node-0-0-a0" in text
+    assert "torch.OutOfMemoryError: CUDA out of memory" in text
     assert f"== Job {ns}/llama-pretrain: InProgress/WorkloadRestarting (restarts 1)" in text
     assert "→ restart-failures" in text and "job.restarted attempt 1/2" in text
     assert "restart grace not over" in text  # launch answered 503 and the Broker retried
     assert f"!! Alertmanager notifies: firing CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert f"!! Alertmanager notifies: resolved CREJobRestarted (warning) {ns}/llama-pretrain" in text
-    assert "active alerts in Alertmanager: none" in text
+    assert "active alerts in Alertmanager: llama-eval: CREJobFailed (critical)" in text
     recording = read_recording(tmp_path / "demo" / "events.jsonl")
     types = {r["attributes"]["type"] for r in recording}
     assert {"dev.knative.apiserver.resource.add", "dev.crefn.workload.phase", "dev.crefn.job.restarted",

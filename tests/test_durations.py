@@ -1,4 +1,4 @@
-"""Go durations as CRE's CRDs write them (`functions.rules.durations`)."""
+"""Go durations as CRE's CRDs write them (`functions.durations`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from functions.rules.durations import parse_go_duration
+from functions.durations import parse_go_duration
 
 
 @pytest.mark.parametrize(("text", "expected"), [

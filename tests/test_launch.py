@@ -18,11 +18,11 @@ from functions.gateway import Gateway
 from functions.plan import Create, Delete, Plan, Wait
 from functions.resources import TRAINJOBS
 from functions.rules.jobs import JobState
-from functions.rules.launch import LaunchObserved, decide_launch
+from functions.rules.launch import LaunchObserved, decide_launch, with_pod_labels
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apiserver import LocalCluster
-from tests.support.helpers import EARLIER, NOW, annotate_nodes, cond, job, job_events
+from tests.support.helpers import EARLIER, NOW, annotate_nodes, cond, job, job_events, missing
 from tests.support.webhook import DenyingWebhook
 from tests.support.world import JOBS, World, make_world, phase_record
 
@@ -82,7 +82,33 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     meta = body["metadata"]
     assert meta["labels"]["crefn.dev/attempt"] == "2" and meta["labels"]["nvcre.nvidia.com/job"] == "llm"
     assert meta["ownerReferences"][0]["uid"] == "job-uid" and meta["ownerReferences"][0]["controller"] is True
-    assert body["spec"] == {"runtimeRef": {"name": "t"}}
+    assert body["spec"]["runtimeRef"] == {"name": "t"}
+    (patch,) = body["spec"]["runtimePatches"]
+    assert patch["manager"] == "crefn.dev/controller"
+    (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert node["name"] == "node"
+    assert node["template"]["spec"]["template"]["metadata"]["labels"] == {
+        "nvcre.nvidia.com/job": "llm", "crefn.dev/managed": "true", "crefn.dev/attempt": "2"}
+
+
+@pytest.mark.parametrize(("spec", "names"), [
+    ({"runtimeRef": {"name": "torch-distributed"}}, ["node"]),
+    ({"runtimeRef": {"name": "deepspeed-mpi"}}, ["node", "launcher"]),
+    ({"runtimeRef": {"name": "mpi"}, "runtimePatches": [
+        {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+            {"name": "launcher"}, {"name": "trainer-node"}]}}}},
+        {"manager": "crefn.dev/controller", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+            {"name": "stale"}]}}}}]}, ["launcher", "trainer-node", "stale"]),
+])
+def test_every_replicated_job_is_labelled(spec: dict[str, Any], names: list[str]) -> None:
+    """Every replicatedJob the TrainJob's patches name (the launcher too), else `node` (+ an MPI
+    runtime's `launcher`); another manager's patch is kept, an old own patch replaced."""
+    patched = with_pod_labels(spec, "llm", 0, "nvcre.nvidia.com")
+    ours = [p for p in patched["runtimePatches"] if p["manager"] == "crefn.dev/controller"]
+    assert len(ours) == 1
+    assert [r["name"] for r in ours[0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == names
+    assert len(patched["runtimePatches"]) == len([p for p in spec.get("runtimePatches", [])
+                                                  if p["manager"] != "crefn.dev/controller"]) + 1
 
 
 # -- the function on the real API server ----------------------------------------------------------
@@ -333,3 +359,16 @@ def test_workload_metadata_labels_reach_the_trainjob(functions: Callable[..., di
     assert send(urls["launch"], world.job_record()).status == 200
     trainjob = gateway.get(TRAINJOBS, namespace, "llm-workload") or {}
     assert trainjob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+
+
+def test_the_pod_label_patch_passes_the_real_trainer_crd(world: Callable[..., World]) -> None:
+    """The runtime patch is stored whole (1.20 prunes unknown fields silently) and the admission rules
+    of the real TrainJob CRD accept it."""
+    w = world()
+    w.create_job(max_restarts=0)
+    w.settle()
+    stored = w.trainjob()
+    assert stored is not None
+    (patch,) = stored["spec"]["runtimePatches"]
+    sent = with_pod_labels({"runtimeRef": {"name": "torch-distributed"}}, "llm", 0, "nvcre.nvidia.com")
+    assert missing(sent["runtimePatches"][0], patch) == []

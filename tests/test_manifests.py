@@ -113,12 +113,12 @@ def test_sources_watch_only_kinds_the_functions_parse(overlay: str) -> None:
     docs = RENDERED[overlay]
     group = settings_of(docs)["CREFN_CRE_GROUP"]
     parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job"),
-              (f"{group}/v1alpha1", "WorkloadRun")}
+              (f"{group}/v1alpha1", "WorkloadRun"), ("v1", "Pod")}
     manage_all = settings_of(docs)["CREFN_MANAGE_ALL"] == "true"
     for source in of_kind(docs, "ApiServerSource"):
         for res in source["spec"]["resources"]:
             assert (res["apiVersion"], res["kind"]) in parsed
-            if manage_all:  # TrainJobs of unlabelled Jobs carry no label: watch everything
+            if manage_all and res["kind"] != "Pod":  # TrainJobs of unlabelled Jobs carry no label: watch all
                 assert "selector" not in res
             else:
                 assert res["selector"]["matchLabels"] == {"crefn.dev/managed": "true"}

@@ -15,10 +15,10 @@ from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome, Plan, nothing
-from functions.reads import read_job, read_trainjob
+from functions.reads import read_capture, read_job, read_trainjob
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
-from functions.rules.launch import LaunchObserved, decide_launch, needs_launch
+from functions.rules.launch import LaunchObserved, can_only_fail, decide_launch, needs_launch
 from functions.settings import Settings
 
 FUNCTION = "launch"
@@ -48,7 +48,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
     existing = None
     if not needs_launch(state, ctx.settings):
         existing = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name))
-    return Observed(env, seen.where, LaunchObserved(state, existing))
+    launch = LaunchObserved(state, existing)
+    if needs_launch(state, ctx.settings) == "" and can_only_fail(launch):
+        launch = LaunchObserved(state, existing, read_capture(ctx, state, tail=state.job.status.failure_log is None))
+    return Observed(env, seen.where, launch)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:

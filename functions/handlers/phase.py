@@ -1,27 +1,31 @@
-"""`phase`: TrainJob events → `dev.crefn.workload.phase` (SPEC §3, §5).
+"""`phase`: TrainJob and workload pod events → `dev.crefn.workload.phase` (SPEC §3, §5).
 
 read: Resource mode takes the object from the event (no API call); Reference mode GETs it, and a
 TrainJob that no longer exists is a delete, attributed through the Job whose `status.workloadRef`
-names it (the object, and with it its ownerReferences, is gone). decide: the pure adapter; a
-TrainJob with no owning CRE Job is not ours (202).
+names it (the object, and with it its ownerReferences, is gone). A pod of a Job's attempt (labels
+`<cre group>/job` and `crefn.dev/attempt`) changed: its attempt's TrainJob is read fresh and its phase
+re-sent, so `status` re-decides the running path with the pods as they are now (a pod became
+unschedulable, or was placed). decide: the pure adapter; a TrainJob with no owning CRE Job is not
+ours (202), nor a pod of an attempt whose TrainJob is gone or newer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from events.emitted import WorkloadRef
-from events.envelope import Envelope, ObjectReference, ReferenceChange, parse_apiserver_event
+from events.envelope import Envelope, ObjectReference, ReferenceChange, ResourceChange, parse_apiserver_event
 from events.objects import CreJob, TrainJob
-from events.types import TRAINJOB_KIND, ApiServerType
+from events.types import TRAINJOB_KIND, ApiServerType, job_label
 from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome, Plan, nothing
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.resources import PODS, TRAINJOBS, cre_jobs
 from functions.rules.adapter import WrongKind, check_trainjob, decide_phase, deleted_phase
-from functions.rules.attempts import workload_ref_of
+from functions.rules.attempts import attempt_of, of_attempt, workload_name, workload_ref_of
 from functions.rules.phase import find_owner, parse_trainjob, phase_event
 from functions.settings import Settings
 
@@ -37,10 +41,17 @@ class Observed:
     deleted: bool
     gone: ObjectReference | None = None
     owner_of_gone: CreJob | None = None
+    why: str = ""
+    """Why there is nothing to send (a pod whose attempt's TrainJob is gone)."""
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
     change = parse_apiserver_event(env)
+    if isinstance(change, ReferenceChange) and change.ref.kind == "Pod" and change.ref.apiVersion == "v1":
+        pod = ctx.gateway.get(PODS, change.ref.namespace, change.ref.name)
+        return read_for_pod(env, ctx, pod, f"pod {change.ref.namespace}/{change.ref.name} is gone")
+    if isinstance(change, ResourceChange) and change.object.get("kind") == "Pod":
+        return read_for_pod(env, ctx, change.object, "")
     if not isinstance(change, ReferenceChange):
         return Observed(env, parse_trainjob(change.object), change.verb == "delete")
     ref = change.ref
@@ -59,7 +70,25 @@ def read(env: Envelope, ctx: Context) -> Observed:
     return Observed(env, None, True, ref)
 
 
+def read_for_pod(env: Envelope, ctx: Context, pod: dict[str, Any] | None, gone: str) -> Observed:
+    """A workload pod's change: its attempt's TrainJob, read fresh (None and why, when there is none)."""
+    if pod is None:
+        return Observed(env, None, False, why=gone)
+    meta = pod.get("metadata") or {}
+    labels, namespace = meta.get("labels") or {}, str(meta.get("namespace", ""))
+    job, attempt = labels.get(job_label(ctx.settings.cre_group)), attempt_of(labels)
+    where = f"pod {namespace}/{meta.get('name')}"
+    if not job or attempt is None:
+        return Observed(env, None, False, why=f"{where} carries no Job and attempt labels")
+    trainjob = ctx.gateway.get(TRAINJOBS, namespace, workload_name(job))
+    if trainjob is None or not of_attempt(trainjob, attempt):
+        return Observed(env, None, False, why=f"{where}: the TrainJob of attempt {attempt} of Job {job} is gone")
+    return Observed(env, parse_trainjob(trainjob), False)
+
+
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if observed.why:
+        return nothing(observed.why)
     if observed.trainjob is None:
         ref, job = observed.gone, observed.owner_of_gone
         assert ref is not None

@@ -29,11 +29,12 @@ from events.types import RESTART_NOT_BEFORE_ANNOTATION, EventType, Phase
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Annotate, Delete, Effect, Outcome, Plan, nothing
-from functions.reads import read_checkpoint_evidence, read_job, read_trainjob
+from functions.reads import read_capture, read_checkpoint_evidence, read_job, read_trainjob
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.attempts import is_recorded, of_attempt
 from functions.rules.conditions import changes_condition, rfc3339
 from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
+from functions.rules.pods import Capture, failure_info
 from functions.rules.restart import decide_restart, failed_write, observe_failure, restart_grace, restart_write
 from functions.settings import Settings
 
@@ -49,6 +50,8 @@ class Observed:
     trainjob: dict[str, Any] | None
     """The failed attempt's TrainJob (None: gone, or its name now held by another attempt)."""
     evidence: bool | None = None
+    capture: Capture | None = None
+    """The failed attempt's pods and failed container (its log tail only for a failure to record)."""
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
@@ -65,7 +68,12 @@ def read(env: Envelope, ctx: Context) -> Observed:
     could_restart = decide_restart(state, evidence=True, require_evidence=True).restart  # all but the evidence
     if ctx.settings.require_checkpoint_evidence and could_restart:
         evidence = read_checkpoint_evidence(ctx, state)  # a LIST: only when it can change the decision
-    return Observed(env, data, state, trainjob, evidence)
+    capture = None
+    if not is_recorded(state.job, data.workload) and not why_not_current(state, data.workload):
+        fails = not decide_restart(state, evidence, ctx.settings.require_checkpoint_evidence).restart
+        capture = read_capture(ctx, state, data.workload.attempt,
+                               tail=fails and state.job.status.failure_log is None)
+    return Observed(env, data, state, trainjob, evidence, capture)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
@@ -84,7 +92,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if failure is None:
         return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
     if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
-        decided = failed_write(state, failure, now, settings.cre_group, FUNCTION)
+        decided = failed_write(state, failure, now, settings.cre_group, FUNCTION, observed.capture)
         if decided is None:
             return nothing(f"{state.where}: failure already recorded")
         write, new = decided
@@ -97,7 +105,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     assert state.job.spec.checkpoint is not None
     restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
                                  max_restarts=state.job.spec.checkpoint.max_restarts,
-                                 previous_workload=data.workload, not_before=grace_end)
+                                 previous_workload=data.workload, not_before=grace_end,
+                                 failure=failure_info(observed.capture))
     locked = annotate_not_before(state, grace_end, settings, state.job.metadata.resource_version)
     return Plan((locked, *commit.effects, *delete_failed(observed)),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,

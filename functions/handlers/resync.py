@@ -6,8 +6,10 @@ decides what the event path would have done, and acts only where the cluster and
 disagree (drift) or where time has run out: a Job without `workloadRef` is launched
 (`functions.rules.launch`, its `workload.created`; one still in its restart grace waits for a later
 tick); a Job whose TrainJob is gone gets `Failed`/`WorkloadDeleted`; a Job whose TrainJob's phase its
-conditions do not show yet (`functions.rules.status`) gets the `workload.phase` event. A Job in step
-costs nothing: in the steady state a tick sends no event. The events go to `K_SINK` (a SinkBinding).
+conditions do not show yet (`functions.rules.status`) gets the `workload.phase` event, as does a Job
+whose pods are scheduling-blocked (its grace runs out with no pod changing). A Job whose wall-clock
+bound has run out (`functions.rules.deadline`) gets `dev.crefn.job.deadline` instead, for `timeout`.
+A Job in step costs nothing: in the steady state a tick sends no event. The events go to `K_SINK` (a SinkBinding).
 This is what makes lost, duplicated or reordered events harmless and what ends restart grace
 periods. Jobs are handled with bounded concurrency; one JSON summary line per tick; the answer is
 202, or 503 when some Job could not be handled (the tick is retried). A conflict on a Job's write is
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.envelope import Envelope
-from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType
+from events.emitted import JobDeadlineData
+from events.envelope import Envelope, to_outbound
+from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType, EventType
 from functions.apply import run
 from functions.context import Context
 from functions.errors import CrefnError, NotYet, PermanentError, Unavailable
@@ -33,6 +36,7 @@ from functions.reads import read_job, read_trainjob
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.adapter import decide_phase, deleted_phase
 from functions.rules.attempts import current_workload_ref, workload_name, workload_ref_of
+from functions.rules.deadline import deadline
 from functions.rules.jobs import JobState, is_managed, parse_job
 from functions.rules.launch import LaunchObserved, decide_launch
 from functions.rules.phase import parse_trainjob, phase_event
@@ -76,6 +80,12 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     state = observed.state
     if not is_managed(state.job.metadata.labels, settings) or state.terminal:
         return nothing(f"{state.where}: nothing to re-drive")
+    if due := deadline(state, now, settings.default_timeout_per_job):
+        data = JobDeadlineData(job=state.ref, attempt=state.job.status.restart_count,
+                               elapsed_seconds=due.elapsed.total_seconds(), timeout_seconds=due.timeout.total_seconds(),
+                               blocked=due.blocked)
+        return Plan(reply=to_outbound(EventType.JOB_DEADLINE, FUNCTION, state.ref.namespace, state.ref.name, data,
+                                      None))
     ref = state.job.status.workload_ref
     if ref is None:
         return decide_launch(LaunchObserved(state, observed.trainjob), settings, now, FUNCTION, None)

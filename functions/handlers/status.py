@@ -1,8 +1,10 @@
 """`status`: `workload.phase` Pending/Running/Succeeded → the Job's conditions (SPEC §5, §6.2).
 
-read: the Job fresh. decide: only for a managed, non-terminal Job and its current attempt (older
-attempts are stale: 202), one status write (`functions.rules.status`), and `job.condition.changed`
-only when the True exclusive type or its reason changes.
+read: the Job fresh, and for a Running phase the pods of its attempt (by label). decide: only for a
+managed, non-terminal Job and its current attempt (older attempts are stale: 202), one status write
+(`functions.rules.status`; a Running workload goes through the running-path decision, so a
+scheduling-blocked one is said so and its clocks pause), and `job.condition.changed` only when the
+True exclusive type or its reason changes.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from datetime import datetime
 
 from events.emitted import WorkloadPhaseData
 from events.envelope import Envelope, parse_phase_event
+from events.objects import Pod
 from events.types import EventType, Phase
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome, Plan, nothing
-from functions.reads import read_job
+from functions.reads import read_job, read_pods
 from functions.rules.conditions import changes_condition
 from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
 from functions.rules.status import decide_status
@@ -31,13 +34,17 @@ class Observed:
     cause: Envelope
     data: WorkloadPhaseData
     state: JobState | None
+    pods: tuple[Pod, ...] = ()
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
     data = parse_phase_event(env)
     if data.phase is Phase.FAILED:
         return Observed(env, data, None)
-    return Observed(env, data, read_job(ctx, data.job.namespace, data.job.name))
+    state = read_job(ctx, data.job.namespace, data.job.name)
+    if state is None or data.phase is not Phase.RUNNING or state.terminal:
+        return Observed(env, data, state)
+    return Observed(env, data, state, read_pods(ctx, state))
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
@@ -49,11 +56,12 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     assert state is not None
     if why := why_not_current(state, data.workload):
         return nothing(why)
-    decided = decide_status(state, data.phase, data.workload.name, data.message, now, settings.cre_group, FUNCTION)
+    decided = decide_status(state, data.phase, data.workload.name, data.message, now, settings.cre_group, FUNCTION,
+                            observed.pods)
     if decided is None:
         return nothing(f"{state.where}: nothing changed")
     write, new = decided
-    if not changes_condition(state.true_condition, new):
+    if new is None or not changes_condition(state.true_condition, new):
         return Plan(write.effects, reason=f"{state.where}: condition kept")
     return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
                                                        data.workload))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from events.emitted import AlertData, JobConditionChangedData, JobRef, JobRestartedData
+from events.emitted import AlertData, FailureInfo, JobConditionChangedData, JobRef, JobRestartedData
 from events.types import Reason
 from functions.rules.conditions import true_exclusive
 
@@ -50,6 +50,16 @@ def restarts_text(count: int, max_restarts: int | None) -> str:
     return f"{count}/{max_restarts}" if max_restarts is not None else f"{count} (no checkpoint restarts configured)"
 
 
+def failure_text(failure: FailureInfo | None) -> str:
+    """The failed container in a sentence (` OOMKilled (exit 137) in pod p on node n.`), or ""."""
+    if failure is None:
+        return ""
+    if not failure.pod_name:
+        return f" Failure log: {failure.reason}."
+    how = f"{failure.reason or 'Error'} (exit {failure.exit_code})"
+    return f" Failed container: {how} in pod {failure.pod_name} on node {failure.node_name or 'unknown'}."
+
+
 def on_condition_changed(data: JobConditionChangedData, max_restarts: int | None, now: datetime) -> list[AlertData]:
     ns, job, new = data.job.namespace, data.job.name, data.new
     where = f"{ns}/{job}"
@@ -58,9 +68,13 @@ def on_condition_changed(data: JobConditionChangedData, max_restarts: int | None
         nodes = ", ".join(n.name for n in data.failed_nodes) or "none recorded"
         workload = f" (TrainJob {data.workload.name})" if data.workload else ""
         description = (f"Job {where} failed{workload}: {new.message or new.reason}. Reason: {new.reason}. "
-                       f"Restarts used: {restarts_text(data.restart_count, max_restarts)}. Failed nodes: {nodes}.")
+                       f"Restarts used: {restarts_text(data.restart_count, max_restarts)}. Failed nodes: {nodes}."
+                       f"{failure_text(data.failure)}")
+        where_failed = (f": {data.failure.reason or 'Error'} on {data.failure.node_name}"
+                        if data.failure and data.failure.pod_name and data.failure.node_name else "")
         alerts.append(make_alert(FAILED, "critical", "firing", ns, job, new.reason,
-                            f"CRE Job {where} failed ({new.reason})", description, now, now + FAILED_ALERT_TTL))
+                            f"CRE Job {where} failed ({new.reason}){where_failed}", description, now,
+                            now + FAILED_ALERT_TTL))
         if max_restarts and data.restart_count >= max_restarts:
             alerts.append(make_alert(EXHAUSTED, "critical", "firing", ns, job, new.reason,
                                 f"CRE Job {where} failed after all {max_restarts} checkpoint restarts",
@@ -77,7 +91,7 @@ def on_restarted(data: JobRestartedData, now: datetime) -> list[AlertData]:
     previous = data.previous_workload
     description = (f"Job {ns}/{job} is restarting from its checkpoint (restart {data.attempt}/{data.max_restarts}): "
                    f"TrainJob {previous.name} (attempt {previous.attempt}) failed and was deleted; the next attempt "
-                   f"starts after {data.not_before.isoformat()}.")
+                   f"starts after {data.not_before.isoformat()}.{failure_text(data.failure)}")
     return [make_alert(RESTARTED, "warning", "firing", ns, job, RESTART_REASON,
                   f"CRE Job {ns}/{job} restarted from checkpoint ({data.attempt}/{data.max_restarts})", description,
                   now, now + RESTART_ALERT_TTL)]

@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from events.emitted import ConditionSummary, FailedNode, JobConditionChangedData, JobRef, WorkloadRef
+from events.emitted import (
+    ConditionSummary,
+    FailedNode,
+    FailureInfo,
+    JobConditionChangedData,
+    JobRef,
+    WorkloadRef,
+)
 from events.envelope import Envelope, Outbound, first_error, to_outbound
 from events.objects import CreJob
 from events.types import CRE_VERSION, JOB_KIND, MANAGED_LABEL, EventType
@@ -80,10 +87,13 @@ def condition_changed(state: JobState, status: Mapping[str, Any], new: Condition
     if workload is None and job.status.workload_ref is not None:
         workload = current_workload_ref(job)
     nodes = status.get("failedNodes", [n.model_dump(by_alias=True) for n in job.status.failed_nodes])
+    log = status.get("failureLog") or (job.status.failure_log.model_dump(by_alias=True)
+                                       if job.status.failure_log else None)
     data = JobConditionChangedData(
         job=state.ref, previous=state.true_condition, new=new,
         restart_count=int(status.get("restartCount", job.status.restart_count)), workload=workload,
         failed_nodes=[FailedNode.model_validate(n) for n in nodes],
+        failure=FailureInfo.model_validate(log) if log and new.type == "Failed" else None,
     )
     return to_outbound(EventType.JOB_CONDITION_CHANGED, function, job.metadata.namespace, job.metadata.name, data,
                        cause, jobcondition=new.type)

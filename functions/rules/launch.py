@@ -23,6 +23,7 @@ from typing import Any
 from events.emitted import WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, Outbound, to_outbound
 from events.types import (
+    CONTROLLER_MANAGER,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     MANAGED_LABEL,
@@ -39,6 +40,7 @@ from functions.rules.attempts import attempt_label, of_attempt, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, condition_changed, is_managed
 from functions.rules.kubeevents import action_event
+from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
 
@@ -51,6 +53,8 @@ class LaunchObserved:
 
     state: JobState
     existing: dict[str, Any] | None
+    capture: Capture | None = None
+    """The attempt's pods and failed container, read when the launch can only fail."""
 
 
 def build_trainjob(state: JobState, name: str, cre_group: str) -> dict[str, Any]:
@@ -65,8 +69,35 @@ def build_trainjob(state: JobState, name: str, cre_group: str) -> dict[str, Any]
         "metadata": {"name": name, "namespace": job.metadata.namespace, "labels": labels, "ownerReferences": [{
             "apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name, "uid": job.metadata.uid,
             "controller": True, "blockOwnerDeletion": True}]},
-        "spec": dict(job.spec.workload.train_job or {}),
+        "spec": with_pod_labels(dict(job.spec.workload.train_job or {}), job.metadata.name, job.status.restart_count,
+                                cre_group),
     }
+
+
+def replicated_jobs(spec: Mapping[str, Any]) -> list[str]:
+    """The replicatedJobs whose pods are labelled: those the TrainJob's own runtime patches name, else
+    `node` (Trainer's runtimes' name for the workers) and, for an MPI runtime, its `launcher`."""
+    names: list[str] = []
+    for patch in spec.get("runtimePatches") or []:
+        template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        names += [str(r["name"]) for r in template.get("replicatedJobs") or [] if r.get("name")]
+    if names:
+        return list(dict.fromkeys(names))
+    runtime = str((spec.get("runtimeRef") or {}).get("name", ""))
+    return ["node", "launcher"] if "mpi" in runtime.lower() else ["node"]
+
+
+def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str) -> dict[str, Any]:
+    """The TrainJob spec with the project's own runtime patch (manager `crefn.dev/controller`): every
+    replicatedJob's pods carry `<cre group>/job`, `crefn.dev/managed` and `crefn.dev/attempt`, so the
+    functions can find the pods of an attempt (CRE labels only the workers; the MPI launcher is labelled
+    too so that `mpirun`'s error can be read)."""
+    labels = {job_label(cre_group): job, MANAGED_LABEL: "true", **attempt_label(attempt)}
+    ours = {"manager": CONTROLLER_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": name, "template": {"spec": {"template": {"metadata": {"labels": labels}}}}}
+        for name in replicated_jobs(spec)]}}}}
+    others = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != CONTROLLER_MANAGER]
+    return {**spec, "runtimePatches": [*others, ours]}
 
 
 def not_before(state: JobState) -> datetime | None:
@@ -105,7 +136,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
     elif grace_end is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
         plan = Plan((Wait("restart recorded, its grace period not yet written"),))
     elif not job.spec.workload.train_job:
-        plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause)
+        plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
     elif existing is None:
         message = f"Workload TrainJob/{name} created and is starting"
         create = Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group),
@@ -113,22 +144,21 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         plan = Plan((create, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
                     reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
     else:
-        plan = decide_existing(state, existing, name, now, group, function, cause)
+        plan = decide_existing(state, existing, name, now, group, function, cause, observed.capture)
     if settings.observe:
         return nothing(f"observe mode: would {describe(plan)}")
     return plan
 
 
 def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: datetime, group: str, function: str,
-                    cause: Envelope | None) -> Plan:
+                    cause: Envelope | None, capture: Capture | None = None) -> Plan:
     job = state.job
     meta = existing.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Plan((Wait(f"TrainJob {name} is still terminating"),))
-    owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
-    if not any(o.get("uid") == job.metadata.uid for o in owners):
+    if not owned_by(existing, state):
         return fail(state, f"TrainJob {name} already exists and is not owned by Job {job.metadata.name}", now, group,
-                    function, cause)
+                    function, cause, capture)
     if of_attempt(existing, job.status.restart_count):
         message = f"Workload TrainJob/{name} adopted"
         return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
@@ -147,13 +177,28 @@ def record(state: JobState, name: str, reason: str, message: str, now: datetime,
     return write.effects
 
 
-def fail(state: JobState, message: str, now: datetime, group: str, function: str, cause: Envelope | None) -> Plan:
-    """`Failed`/`WorkloadCreationError`, the Job's nodes attributed."""
+def owned_by(obj: Mapping[str, Any], state: JobState) -> bool:
+    owners = [o for o in (obj.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")]
+    return any(o.get("uid") == state.job.metadata.uid for o in owners)
+
+
+def can_only_fail(observed: LaunchObserved) -> bool:
+    """Whether this launch would fail the Job (what makes reading the attempt's pods worth it)."""
+    if not observed.state.job.spec.workload.train_job:
+        return True
+    existing = observed.existing
+    return existing is not None and not (existing.get("metadata") or {}).get("deletionTimestamp") \
+        and not owned_by(existing, observed.state)
+
+
+def fail(state: JobState, message: str, now: datetime, group: str, function: str, cause: Envelope | None,
+         capture: Capture | None = None) -> Plan:
+    """`Failed`/`WorkloadCreationError`, the Job's nodes attributed, its failure log recorded."""
     new = condition("Failed", Reason.WORKLOAD_CREATION_ERROR, message)
     if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return nothing(f"{state.where}: {message} (already recorded)")
     write = condition_write(state, new, now, group, function,
-                            failed_nodes(state, group, message))
+                            {**failed_nodes(state, group, message), **failure_log_field(state, capture)})
     assert write is not None
     if not changes_condition(state.true_condition, new):
         return Plan(write.effects, reason=f"{state.where}: {message} (already recorded)")

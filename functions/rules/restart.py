@@ -3,8 +3,9 @@
 A failure of the Job's current attempt is restarted when the Job has `spec.checkpoint`, restarts
 left (`restartCount < maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of
 the Job with `lastCheckpointStep > 0`). A restart is one status write (the commit point):
-`restartCount + 1`, `workloadRef` and `workloadStartTime` cleared, `InProgress`/`WorkloadRestarting`.
-Otherwise the Job is `Failed`/`WorkloadFailed`, its nodes attributed (`functions.rules.verdicts`).
+`restartCount + 1`, `workloadRef`, `workloadStartTime` and the scheduling-blocked markers cleared,
+`InProgress`/`WorkloadRestarting`. Otherwise the Job is `Failed`/`WorkloadFailed`, its nodes attributed
+(`functions.rules.verdicts`) and, while it has none, its failure log (`functions.rules.pods`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 from events.emitted import ConditionSummary
 from events.objects import TrainJob
 from events.types import Phase, Reason
+from functions.durations import parse_go_duration
 from functions.rules.adapter import decide_phase
 from functions.rules.conditions import condition, decide_conditions
-from functions.rules.durations import parse_go_duration
 from functions.rules.jobs import JobState
+from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
 
 
@@ -71,15 +73,16 @@ def failed_message(failure: Failure) -> str:
     return f"{subject} failed: {failure.message}" if failure.message else f"{subject} has failed"
 
 
-def failed_write(state: JobState, failure: Failure, now: datetime, group: str,
-                 function: str) -> tuple[ConditionWrite, ConditionSummary] | None:
-    """The write that fails the Job, with its nodes attributed; None when it is so already."""
+def failed_write(state: JobState, failure: Failure, now: datetime, group: str, function: str,
+                 capture: Capture | None = None) -> tuple[ConditionWrite, ConditionSummary] | None:
+    """The write that fails the Job, with its nodes attributed and its failure log; None when it is so
+    already."""
     message = failed_message(failure)
     new = condition("Failed", Reason.WORKLOAD_FAILED, message)
     if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return None
     write = condition_write(state, new, now, group, function,
-                            failed_nodes(state, group, message))
+                            {**failed_nodes(state, group, message), **failure_log_field(state, capture)})
     return None if write is None else (write, new)
 
 
@@ -90,7 +93,8 @@ def restart_write(state: JobState, now: datetime, group: str, function: str) -> 
     message = f"Restarting workload from checkpoint (restart {n}/{limit})"
     new = condition("InProgress", Reason.WORKLOAD_RESTARTING, message)
     write = condition_write(state, new, now, group, function,
-                            {"restartCount": n, "workloadRef": None, "workloadStartTime": None})
+                            {"restartCount": n, "workloadRef": None, "workloadStartTime": None,
+                             "schedulingBlockedSince": None, "schedulingResumedTime": None})
     assert write is not None
     return write
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from functions.rules.durations import parse_go_duration
+from events.types import TIMEOUT_ANNOTATION
+from functions.durations import parse_go_duration
 
-TIMEOUT_ANNOTATION = "crefn.dev/timeout-per-job"
 DEFAULT_TIMEOUT = "24h"
 DEFAULT_QUEUE = "default-queue"
 DEFAULT_QUEUE_LABEL = "kai.scheduler/queue"

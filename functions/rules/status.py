@@ -1,21 +1,25 @@
 """Job conditions from the workload's phase (SPEC §5 `status`).
 
-Pending → `InProgress`/`WorkloadPending`; Running → `InProgress`/`WorkloadRunning` and
-`workloadStartTime` once; Succeeded → `Succeeded`/`WorkloadCompleted`. Failed is `restart`'s.
+Pending → `InProgress`/`WorkloadPending`; Running → the running-path decision
+(`functions.rules.running`: scheduling-blocked, else `InProgress`/`WorkloadRunning` and
+`workloadStartTime` once); Succeeded → `Succeeded`/`WorkloadCompleted`. Failed is `restart`'s.
 `in_step` says when a Job's status already shows its workload's phase (what `resync` skips).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from events.emitted import ConditionSummary, WorkloadRef
+from events.objects import Pod
 from events.types import Phase, Reason
 from functions.errors import PermanentError
 from functions.rules.adapter import PhaseResult
 from functions.rules.attempts import is_current
-from functions.rules.conditions import condition, rfc3339
-from functions.rules.jobs import JobState
+from functions.rules.conditions import condition
+from functions.rules.jobs import JobState, write_status
+from functions.rules.running import decide_running, running_condition
 from functions.rules.verdicts import ConditionWrite, condition_write
 
 
@@ -25,7 +29,7 @@ def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
         text = f"{subject} is pending: {message}" if message else f"{subject} is pending"
         return condition("InProgress", Reason.WORKLOAD_PENDING, text)
     if phase is Phase.RUNNING:
-        return condition("InProgress", Reason.WORKLOAD_RUNNING, f"{subject} is running")
+        return running_condition(name)
     if phase is Phase.SUCCEEDED:
         text = f"{subject} completed: {message}" if message else f"{subject} completed successfully"
         return condition("Succeeded", Reason.WORKLOAD_COMPLETED, text)
@@ -33,13 +37,20 @@ def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
 
 
 def decide_status(state: JobState, phase: Phase, name: str, message: str, now: datetime, group: str,
-                  function: str) -> tuple[ConditionWrite, ConditionSummary] | None:
-    """The write for a phase of the current attempt, or None when nothing would change."""
-    new = condition_for(phase, name, message)
-    started = phase is Phase.RUNNING and state.job.status.workload_start_time is None
-    extra = {"workloadStartTime": rfc3339(now)} if started else None
-    write = condition_write(state, new, now, group, function, extra)
-    return None if write is None else (write, new)
+                  function: str, pods: Sequence[Pod] = ()) -> tuple[ConditionWrite, ConditionSummary | None] | None:
+    """The write for a phase of the current attempt (with the attempt's pods for a Running one) and the
+    True exclusive condition after it, or None when nothing would change."""
+    if phase is not Phase.RUNNING:
+        new = condition_for(phase, name, message)
+        write = condition_write(state, new, now, group, function)
+        return None if write is None else (write, new)
+    running = decide_running(state, pods, name, now)
+    if running.condition is not None:
+        write = condition_write(state, running.condition, now, group, function, running.fields)
+        return None if write is None else (write, running.condition)
+    if not running.fields:
+        return None
+    return ConditionWrite(running.fields, (write_status(state, running.fields, group),)), state.true_condition
 
 
 def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool:
@@ -49,6 +60,7 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
     step: its event must go to the function that decides."""
     if not is_current(state.job, workload) or result.phase in (Phase.FAILED, Phase.SUCCEEDED):
         return False
-    if result.phase is Phase.RUNNING and state.job.status.workload_start_time is None:
-        return False
+    if result.phase is Phase.RUNNING and (state.job.status.workload_start_time is None
+                                          or state.job.status.scheduling_blocked_since is not None):
+        return False  # a blocked workload is re-driven each tick: its grace runs out with no pod changing
     return state.true_condition == condition_for(result.phase, workload.name, result.message)

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from events.objects import Pod
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
@@ -87,18 +88,36 @@ def cond(type_: str, status: str, reason: str = "", message: str = "", gen: int 
 
 def job(conditions: list[dict[str, Any]] | None = None, generation: int = 1, checkpoint: dict[str, Any] | None = None,
         restart_count: int = 0, annotations: dict[str, str] | None = None, workload_ref: bool = False,
-        train_job: bool = True) -> JobState:
-    spec: dict[str, Any] = {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}} if train_job else {}}
+        train_job: bool = True, status: dict[str, Any] | None = None, spec: dict[str, Any] | None = None,
+        created: str = EARLIER) -> JobState:
+    """A Job as read; `status` and `spec` add fields to what the other arguments give."""
+    job_spec: dict[str, Any] = {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}} if train_job else {}}
     if checkpoint is not None:
-        spec["checkpoint"] = checkpoint
-    status: dict[str, Any] = {"conditions": conditions or [], "restartCount": restart_count}
+        job_spec["checkpoint"] = checkpoint
+    job_status: dict[str, Any] = {"conditions": conditions or [], "restartCount": restart_count}
     if workload_ref:
-        status["workloadRef"] = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                                 "name": "llm-workload"}
+        job_status["workloadRef"] = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                     "name": "llm-workload"}
     return parse_job({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
                       "metadata": {"name": "llm", "namespace": "ns", "uid": "job-uid", "generation": generation,
+                                   "creationTimestamp": created,
                                    "labels": {"crefn.dev/managed": "true"}, "annotations": annotations or {}},
-                      "spec": spec, "status": status}, "nvcre.nvidia.com")
+                      "spec": {**job_spec, **(spec or {})}, "status": {**job_status, **(status or {})}},
+                     "nvcre.nvidia.com")
+
+
+def pod(name: str = "llm-workload-node-0-0", node: str = "", scheduled: tuple[str, str, str] | None = None,
+        exits: list[tuple[str, int, str]] | None = None, phase: str = "Running",
+        labels: dict[str, str] | None = None) -> Pod:
+    """A pod as a list returns it: `scheduled` is PodScheduled (status, reason, message), `exits` the
+    containers terminated (name, exit code, reason) or running (exit code -1)."""
+    conditions = [] if scheduled is None else [
+        {"type": "PodScheduled", "status": scheduled[0], "reason": scheduled[1], "message": scheduled[2]}]
+    statuses = [{"name": c, "state": {"running": {}} if code < 0 else
+                 {"terminated": {"exitCode": code, "reason": reason}}} for c, code, reason in exits or []]
+    return Pod.model_validate({"metadata": {"name": name, "labels": labels or {}}, "spec": {"nodeName": node},
+                               "status": {"phase": phase, "conditions": conditions,
+                                          "containerStatuses": statuses}})
 
 
 def missing(sent: Any, stored: Any, path: str = "") -> list[str]:

@@ -25,18 +25,19 @@ from typing import Any
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, Phase
 from functions.gateway import Gateway
-from functions.resources import TRAINJOBS, Resource, cre_goodput, cre_jobs
+from functions.resources import PODS, TRAINJOBS, Resource, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.transport import decode, send
 from localstack.apiserver import free_port
 from localstack.apisource import PollingSource, WatchSource, apiserver_record
 from localstack.broker import DeliveryAttempt, LocalBroker, Trigger, triggers_from_manifests
+from localstack.kubelet import StandInKubelet
 from localstack.manifests import render
 from localstack.trainer import Script, apply_action
 
 GROUP = CRE_GROUP_DEFAULT
 JOBS = cre_jobs(GROUP)
-LIFECYCLE = ("phase", "launch", "status", "restart", "resync", "workloadrun")
+LIFECYCLE = ("phase", "launch", "status", "restart", "timeout", "resync", "workloadrun")
 Record = dict[str, Any]
 
 
@@ -79,6 +80,8 @@ class World:
     group: str = GROUP
     resynced: list[Record] = field(default_factory=list)
     """What resync sent for this namespace (through the relay), in order."""
+    kubelet: StandInKubelet | None = None
+    """The stand-in kubelet the Trainer's pods are placed behind (None: the Trainer makes no pods)."""
 
     @property
     def jobs(self) -> Resource:
@@ -124,7 +127,7 @@ class World:
         """One action of the dev stack's Trainer on the Job's current TrainJob."""
         tj = self.trainjob(job)
         assert tj is not None, f"no TrainJob for {job} to {action}: {self.dump()}"
-        apply_action(self.gw, tj, action)
+        apply_action(self.gw, tj, action, self.kubelet)
 
     def play(self, script: Script, job: str = "llm") -> list[tuple[int, str]]:
         """Run a Trainer script (attempt → actions): each action on the TrainJob of its attempt, once the
@@ -138,7 +141,7 @@ class World:
             attempt = int(tj["metadata"].get("labels", {}).get(ATTEMPT_LABEL, "0"))
             steps, index = script.get(attempt, []), progress.get(attempt, 0)
             assert index < len(steps), f"after {done}: attempt {attempt} has no action left: {self.dump()}"
-            apply_action(self.gw, tj, steps[index])
+            apply_action(self.gw, tj, steps[index], self.kubelet)
             progress[attempt] = index + 1
             done.append((attempt, steps[index]))
         self.advance()
@@ -209,12 +212,13 @@ class World:
 
 
 def make_world(gw: Gateway, ns: str, urls: Mapping[str, str], poll: bool = True, group: str = GROUP,
-               overlay: str = "base", duplicate: bool = False, swap: bool = False) -> World:
+               overlay: str = "base", duplicate: bool = False, swap: bool = False,
+               kubelet: StandInKubelet | None = None) -> World:
     """A world in `ns`: the Broker (Triggers of knative/<overlay>) delivers to `urls` (function target →
     URL) one round at a time; `poll=False`: no ApiServerSource, resync's ticks drive the world."""
     broker = LocalBroker(knative_triggers(urls, overlay), workers=0, duplicate=duplicate, swap=swap)
-    source = PollingSource(gw, [TRAINJOBS, cre_jobs(group)], ns, broker.publish) if poll else None
-    return World(gw, ns, broker, source, resync_url=urls.get("resync", ""), group=group)
+    source = PollingSource(gw, [TRAINJOBS, cre_jobs(group), PODS], ns, broker.publish) if poll else None
+    return World(gw, ns, broker, source, resync_url=urls.get("resync", ""), group=group, kubelet=kubelet)
 
 
 @dataclass

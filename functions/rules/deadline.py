@@ -1,0 +1,75 @@
+"""A Job's wall-clock bound (CRE's `timeoutPerJob`). Pure.
+
+The bound is the Job's annotation `crefn.dev/timeout-per-job` (a Go duration; `workloadrun` writes it
+from `orchestration.timeoutPerJob`), else the setting `CREFN_DEFAULT_TIMEOUT_PER_JOB`; neither means
+no bound (CRE's Job tier has none). An annotation that is not a positive duration counts as CRE's
+default, 24h. The elapsed time, as CRE's Workflow measures it:
+- a workload seen running: since `workloadStartTime`, frozen at `schedulingBlockedSince` while the
+  pods are unschedulable;
+- a workload never seen running (pending, suspended, queued): no time passes;
+- no workload yet: since the Job was created.
+Besides, one scheduling-blocked episode alone longer than the bound times the Job out (also when the
+clock never started). The comparison is strict (`>`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from events.types import TIMEOUT_ANNOTATION
+from functions.durations import parse_go_duration
+from functions.rules.jobs import JobState
+
+CRE_DEFAULT_TIMEOUT = timedelta(hours=24)
+TIMED_OUT = "Job exceeded timeoutPerJob"
+TIMED_OUT_BLOCKED = "Job exceeded timeoutPerJob while its pods were unschedulable"
+
+
+@dataclass(frozen=True)
+class Deadline:
+    elapsed: timedelta
+    timeout: timedelta
+    blocked: bool
+    """The time ran out in one scheduling-blocked episode."""
+
+    @property
+    def message(self) -> str:
+        return TIMED_OUT_BLOCKED if self.blocked else TIMED_OUT
+
+
+def timeout_of(state: JobState, default: timedelta | None) -> timedelta | None:
+    value = state.job.metadata.annotations.get(TIMEOUT_ANNOTATION)
+    if value is None:
+        return default
+    try:
+        timeout = parse_go_duration(value)
+    except ValueError:
+        return CRE_DEFAULT_TIMEOUT
+    return timeout if timeout > timedelta(0) else CRE_DEFAULT_TIMEOUT
+
+
+def elapsed(state: JobState, now: datetime) -> timedelta | None:
+    """Time charged to the Job's bound; None while it is not counted (a workload never seen running)."""
+    status = state.job.status
+    if status.workload_start_time is not None:
+        end = now if status.scheduling_blocked_since is None else min(now, status.scheduling_blocked_since)
+        return max(end - status.workload_start_time, timedelta(0))
+    if status.workload_ref is not None:
+        return None
+    created = state.job.metadata.creation_timestamp
+    return None if created is None else now - created
+
+
+def deadline(state: JobState, now: datetime, default: timedelta | None) -> Deadline | None:
+    """The Job's run-out bound, or None while it has time left (or has no bound, or is terminal)."""
+    timeout = timeout_of(state, default)
+    if timeout is None or state.terminal:
+        return None
+    since = state.job.status.scheduling_blocked_since
+    if since is not None and now - since > timeout:
+        return Deadline(now - since, timeout, blocked=True)
+    spent = elapsed(state, now)
+    if spent is not None and spent > timeout:
+        return Deadline(spent, timeout, blocked=False)
+    return None

@@ -1,0 +1,71 @@
+"""The one decision for a Running workload (CRE's order: scheduling-blocked, then — when stall
+detection exists — stalled, then running). Pure; used by `status` for every Running phase, whether
+the phase came from a TrainJob change, a pod change or the resync tick, so no write clobbers another.
+
+Scheduling-blocked (CRE's ADR-083): on the first sight of a blocked pod `status.schedulingBlockedSince`
+is set and the clocks pause (`workloadStartTime` is not started; the timeout's elapsed time is frozen
+at the marker). Past `spec.schedulingStallGraceSeconds` (default 300) counted from the marker, the Job
+says `InProgress`/`WorkloadSchedulingBlocked`/`Workload pods are unschedulable: <the scheduler's
+message>`; within it the condition is left as it is. When no pod is blocked any more, one write moves
+`workloadStartTime` forward by the paused time (the runtime consumed before the block is kept), sets
+`schedulingResumedTime`, clears the marker and says `WorkloadRunning`. Never terminal, never a restart.
+Otherwise: `InProgress`/`WorkloadRunning`, and `workloadStartTime` the first time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from events.emitted import ConditionSummary
+from events.objects import Pod
+from events.types import Reason
+from functions.rules.conditions import condition, rfc3339
+from functions.rules.jobs import JobState
+from functions.rules.pods import blocked_pod, unschedulable_message
+
+DEFAULT_SCHEDULING_GRACE = timedelta(seconds=300)
+
+
+@dataclass(frozen=True)
+class Running:
+    """What a Running workload's Job should say: the condition (None: keep the one it has) and the other
+    status fields to write."""
+
+    condition: ConditionSummary | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def running_condition(name: str) -> ConditionSummary:
+    return condition("InProgress", Reason.WORKLOAD_RUNNING, f"Workload TrainJob/{name} is running")
+
+
+def scheduling_grace(state: JobState) -> timedelta:
+    seconds = state.job.spec.scheduling_stall_grace_seconds
+    return timedelta(seconds=seconds) if seconds else DEFAULT_SCHEDULING_GRACE
+
+
+def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetime) -> Running:
+    status = state.job.status
+    since = status.scheduling_blocked_since
+    blocked = blocked_pod(pods)
+    if blocked is not None:
+        fields: dict[str, Any] = {}
+        if since is None:
+            since = now
+            fields["schedulingBlockedSince"] = rfc3339(now)
+        if now - since > scheduling_grace(state):
+            return Running(condition("InProgress", Reason.WORKLOAD_SCHEDULING_BLOCKED,
+                                     unschedulable_message(blocked)), fields)
+        return Running(None, fields)
+    fields = {}
+    start = status.workload_start_time
+    if since is not None:
+        fields.update({"schedulingBlockedSince": None, "schedulingResumedTime": rfc3339(now)})
+        if start is not None:
+            fields["workloadStartTime"] = rfc3339(start + (now - max(since, start)))
+    if start is None:
+        fields["workloadStartTime"] = rfc3339(now)
+    return Running(running_condition(name), fields)

@@ -1,0 +1,168 @@
+"""A stand-in kubelet for the local API server: serves container logs registered in process, so code that
+reads `pods/log` goes through the real API path (RBAC on `pods/log` included) with no node agent.
+
+Protocol facts relied on (kube-apiserver 1.20): the API server proxies `GET .../pods/P/log` to
+`https://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
+without verifying the kubelet's certificate (no `--kubelet-certificate-authority`), with the query
+sorted (`limitBytes=…&previous=true&tailLines=…`), and passes the answer through unchanged: the
+kubelet applies `tailLines` and `limitBytes` itself. Plain HTTP is refused, hence TLS with a
+self-signed certificate for `IP:127.0.0.1`, made by `openssl`.
+
+Answers: a registered log as `text/plain` (its last `tailLines` lines, then its first `limitBytes`
+bytes, as a kubelet reads them); `previous=true` → 404, since no container here has restarted; an
+unknown container or any other path → 404 with one line of text (the API server reports a kubelet's
+404 as `NotFound`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+import subprocess
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from functions.gateway import Gateway
+from localstack.pods import ensure_node
+
+LogKey = tuple[str, str, str]
+
+
+def tail(text: str, tail_lines: int | None, limit_bytes: int | None) -> bytes:
+    """What a kubelet sends for a log: its last `tail_lines` lines, cut to the first `limit_bytes` bytes."""
+    if tail_lines is not None:
+        text = "".join(text.splitlines(keepends=True)[-tail_lines:]) if tail_lines > 0 else ""
+    data = text.encode()
+    return data[:limit_bytes] if limit_bytes is not None else data
+
+
+def self_signed_context() -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate for `IP:127.0.0.1` (key files are not kept)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.TemporaryDirectory(prefix="crefn-kubelet-") as tmp:
+        key, cert = Path(tmp) / "tls.key", Path(tmp) / "tls.crt"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "30",
+                        "-subj", "/CN=crefn stand-in kubelet", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True)
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+class StandInKubelet:
+    """The log endpoint of a kubelet on 127.0.0.1 (`.port`), serving logs given to `set_log`.
+
+    Use as a context manager, or call start()/stop(). Nodes pointing at it: `register_node`."""
+
+    def __init__(self) -> None:
+        self._logs: dict[LogKey, str] = {}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> StandInKubelet:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> StandInKubelet:
+        if self._server is None:
+            server = _QuietServer(("127.0.0.1", 0), _handler(self))
+            # the handshake happens in the request's thread: a slow client does not hold the others
+            server.socket = self_signed_context().wrap_socket(server.socket, server_side=True,
+                                                              do_handshake_on_connect=False)
+            self._server = server
+            self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
+                                            name="stand-in-kubelet")
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the stand-in kubelet is not started")
+        return int(self._server.server_address[1])
+
+    # -- logs and nodes -----------------------------------------------------------------------
+
+    def set_log(self, namespace: str, pod: str, container: str, text: str) -> None:
+        """Register (or replace) the whole log of a container."""
+        with self._lock:
+            self._logs[(namespace, pod, container)] = text
+
+    def log_of(self, namespace: str, pod: str, container: str) -> str | None:
+        with self._lock:
+            return self._logs.get((namespace, pod, container))
+
+    def register_node(self, gateway: Gateway, name: str) -> None:
+        """A Node whose status sends the API server's log reads to this kubelet."""
+        ensure_node(gateway, name, self.port)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that drops the connection or fails the handshake is not worth a traceback
+
+
+def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        timeout = 30
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            parts = [unquote(p) for p in url.path.split("/")]
+            if len(parts) != 5 or parts[:2] != ["", "containerLogs"]:
+                self._answer(404, f"404 page not found: {url.path}\n")
+                return
+            namespace, pod, container = parts[2:]
+            query = parse_qs(url.query)
+            text = kubelet.log_of(namespace, pod, container)
+            if query.get("previous") == ["true"]:
+                self._answer(404, f'previous terminated container "{container}" in pod "{pod}" not found\n')
+            elif text is None:
+                self._answer(404, f"container {namespace}/{pod}/{container} has no log on this node\n")
+            else:
+                self._answer(200, tail(text, _number(query, "tailLines"), _number(query, "limitBytes")))
+
+        def _not_found(self) -> None:
+            self._answer(404, f"404 page not found: {self.command} {urlsplit(self.path).path}\n")
+
+        do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _not_found
+
+        def _answer(self, status: int, body: str | bytes) -> None:
+            data = body.encode() if isinstance(body, str) else body
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def _number(query: dict[str, list[str]], key: str) -> int | None:
+    with contextlib.suppress(KeyError, IndexError, ValueError):
+        return int(query[key][0])
+    return None

@@ -1,0 +1,189 @@
+"""Which container a failure log records, and what it says when there is none (`functions.rules.pods`,
+CRE's `captureFailureLog`): list order, a later OOMKilled wins, PodNotFound / NoTerminatedContainer
+with CRE's texts, the CRD-required fields always sent, the first failure kept."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from functions.resources import TRAINJOBS
+from functions.rules.pods import (
+    Capture,
+    failed_container,
+    failure_info,
+    failure_log,
+    failure_log_field,
+    timeout_container,
+)
+from localstack.apiserver import LocalCluster
+from localstack.pods import create_pod, set_running, terminate
+from tests.support.helpers import job, pod
+from tests.support.world import World
+
+
+def test_first_non_zero_exit_in_list_order() -> None:
+    pods = [pod("a", node="n1", exits=[("node", 0, "Completed")]),
+            pod("b", node="n2", exits=[("sidecar", -1, ""), ("node", 1, "Error")]),
+            pod("c", node="n3", exits=[("node", 2, "Error")])]
+    source = failed_container(pods)
+    assert source is not None and (source.pod, source.node, source.container, source.exit_code, source.reason) == (
+        "b", "n2", "node", 1, "Error")
+
+
+def test_a_later_oomkilled_wins_and_the_last_one_of_several() -> None:
+    pods = [pod("a", node="n1", exits=[("node", 1, "Error")]),
+            pod("b", node="n2", exits=[("node", 137, "OOMKilled")]),
+            pod("c", node="n3", exits=[("node", 3, "Error")]),
+            pod("d", node="n4", exits=[("node", 137, "OOMKilled")])]
+    source = failed_container(pods)
+    assert source is not None and (source.pod, source.reason) == ("d", "OOMKilled")
+
+
+def test_no_pods_and_no_failed_container_say_why() -> None:
+    gone = failure_log([], None, "")
+    assert gone.model_dump(by_alias=True) == {
+        "podName": "", "nodeName": "", "exitCode": 0, "reason": "PodNotFound",
+        "tail": "no pods for this Job were found when the failure was recorded; the pod was most likely deleted "
+                "before its logs could be read"}
+    running = [pod(node="n1", exits=[("node", -1, "")])]
+    none = failure_log(running, failed_container(running), "")
+    assert (none.reason, none.pod_name, none.exit_code) == ("NoTerminatedContainer", "", 0)
+    assert none.tail == ("pods for this Job were found, but none had a container terminated with a non-zero exit "
+                         "code")
+
+
+def test_the_first_failure_log_is_kept() -> None:
+    pods = (pod("a", node="n1", exits=[("node", 137, "OOMKilled")]),)
+    capture = Capture(pods, failed_container(pods), "CUDA out of memory")
+    field = failure_log_field(job(), capture)
+    assert field == {"failureLog": {"podName": "a", "nodeName": "n1", "exitCode": 137, "reason": "OOMKilled",
+                                    "tail": "CUDA out of memory"}}
+    recorded = job(status=field)
+    assert failure_log_field(recorded, capture) == {}
+    info = failure_info(capture)
+    assert info is not None and (info.pod_name, info.node_name, info.exit_code, info.reason) == (
+        "a", "n1", 137, "OOMKilled")
+
+
+def test_timeout_log_prefers_the_trainer_step_pod_that_ran() -> None:
+    step = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    pods = [pod("pending", phase="Pending", labels=step),
+            pod("launcher", node="n0", exits=[("launcher", -1, "")]),
+            pod("worker", node="n1", exits=[("init", -1, ""), ("node", -1, "")], labels=step)]
+    source = timeout_container(pods)
+    assert source is not None and (source.pod, source.container, source.exit_code, source.reason) == (
+        "worker", "node", 0, "Timeout")
+    other = timeout_container([pod("launcher", node="n0", exits=[("launcher", -1, "")])])
+    assert other is not None and (other.pod, other.container) == ("launcher", "launcher")
+    assert timeout_container([pod(phase="Pending")]) is None
+
+
+def test_a_timeout_with_no_pod_that_ran_leaves_the_failure_log_unset() -> None:
+    assert failure_log_field(job(), Capture((), None), timeout=True) == {}
+    assert failure_log_field(job(), Capture((), None))["failureLog"]["reason"] == "PodNotFound"
+
+
+# -- on the real API server: the verdicts that record it, the log read through `pods/log` -----------
+
+LABELS = {"nvcre.nvidia.com/job": "llm", "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}
+OOM_LINE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+
+
+def failed_world(world: Callable[..., World], max_restarts: int = 0) -> World:
+    w = world()
+    w.create_job(max_restarts=max_restarts)
+    w.checkpoint_evidence()
+    w.settle()
+    return w
+
+
+def fail_trainjob(w: World) -> None:
+    """The Trainer's verdict on the TrainJob, the pods left as the test made them."""
+    w.gw.patch(TRAINJOBS, w.ns, "llm-workload", {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "JobsFailed", "message": "jobset failed",
+         "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}, status=True)
+    w.settle()
+
+
+def test_the_oomkilled_container_and_the_end_of_its_log(world: Callable[..., World], cluster: LocalCluster) -> None:
+    w = failed_world(world)
+    cluster.kubelet.register_node(w.gw, "gpu-node-7")
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", LABELS, node="gpu-node-6")
+    terminate(w.gw, w.ns, "llm-workload-node-0-0", {"node": (1, "Error")})
+    create_pod(w.gw, w.ns, "llm-workload-node-1-0", LABELS, node="gpu-node-7")
+    terminate(w.gw, w.ns, "llm-workload-node-1-0", {"node": (137, "OOMKilled")})
+    lines = [f"step {i:05d} loss {1 / (i + 1):.6f} tokens/s 123456.7 " + "x" * 20 for i in range(1000)]
+    cluster.kubelet.set_log(w.ns, "llm-workload-node-1-0", "node", "\n".join([*lines, OOM_LINE]) + "\n")
+    fail_trainjob(w)
+    log = w.job()["status"]["failureLog"]
+    assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (
+        "llm-workload-node-1-0", "gpu-node-7", 137, "OOMKilled")
+    tail = log["tail"]
+    assert tail.endswith(OOM_LINE + "\n") and len(tail.encode()) <= 32 * 1024
+    assert "step 00199 " not in tail  # beyond the last 800 lines
+    assert len(tail.encode()) > 30 * 1024  # the 800 lines are longer: the last 32 KiB are kept
+    changed = [o.reply for o in w.answers("restart") if o.reply]
+    assert changed[-1]["data"]["failure"] == {"podName": "llm-workload-node-1-0", "nodeName": "gpu-node-7",
+                                              "exitCode": 137, "reason": "OOMKilled"}
+
+
+def test_a_log_that_cannot_be_read_leaves_the_tail_empty(world: Callable[..., World]) -> None:
+    """The pod's node has no kubelet to ask: the verdict and the failure log are written all the same."""
+    w = failed_world(world)
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", LABELS, node="no-such-node")
+    terminate(w.gw, w.ns, "llm-workload-node-0-0", {"node": (2, "Error")})
+    fail_trainjob(w)
+    status = w.job()["status"]
+    assert status["failureLog"] == {"podName": "llm-workload-node-0-0", "nodeName": "no-such-node", "exitCode": 2,
+                                    "reason": "Error", "tail": ""}
+    assert next(c for c in status["conditions"] if c["type"] == "Failed")["status"] == "True"
+
+
+def test_no_pods_and_no_failed_container(world: Callable[..., World]) -> None:
+    w = failed_world(world)
+    fail_trainjob(w)
+    assert w.job()["status"]["failureLog"]["reason"] == "PodNotFound"
+    w2 = world()
+    w2.create_job("other", max_restarts=0)
+    w2.settle()
+    create_pod(w2.gw, w2.ns, "other-pod", {**LABELS, "nvcre.nvidia.com/job": "other"}, node="gpu-node-1")
+    set_running(w2.gw, w2.ns, "other-pod")
+    w2.gw.patch(TRAINJOBS, w2.ns, "other-workload", {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "JobsFailed", "message": "x",
+         "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}, status=True)
+    w2.settle()
+    log = w2.job("other")["status"]["failureLog"]
+    assert (log["reason"], log["podName"], log["nodeName"], log["exitCode"]) == ("NoTerminatedContainer", "", "", 0)
+
+
+def test_a_deleted_workload_records_one_too(world: Callable[..., World]) -> None:
+    w = failed_world(world)
+    w.gw.delete(TRAINJOBS, w.ns, "llm-workload")
+    w.settle()
+    status = w.job()["status"]
+    assert status["failureLog"]["reason"] == "PodNotFound"
+    assert next(c for c in status["conditions"] if c["status"] == "True")["reason"] == "WorkloadFailed"
+
+
+def test_a_restart_reports_the_failed_container_but_records_nothing(world: Callable[..., World]) -> None:
+    w = failed_world(world, max_restarts=2)
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", LABELS, node="gpu-node-2")
+    terminate(w.gw, w.ns, "llm-workload-node-0-0", {"node": (137, "OOMKilled")})
+    fail_trainjob(w)
+    status = w.job()["status"]
+    assert status["restartCount"] == 1 and "failureLog" not in status
+    restarted = [o.reply for o in w.answers("restart") if o.reply]
+    assert restarted[0]["attributes"]["type"] == "dev.crefn.job.restarted"
+    assert restarted[0]["data"]["failure"] == {"podName": "llm-workload-node-0-0", "nodeName": "gpu-node-2",
+                                               "exitCode": 137, "reason": "OOMKilled"}
+
+
+def test_a_creation_error_records_pod_not_found(world: Callable[..., World]) -> None:
+    w = world()
+    w.gw.create(TRAINJOBS, w.ns, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                  "metadata": {"name": "llm-workload"}, "spec": {"runtimeRef": {"name": "t"}}})
+    w.create_job(max_restarts=0)
+    w.settle()
+    status = w.job()["status"]
+    assert next(c for c in status["conditions"] if c["status"] == "True")["reason"] == "WorkloadCreationError"
+    assert status["failureLog"]["reason"] == "PodNotFound"
