@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from events.objects import Pod
 from events.types import CRE_VERSION, JOB_KIND
 from functions.context import Context
-from functions.errors import CrefnError, PermanentError
-from functions.resources import PODS, TRAINJOBS, cre_goodput, cre_jobs
+from functions.errors import CrefnError, NotFound, PermanentError
+from functions.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.pods import (
     TAIL_BYTES,
@@ -81,3 +81,21 @@ def read_capture(ctx: Context, state: JobState, attempt: int | None = None, time
     pods = read_pods(ctx, state, attempt)
     source = timeout_container(pods) if timeout else failed_container(pods)
     return Capture(pods, source, read_tail(ctx, state.ref.namespace, source) if tail else "")
+
+
+def read_runtime_jobs(ctx: Context, state: JobState) -> tuple[str, ...] | None:
+    """The replicatedJob names of the training runtime the Job's TrainJob refers to (a TrainingRuntime in
+    the Job's namespace, or a ClusterTrainingRuntime, the Trainer's default kind); None when it cannot
+    be read (missing, or not readable by this function): the launch then names the usual ones."""
+    ref = (state.job.spec.workload.train_job or {}).get("runtimeRef") or {}
+    if not ref.get("name"):
+        return None
+    namespaced = ref.get("kind") == TRAINING_RUNTIMES.kind
+    res = TRAINING_RUNTIMES if namespaced else CLUSTER_TRAINING_RUNTIMES
+    try:
+        runtime = ctx.gateway.get(res, state.ref.namespace if namespaced else None, str(ref["name"]))
+    except (NotFound, PermanentError):
+        return None
+    jobs = (((runtime or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("replicatedJobs") or []
+    names = tuple(str(j["name"]) for j in jobs if isinstance(j, dict) and j.get("name"))
+    return names or None

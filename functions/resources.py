@@ -34,6 +34,8 @@ class Resource:
 
 TRAINJOBS = Resource(TRAINER_GROUP, TRAINER_VERSION, "trainjobs", "TrainJob")
 TRAINING_RUNTIMES = Resource(TRAINER_GROUP, TRAINER_VERSION, "trainingruntimes", "TrainingRuntime")
+CLUSTER_TRAINING_RUNTIMES = Resource(TRAINER_GROUP, TRAINER_VERSION, "clustertrainingruntimes",
+                                     "ClusterTrainingRuntime", namespaced=False)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")

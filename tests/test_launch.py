@@ -16,9 +16,9 @@ import pytest
 
 from functions.gateway import Gateway
 from functions.plan import Create, Delete, Plan, Wait
-from functions.resources import TRAINJOBS
+from functions.resources import TRAINING_RUNTIMES, TRAINJOBS
 from functions.rules.jobs import JobState
-from functions.rules.launch import LaunchObserved, decide_launch, with_pod_labels
+from functions.rules.launch import LaunchObserved, decide_launch, replicated_jobs, with_pod_labels
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apiserver import LocalCluster
@@ -372,3 +372,24 @@ def test_the_pod_label_patch_passes_the_real_trainer_crd(world: Callable[..., Wo
     (patch,) = stored["spec"]["runtimePatches"]
     sent = with_pod_labels({"runtimeRef": {"name": "torch-distributed"}}, "llm", 0, "nvcre.nvidia.com")
     assert missing(sent["runtimePatches"][0], patch) == []
+
+
+def test_the_runtimes_replicated_jobs_win(world: Callable[..., World]) -> None:
+    """A TrainingRuntime with an MPI launcher: its pods are labelled too (CRE labels only the workers)."""
+    assert replicated_jobs({"runtimeRef": {"name": "x"}}, ("launcher", "node")) == ["launcher", "node"]
+    w = world()
+    container = {"template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "image": "i"}]}}}}}
+    w.gw.create(TRAINING_RUNTIMES, w.ns, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": {"name": "mpi-rt"},
+        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "launcher", "replicas": 1, **container},
+                                                          {"name": "node", "replicas": 1, **container}]}}}})
+    w.gw.create(w.jobs, w.ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                               "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+                               "spec": {"workload": {"trainJob": {"runtimeRef": {
+                                   "name": "mpi-rt", "kind": "TrainingRuntime"}}}}})
+    w.settle()
+    stored = w.trainjob()
+    assert stored is not None
+    (patch,) = stored["spec"]["runtimePatches"]
+    assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
+        "launcher", "node"]

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.transport import send
+from localstack.apiserver import LocalCluster
 from localstack.pods import create_pod, set_running
 from tests.support.helpers import job_events
 from tests.support.world import World
@@ -45,10 +46,13 @@ def exclusive(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
             if c["type"] in ("InProgress", "Succeeded", "Failed")}
 
 
-def test_a_running_job_past_its_bound_times_out_and_is_never_restarted(world: Callable[..., World]) -> None:
+def test_a_running_job_past_its_bound_times_out_and_is_never_restarted(world: Callable[..., World],
+                                                                        cluster: LocalCluster) -> None:
     w = bounded(world)
+    cluster.kubelet.register_node(w.gw, "gpu-node-3")
     create_pod(w.gw, w.ns, "llm-workload-node-0-0", LABELS, node="gpu-node-3")
     set_running(w.gw, w.ns, "llm-workload-node-0-0")
+    cluster.kubelet.set_log(w.ns, "llm-workload-node-0-0", "node", "step 41 loss 1.9\nstep 42 loss 1.8 (NCCL wait)\n")
     w.settle()
     w.gw.patch(w.jobs, w.ns, "llm", {"status": {"workloadStartTime": stamp(-timedelta(minutes=61))}}, status=True)
     w.tick(rounds=1)
@@ -58,8 +62,8 @@ def test_a_running_job_past_its_bound_times_out_and_is_never_restarted(world: Ca
                                  "InProgress": ("False", "NotApplicable", ""),
                                  "Succeeded": ("False", "NotApplicable", "")}
     log = status["failureLog"]
-    assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (
-        "llm-workload-node-0-0", "gpu-node-3", 0, "Timeout")
+    assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"], log["tail"]) == (
+        "llm-workload-node-0-0", "gpu-node-3", 0, "Timeout", "step 41 loss 1.9\nstep 42 loss 1.8 (NCCL wait)\n")
     assert w.trainjob() is None  # deleted; the Job is kept
     assert status.get("restartCount", 0) == 0  # the delete reached restart as a failure of a terminal Job
     restart = [o for o in w.answers("restart") if o.final]

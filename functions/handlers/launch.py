@@ -15,7 +15,7 @@ from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome, Plan, nothing
-from functions.reads import read_capture, read_job, read_trainjob
+from functions.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
 from functions.rules.launch import LaunchObserved, can_only_fail, decide_launch, needs_launch
@@ -49,8 +49,12 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if not needs_launch(state, ctx.settings):
         existing = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name))
     launch = LaunchObserved(state, existing)
-    if needs_launch(state, ctx.settings) == "" and can_only_fail(launch):
-        launch = LaunchObserved(state, existing, read_capture(ctx, state, tail=state.job.status.failure_log is None))
+    if not needs_launch(state, ctx.settings):
+        if can_only_fail(launch):
+            capture = read_capture(ctx, state, tail=state.job.status.failure_log is None)
+            launch = LaunchObserved(state, existing, capture)
+        elif existing is None:
+            launch = LaunchObserved(state, None, runtime_jobs=read_runtime_jobs(ctx, state))
     return Observed(env, seen.where, launch)
 
 

@@ -32,13 +32,13 @@ from functions.apply import run
 from functions.context import Context
 from functions.errors import CrefnError, NotYet, PermanentError, Unavailable
 from functions.plan import Outcome, Plan, nothing
-from functions.reads import read_job, read_trainjob
+from functions.reads import read_job, read_runtime_jobs, read_trainjob
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.adapter import decide_phase, deleted_phase
 from functions.rules.attempts import current_workload_ref, workload_name, workload_ref_of
 from functions.rules.deadline import deadline
 from functions.rules.jobs import JobState, is_managed, parse_job
-from functions.rules.launch import LaunchObserved, decide_launch
+from functions.rules.launch import LaunchObserved, decide_launch, needs_launch
 from functions.rules.phase import parse_trainjob, phase_event
 from functions.rules.status import in_step
 from functions.settings import Settings
@@ -55,6 +55,8 @@ class Observed:
     state: JobState
     trainjob: dict[str, Any] | None
     """The object of the workload's name: the current attempt's TrainJob, or what blocks a launch."""
+    runtime_jobs: tuple[str, ...] | None = None
+    """For a launch: the replicatedJobs of the training runtime (whose pods are labelled)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,15 @@ def workload_key(state: JobState) -> tuple[str, str]:
 def read(state: JobState, ctx: Context) -> Observed:
     """A Job's world read fresh (after a conflict); a tick starts from the joined LISTs instead."""
     fresh = read_job(ctx, state.ref.namespace, state.ref.name) or state
-    return Observed(fresh, read_trainjob(ctx, *workload_key(fresh)))
+    return with_runtime(Observed(fresh, read_trainjob(ctx, *workload_key(fresh))), ctx)
+
+
+def with_runtime(observed: Observed, ctx: Context) -> Observed:
+    """A Job about to be launched gets its training runtime's replicatedJobs (one GET, only then)."""
+    state = observed.state
+    if observed.trainjob is not None or needs_launch(state, ctx.settings):
+        return observed
+    return Observed(state, None, read_runtime_jobs(ctx, state))
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
@@ -88,7 +98,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
                                       None))
     ref = state.job.status.workload_ref
     if ref is None:
-        return decide_launch(LaunchObserved(state, observed.trainjob), settings, now, FUNCTION, None)
+        return decide_launch(LaunchObserved(state, observed.trainjob, runtime_jobs=observed.runtime_jobs), settings,
+                             now, FUNCTION, None)
     if observed.trainjob is None:
         return Plan(reply=phase_event(state.ref.name, current_workload_ref(state.job), deleted_phase(ref.name), now,
                                       FUNCTION, None))
@@ -106,7 +117,7 @@ def resync_job(raw: dict[str, Any], trainjobs: dict[tuple[str, str], dict[str, A
     except PermanentError as e:
         return JobResult(str((raw.get("metadata") or {}).get("name", "?")), error=str(e))
     name = f"{state.ref.namespace}/{state.ref.name}"
-    reads = iter([Observed(state, trainjobs.get(workload_key(state)))])
+    reads = iter([with_runtime(Observed(state, trainjobs.get(workload_key(state))), ctx)])
     try:
         outcome = run(ctx, lambda: next(reads, None) or read(state, ctx), decide)
         if outcome.reply is None:

@@ -55,9 +55,12 @@ class LaunchObserved:
     existing: dict[str, Any] | None
     capture: Capture | None = None
     """The attempt's pods and failed container, read when the launch can only fail."""
+    runtime_jobs: tuple[str, ...] | None = None
+    """The replicatedJobs of the TrainJob's training runtime, read when a TrainJob is to be created."""
 
 
-def build_trainjob(state: JobState, name: str, cre_group: str) -> dict[str, Any]:
+def build_trainjob(state: JobState, name: str, cre_group: str,
+                   runtime_jobs: tuple[str, ...] | None = None) -> dict[str, Any]:
     job = state.job
     labels = dict(job.spec.workload_metadata.labels)
     labels.update({MANAGED_BY_LABEL: MANAGED_BY_VALUE, job_label(cre_group): job.metadata.name,
@@ -70,13 +73,16 @@ def build_trainjob(state: JobState, name: str, cre_group: str) -> dict[str, Any]
             "apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name, "uid": job.metadata.uid,
             "controller": True, "blockOwnerDeletion": True}]},
         "spec": with_pod_labels(dict(job.spec.workload.train_job or {}), job.metadata.name, job.status.restart_count,
-                                cre_group),
+                                cre_group, runtime_jobs),
     }
 
 
-def replicated_jobs(spec: Mapping[str, Any]) -> list[str]:
-    """The replicatedJobs whose pods are labelled: those the TrainJob's own runtime patches name, else
-    `node` (Trainer's runtimes' name for the workers) and, for an MPI runtime, its `launcher`."""
+def replicated_jobs(spec: Mapping[str, Any], runtime_jobs: tuple[str, ...] | None = None) -> list[str]:
+    """The replicatedJobs whose pods are labelled: the training runtime's, when it could be read; else
+    those the TrainJob's own runtime patches name; else `node` (Trainer's runtimes' name for the
+    workers) and, for a runtime whose name says MPI, its `launcher`."""
+    if runtime_jobs:
+        return list(dict.fromkeys(runtime_jobs))
     names: list[str] = []
     for patch in spec.get("runtimePatches") or []:
         template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
@@ -87,7 +93,8 @@ def replicated_jobs(spec: Mapping[str, Any]) -> list[str]:
     return ["node", "launcher"] if "mpi" in runtime.lower() else ["node"]
 
 
-def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str) -> dict[str, Any]:
+def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str,
+                    runtime_jobs: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The TrainJob spec with the project's own runtime patch (manager `crefn.dev/controller`): every
     replicatedJob's pods carry `<cre group>/job`, `crefn.dev/managed` and `crefn.dev/attempt`, so the
     functions can find the pods of an attempt (CRE labels only the workers; the MPI launcher is labelled
@@ -95,7 +102,7 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
     labels = {job_label(cre_group): job, MANAGED_LABEL: "true", **attempt_label(attempt)}
     ours = {"manager": CONTROLLER_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
         {"name": name, "template": {"spec": {"template": {"metadata": {"labels": labels}}}}}
-        for name in replicated_jobs(spec)]}}}}
+        for name in replicated_jobs(spec, runtime_jobs)]}}}}
     others = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != CONTROLLER_MANAGER]
     return {**spec, "runtimePatches": [*others, ours]}
 
@@ -139,7 +146,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
     elif existing is None:
         message = f"Workload TrainJob/{name} created and is starting"
-        create = Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group),
+        create = Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group, observed.runtime_jobs),
                         refused=partial(create_refused, state, name, now, function))
         plan = Plan((create, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
                     reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
