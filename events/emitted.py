@@ -124,6 +124,45 @@ class JobDeadlineData(EventData):
     blocked: bool = Field(description="the time ran out in one scheduling-blocked episode")
 
 
+class JobCheckData(EventData):
+    """`dev.crefn.job.check`: the resync tick asks for a Job's clock-driven checks (node health, thresholds)."""
+
+    job: JobRef
+    attempt: int
+    checks: list[Literal["nodehealth", "validation"]]
+
+
+class WorkloadStalledData(EventData):
+    """`dev.crefn.workload.stalled`: the running-path decision found the attempt's training stalled."""
+
+    job: JobRef
+    workload: WorkloadRef
+    mode: Literal["startup", "training"]
+    elapsed_seconds: float
+    threshold_seconds: float
+    message: str
+
+
+class JobHardwareFailedData(EventData):
+    """`dev.crefn.job.hardware.failed`: a node of the Job's pods failed its health expression."""
+
+    job: JobRef
+    nodes: list[str] = Field(description="the nodes newly found unhealthy")
+    failed_nodes: list[FailedNode] = Field(default_factory=list, description="the Job's failedNodes after the write")
+    message: str
+    action: Literal["report", "restart"] = "report"
+
+
+class JobValidationData(EventData):
+    """`dev.crefn.job.validation`: a Succeeded Job's thresholds were decided (`ValidationFailed`)."""
+
+    job: JobRef
+    failed: bool
+    reason: str
+    message: str
+    failed_nodes: list[FailedNode] = Field(default_factory=list)
+
+
 class AlertData(EventData):
     """`dev.crefn.alert`: an alert as the `alert` function sends it to a CloudEvents sink (not the Broker)."""
 
@@ -145,6 +184,10 @@ DATA_MODELS: dict[EventType, type[EventData]] = {
     EventType.JOB_CONDITION_CHANGED: JobConditionChangedData,
     EventType.JOB_RESTARTED: JobRestartedData,
     EventType.JOB_DEADLINE: JobDeadlineData,
+    EventType.JOB_CHECK: JobCheckData,
+    EventType.WORKLOAD_STALLED: WorkloadStalledData,
+    EventType.JOB_HARDWARE_FAILED: JobHardwareFailedData,
+    EventType.JOB_VALIDATION: JobValidationData,
     EventType.ALERT: AlertData,
 }
 
@@ -154,6 +197,10 @@ EXTENSIONS: dict[EventType, tuple[str, ...]] = {
     EventType.JOB_CONDITION_CHANGED: ("namespace", "job", "jobcondition", "partitionkey"),
     EventType.JOB_RESTARTED: ("namespace", "job", "partitionkey"),
     EventType.JOB_DEADLINE: ("namespace", "job", "partitionkey"),
+    EventType.JOB_CHECK: ("namespace", "job", "partitionkey"),
+    EventType.WORKLOAD_STALLED: ("namespace", "job", "partitionkey"),
+    EventType.JOB_HARDWARE_FAILED: ("namespace", "job", "partitionkey"),
+    EventType.JOB_VALIDATION: ("namespace", "job", "partitionkey"),
     EventType.ALERT: ("namespace", "job", "partitionkey", "alertname", "alertstatus", "severity"),
 }
 """The extension attributes every emitted event of a type carries."""

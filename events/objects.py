@@ -101,11 +101,29 @@ class GoodputMeasurementSpec(KubeModel):
     """A Go duration (`60s`, `1m30s`); CRE's default is 60s."""
 
 
+class BandwidthMeasurementSpec(GoodputMeasurementSpec):
+    test_type: str = ""
+
+
+class CelExpression(KubeModel):
+    expression: str
+
+
+class NodeHealthMonitor(KubeModel):
+    cel: CelExpression | None = None
+
+
 class JobSpec(KubeModel):
     workload: JobWorkload = Field(default_factory=JobWorkload)
     checkpoint: Checkpoint | None = None
     workload_metadata: WorkloadMetadata = Field(default_factory=WorkloadMetadata)
     goodput_measurement: GoodputMeasurementSpec | None = None
+    bandwidth_measurement: BandwidthMeasurementSpec | None = None
+    stall_multiplier: int | None = None
+    startup_stall_timeout_seconds: int | None = None
+    node_health_monitor: NodeHealthMonitor | None = None
+    thresholds: dict[str, str] = Field(default_factory=dict)
+    measurement_timeout: str | None = None
     scheduling_stall_grace_seconds: int | None = None
     """How long pods may stay unschedulable before the Job says so (CRE's default: 300)."""
 

@@ -24,6 +24,10 @@ class EventType(StrEnum):
     JOB_CONDITION_CHANGED = "dev.crefn.job.condition.changed"
     JOB_RESTARTED = "dev.crefn.job.restarted"
     JOB_DEADLINE = "dev.crefn.job.deadline"
+    JOB_CHECK = "dev.crefn.job.check"
+    WORKLOAD_STALLED = "dev.crefn.workload.stalled"
+    JOB_HARDWARE_FAILED = "dev.crefn.job.hardware.failed"
+    JOB_VALIDATION = "dev.crefn.job.validation"
     ALERT = "dev.crefn.alert"
 
 
@@ -84,6 +88,15 @@ class Reason(StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     WORKLOAD_SCHEDULING_BLOCKED = "WorkloadSchedulingBlocked"
     JOB_TIMED_OUT = "JobTimedOut"
+    WORKLOAD_STALLED = "WorkloadStalled"
+    HARDWARE_FAILURE_DETECTED = "HardwareFailureDetected"
+    THRESHOLD_VIOLATION = "ThresholdViolation"
+    THRESHOLD_VIOLATED = "ThresholdViolated"
+    THRESHOLDS_MET = "ThresholdsMet"
+    UNKNOWN_THRESHOLD_KEY = "UnknownThresholdKey"
+    INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
+    MEASUREMENT_TIMEOUT = "MeasurementTimeout"
+    MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
     SUSPENDED = "Suspended"
     NOT_APPLICABLE = "NotApplicable"
 

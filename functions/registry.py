@@ -12,7 +12,19 @@ from types import ModuleType
 
 from events.envelope import Envelope
 from functions.context import Context
-from functions.handlers import alert, launch, phase, restart, resync, status, timeout, workloadrun
+from functions.handlers import (
+    alert,
+    launch,
+    measurements,
+    nodehealth,
+    phase,
+    restart,
+    resync,
+    status,
+    timeout,
+    validate,
+    workloadrun,
+)
 from functions.plan import Outcome
 
 
@@ -27,5 +39,5 @@ def _target(module: ModuleType) -> Target:
     return Target(module.FUNCTION, module.handle, module.ACCEPTS)
 
 
-TARGETS: dict[str, Target] = {t.name: t for t in map(_target, (phase, launch, status, restart, timeout, resync,
-                                                                 workloadrun, alert))}
+TARGETS: dict[str, Target] = {t.name: t for t in map(_target, (
+    phase, launch, measurements, status, restart, timeout, nodehealth, validate, resync, workloadrun, alert))}

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     """A Go duration (`24h`); the bound of a Job without the annotation `crefn.dev/timeout-per-job`."""
     log_timeout_seconds: float = Field(default=30.0, gt=0)
     """How long reading a failed container's log may take in all."""
+    hardware_failure_action: Literal["report", "restart"] = "report"
+    """On a node health failure: report it (CRE's Job tier), or also delete the TrainJob so that `restart`
+    decides (what CRE's Workflow causes)."""
 
     @field_validator("default_timeout_per_job", mode="before")
     @classmethod

@@ -108,6 +108,17 @@ def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
                 gw.create(res, None, doc)
 
 
+def label_selector(selector: dict[str, Any]) -> str:
+    """An ApiServerSource's selector as a label selector string (matchLabels; matchExpressions In,
+    NotIn, Exists, DoesNotExist)."""
+    terms = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], ",".join(expr.get("values") or [])
+        terms.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
+                      "DoesNotExist": f"!{key}"}[op])
+    return ",".join(terms)
+
+
 def resource_of(api_version: str, kind: str) -> Resource:
     group, _, version = api_version.rpartition("/")
     return Resource(group, version, kind.lower() + "s", kind)
@@ -158,7 +169,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         say(f"[4/5] starting the ApiServerSources of knative/base → {broker_url}")
         for src in (d for d in docs if d["kind"] == "ApiServerSource"):
             for res in src["spec"]["resources"]:
-                selector = ",".join(f"{k}={v}" for k, v in (res.get("selector") or {}).get("matchLabels", {}).items())
+                selector = label_selector(res.get("selector") or {})
                 source_gw = cluster.gateway(service_account_user("crefn-apiserversource"))
                 source = WatchSource(source_gw, resource_of(res["apiVersion"], res["kind"]), broker.publish,
                                      namespace=namespace, label_selector=selector).start()

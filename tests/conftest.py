@@ -25,8 +25,9 @@ from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
-SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-status", "crefn-restart", "crefn-timeout", "crefn-resync",
-                    "crefn-workloadrun", "crefn-alert", "crefn-apiserversource")
+SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-status", "crefn-restart",
+                    "crefn-timeout", "crefn-nodehealth", "crefn-validate", "crefn-resync", "crefn-workloadrun",
+                    "crefn-alert", "crefn-apiserversource")
 FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
 
 

@@ -68,8 +68,8 @@ def test_backoff() -> None:
 
 def test_triggers_and_delivery_come_from_knative_base() -> None:
     docs = render("base")
-    urls = {f"crefn-{t}": f"http://{t}" for t in ("phase", "launch", "status", "restart", "timeout", "workloadrun",
-                                                          "alert")}
+    urls = {f"crefn-{t}": f"http://{t}" for t in ("phase", "launch", "measurements", "status", "restart", "timeout",
+                                                          "nodehealth", "validate", "workloadrun", "alert")}
     triggers, default = triggers_from_manifests(docs, urls)
     assert {t.name for t in triggers} == {d["metadata"]["name"] for d in docs if d["kind"] == "Trigger"}
     assert default == Delivery(retry=8, backoff_policy="exponential", backoff_delay=0.5, timeout=30.0)

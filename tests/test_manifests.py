@@ -113,11 +113,18 @@ def test_sources_watch_only_kinds_the_functions_parse(overlay: str) -> None:
     docs = RENDERED[overlay]
     group = settings_of(docs)["CREFN_CRE_GROUP"]
     parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job"),
-              (f"{group}/v1alpha1", "WorkloadRun"), ("v1", "Pod")}
+              (f"{group}/v1alpha1", "WorkloadRun"), ("v1", "Pod"), ("v1", "Node"),
+              (f"{group}/v1alpha1", "GoodputMeasurement")}
     manage_all = settings_of(docs)["CREFN_MANAGE_ALL"] == "true"
     for source in of_kind(docs, "ApiServerSource"):
         for res in source["spec"]["resources"]:
             assert (res["apiVersion"], res["kind"]) in parsed
+            if res["kind"] == "Node":  # cluster-scoped, every Node: a node's health concerns the Jobs on it
+                assert "selector" not in res
+                continue
+            if res["kind"] == "GoodputMeasurement":  # labelled with their Job by whoever creates them
+                assert res["selector"] == {"matchExpressions": [{"key": f"{group}/job", "operator": "Exists"}]}
+                continue
             if manage_all and res["kind"] != "Pod":  # TrainJobs of unlabelled Jobs carry no label: watch all
                 assert "selector" not in res
             else:

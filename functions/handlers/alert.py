@@ -29,6 +29,7 @@ from functions.settings import Settings
 
 FUNCTION = "alert"
 ACCEPTS = frozenset({EventType.JOB_CONDITION_CHANGED.value, EventType.JOB_RESTARTED.value,
+                     EventType.JOB_HARDWARE_FAILED.value, EventType.JOB_VALIDATION.value,
                      ApiServerType.RESOURCE_DELETE.value})
 
 

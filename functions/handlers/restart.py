@@ -39,7 +39,7 @@ from functions.rules.restart import decide_restart, failed_write, observe_failur
 from functions.settings import Settings
 
 FUNCTION = "restart"
-ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
+ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value, EventType.WORKLOAD_STALLED.value})
 
 
 @dataclass(frozen=True)

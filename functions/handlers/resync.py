@@ -9,6 +9,8 @@ tick); a Job whose TrainJob is gone gets `Failed`/`WorkloadDeleted`; a Job whose
 conditions do not show yet (`functions.rules.status`) gets the `workload.phase` event, as does a Job
 whose pods are scheduling-blocked (its grace runs out with no pod changing). A Job whose wall-clock
 bound has run out (`functions.rules.deadline`) gets `dev.crefn.job.deadline` instead, for `timeout`.
+Besides, a Job due for a clock-driven check (`functions.rules.checks`: node health while it runs,
+thresholds after it succeeded) gets `dev.crefn.job.check`, for `nodehealth` and `validate`.
 A Job in step costs nothing: in the steady state a tick sends no event. The events go to `K_SINK` (a SinkBinding).
 This is what makes lost, duplicated or reordered events harmless and what ends restart grace
 periods. Jobs are handled with bounded concurrency; one JSON summary line per tick; the answer is
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.emitted import JobDeadlineData
+from events.emitted import JobCheckData, JobDeadlineData
 from events.envelope import Envelope, to_outbound
 from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType, EventType
 from functions.apply import run
@@ -36,6 +38,7 @@ from functions.reads import read_job, read_runtime_jobs, read_trainjob
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.adapter import decide_phase, deleted_phase
 from functions.rules.attempts import current_workload_ref, workload_name, workload_ref_of
+from functions.rules.checks import checks_due
 from functions.rules.deadline import deadline
 from functions.rules.jobs import JobState, is_managed, parse_job
 from functions.rules.launch import LaunchObserved, decide_launch, needs_launch
@@ -119,9 +122,15 @@ def resync_job(raw: dict[str, Any], trainjobs: dict[tuple[str, str], dict[str, A
     name = f"{state.ref.namespace}/{state.ref.name}"
     reads = iter([with_runtime(Observed(state, trainjobs.get(workload_key(state))), ctx)])
     try:
+        sent = ""
+        if is_managed(state.job.metadata.labels, ctx.settings) and (due := checks_due(state)):
+            data = JobCheckData(job=state.ref, attempt=state.job.status.restart_count, checks=due)
+            deliver(sink, to_outbound(EventType.JOB_CHECK, FUNCTION, state.ref.namespace, state.ref.name, data, None),
+                    "K_SINK")
+            sent = EventType.JOB_CHECK.value
         outcome = run(ctx, lambda: next(reads, None) or read(state, ctx), decide)
         if outcome.reply is None:
-            return JobResult(name)
+            return JobResult(name, event=sent)
         deliver(sink, outcome.reply, "K_SINK")
         return JobResult(name, event=outcome.reply.type)
     except NotYet:

@@ -41,7 +41,8 @@ from functions.settings import Settings
 
 FUNCTION = "workloadrun"
 ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value,
-                     ApiServerType.RESOURCE_DELETE.value, EventType.JOB_CONDITION_CHANGED.value})
+                     ApiServerType.RESOURCE_DELETE.value, EventType.JOB_CONDITION_CHANGED.value,
+                     EventType.JOB_VALIDATION.value})
 
 
 @dataclass(frozen=True)

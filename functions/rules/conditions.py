@@ -80,3 +80,18 @@ def decide_conditions(
         return None
     others = [c for c in current if c.get("type") not in EXCLUSIVE]
     return others + desired
+
+
+def decide_independent(current: Sequence[dict[str, Any]], generation: int, cond_type: str, status: bool,
+                       reason: str, message: str, now: datetime) -> list[dict[str, Any]] | None:
+    """The conditions list with an independent condition (`HardwareFailed`, `ValidationFailed`) set, the
+    exclusive set and every other condition kept as they are; None when nothing would change.
+    `lastTransitionTime` changes only when the status flips."""
+    want: dict[str, Any] = {"type": cond_type, "status": "True" if status else "False", "reason": reason,
+                            "message": message, "observedGeneration": generation}
+    have = next((c for c in current if c.get("type") == cond_type), {})
+    flipped = have.get("status") != want["status"]
+    want["lastTransitionTime"] = (have.get("lastTransitionTime") if not flipped else None) or rfc3339(now)
+    if not flipped and all(have.get(k, "" if k != "observedGeneration" else None) == want[k] for k in _COMPARED):
+        return None
+    return [want if c.get("type") == cond_type else c for c in current] if have else [*current, want]

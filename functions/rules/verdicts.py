@@ -19,9 +19,9 @@ from typing import Any
 from events.emitted import ConditionSummary
 from events.types import Reason, group_nodes_annotation
 from functions.plan import Effect
-from functions.rules.conditions import decide_conditions
+from functions.rules.conditions import decide_conditions, decide_independent
 from functions.rules.jobs import JobState, write_status
-from functions.rules.kubeevents import transition_event
+from functions.rules.kubeevents import event_name, job_event, transition_event
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,30 @@ def condition_write(state: JobState, new: ConditionSummary, now: datetime, group
     if conditions is not None and (event := transition_event(state, new, now, function)):
         effects.append(event)
     return ConditionWrite(status, tuple(effects))
+
+
+def independent_write(state: JobState, cond_type: str, status: bool, reason: str, message: str, now: datetime,
+                      group: str, function: str, extra: Mapping[str, Any] | None = None,
+                      normal_event: bool = False) -> ConditionWrite | None:
+    """The write of an independent condition (`HardwareFailed`, `ValidationFailed`) with `extra` status
+    fields, on the read resourceVersion like every write, but with no terminal guard: CRE evaluates
+    thresholds after `Succeeded`, and hardware failures are not terminal. Its Event: a Warning on the
+    flip to True; with `normal_event`, a Normal one on the first False write (CRE's `ThresholdsMet`).
+    None when it would change nothing."""
+    conditions = decide_independent(state.conditions, state.job.metadata.generation, cond_type, status, reason,
+                                    message, now)
+    patch: dict[str, Any] = dict(extra or {})
+    if conditions is not None:
+        patch["conditions"] = conditions
+    if not patch:
+        return None
+    effects: list[Effect] = [write_status(state, patch, group)]
+    before = next((c for c in state.conditions if c.get("type") == cond_type), None)
+    flipped = conditions is not None and (before or {}).get("status") != ("True" if status else "False")
+    if flipped and (status or (before is None and normal_event)):
+        name = event_name(state, cond_type, reason, str(state.job.status.restart_count))
+        effects.append(job_event(state, name, reason, message, status, now, function))
+    return ConditionWrite(patch, tuple(effects))
 
 
 def group_nodes(state: JobState, group: str) -> tuple[str, ...]:

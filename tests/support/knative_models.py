@@ -107,8 +107,15 @@ class Trigger(Strict):
     spec: TriggerSpec
 
 
+class SelectorRequirement(Strict):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
 class Selector(Strict):
-    matchLabels: dict[str, str]
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[SelectorRequirement] = Field(default_factory=list)
 
 
 class ApiResource(Strict):

@@ -37,7 +37,8 @@ from localstack.trainer import Script, apply_action
 
 GROUP = CRE_GROUP_DEFAULT
 JOBS = cre_jobs(GROUP)
-LIFECYCLE = ("phase", "launch", "status", "restart", "timeout", "resync", "workloadrun")
+LIFECYCLE = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
+             "workloadrun")
 Record = dict[str, Any]
 
 

@@ -1,0 +1,156 @@
+"""CEL expressions of a Job: the node-health check (`spec.nodeHealthMonitor.cel`) and the performance
+thresholds (`spec.thresholds`), compiled and evaluated as CRE does. Pure: no I/O; the handlers read the
+Node or the measurement and call these.
+
+CRE's environments (cel-go), reproduced here:
+- node health: one variable `node`, `map(string, dyn)`, optional types on (`node.?metadata.?labels`,
+  `m[?k].orValue(...)`). The Node's JSON gets CRE's defaults first (`metadata.labels {}`,
+  `metadata.annotations {}`, `spec.taints []`, `spec.unschedulable false`, `status.conditions []`,
+  `status.addresses []`, `status.capacity {}`, `status.allocatable {}`), so a bare Node evaluates.
+- thresholds: one variable `value`, `double`, with cross-type numeric comparisons (`value >= 900`).
+- The result type is checked when compiling, not on the value: an expression whose static type is not
+  `bool` is rejected even if it would yield a bool (`node.spec.unschedulable` is `dyn`; write
+  `node.spec.unschedulable == true`). CRE's texts, verbatim: `CEL expression must return bool, got dyn`
+  (node health), `expression must return bool, got double` (thresholds). An undeclared name is a compile
+  error. A compile error's text is the library's, in one line (`ERROR: <input>:1:9: Syntax error: ... |
+  value >= | ........^`, cel-go's format); CRE's threshold condition wraps it as `compile threshold
+  expression "<e>": compile: <text>`, and a non-bool one as `compile threshold expression "<e>": <text>`.
+- A runtime error (a missing map key, no matching overload on dyn values) raises `CelError`; CRE logs
+  it and skips the node (node health) or reports `InvalidThresholdExpression` (thresholds).
+
+Library: cel-expr-python (Google's cel-cpp behind Python bindings; binary wheels for CPython 3.11 on
+Linux x86_64 and aarch64, no dependencies). Of the three CEL libraries for Python it is the only one
+with a type checker, which CRE's compile-time rules (bool result, undeclared variables) need, and with
+optional types; it also evaluates about 7x faster than common-expression-language and 20x faster than
+cel-python on a real-sized Node. The dev stack's CRD-rule evaluator (`localstack.cel`) uses the same
+library. One gap: its checker has no switch for cross-type numeric comparisons, so a threshold whose
+only type errors are `<`, `<=`, `>`, `>=` between int, uint and double (the overloads that cel-go's
+option adds) is compiled again with `value` as `dyn`, where cel-cpp's runtime compares numbers across
+types; any other type error is reported as in CRE, without the comparisons it would accept
+(`value + 1`, and `value == 950`: the option covers ordering, not equality).
+
+Compiled programs are cached by expression text (`functools.lru_cache`, safe under the threads that
+functions-framework serves with; the bindings hold the GIL); a bad expression's error is cached too.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_optional
+
+Variable = Literal["node", "value"]
+
+_NODE_DEFAULTS: tuple[tuple[str, tuple[tuple[str, Callable[[], Any]], ...]], ...] = (
+    ("metadata", (("labels", dict), ("annotations", dict))),
+    ("spec", (("taints", list), ("unschedulable", bool))),
+    ("status", (("conditions", list), ("addresses", list), ("capacity", dict), ("allocatable", dict))),
+)
+_NOT_BOOL: Mapping[str, str] = {"node": "CEL expression must return bool, got {}", "value": "expression must return bool, got {}"}
+# the checker errors that cel-go's CrossTypeNumericComparisons(true) turns into valid overloads
+_CROSS_NUMERIC = re.compile(r"ERROR: <input>:\d+:\d+: found no matching overload for '_(<|<=|>|>=)_' applied to "
+                            r"'\((int|uint|double), (int|uint|double)\)'")
+_CEL_GO_NAMES: Mapping[str, str] = {"NULL": "null_type", "TIMESTAMP": "google.protobuf.Timestamp",
+                                    "DURATION": "google.protobuf.Duration"}
+
+
+class CelError(ValueError):
+    """The expression does not compile, does not return bool, or failed on this input (one line)."""
+
+
+def node_health(expression: str, node: Mapping[str, Any]) -> bool:
+    """True when the expression calls the Node unhealthy. `node` is the Node's JSON (not modified)."""
+    return _evaluate(_program("node", expression), {"node": _with_node_defaults(node)})
+
+
+def threshold(expression: str, value: float) -> bool:
+    """True when the measured value satisfies the threshold."""
+    return _evaluate(_program("value", expression), {"value": float(value)})
+
+
+def check(expression: str, variable: Variable) -> str:
+    """Why the expression cannot serve as a check on `variable` ("node" or "value"); "" when it can."""
+    if variable not in _NOT_BOOL:
+        raise ValueError(f"unknown CEL variable {variable!r}: expected 'node' or 'value'")
+    compiled = _compile(variable, expression)
+    return compiled if isinstance(compiled, str) else ""
+
+
+def _with_node_defaults(node: Mapping[str, Any]) -> dict[str, Any]:
+    filled = dict(node)
+    for part, fields in _NODE_DEFAULTS:
+        section = filled.get(part)
+        section = dict(section) if isinstance(section, Mapping) else {}
+        for key, empty in fields:
+            if section.get(key) is None:  # absent, or null as some clients write an unset field
+                section[key] = empty()
+        filled[part] = section
+    return filled
+
+
+def _program(variable: Variable, expression: str) -> Any:
+    compiled = _compile(variable, expression)
+    if isinstance(compiled, str):
+        raise CelError(compiled)
+    return compiled
+
+
+def _evaluate(program: Any, data: dict[str, Any]) -> bool:
+    try:
+        result = program.eval(data=data)
+    except Exception as e:  # a value the bindings cannot convert (TypeError, ValueError, RuntimeError)
+        raise CelError(_one_line(str(e))) from e
+    if result.type() == cel.Type.ERROR:
+        raise CelError(_one_line(str(result.plain_value())))
+    value = result.plain_value()
+    if not isinstance(value, bool):  # the checked type is bool; kept as a guard on the bindings
+        raise CelError(f"CEL expression must return bool, got {type(value).__name__}")
+    return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(variable: Variable, expression: str) -> Any:
+    """The compiled program, or the one-line reason it cannot be used."""
+    try:
+        program = _environment(variable, dyn=False).compile(expression)
+    except Exception as e:  # the bindings raise RuntimeError carrying cel-cpp's status text
+        if variable != "value":
+            return _one_line(str(e))
+        errors = re.split(r"\n(?=ERROR: )", _without_status(str(e)))
+        kept = [error for error in errors if not _CROSS_NUMERIC.fullmatch(error.split("\n", 1)[0])]
+        if kept:
+            return " ".join(" ".join(error.split()) for error in kept)
+        try:
+            program = _environment(variable, dyn=True).compile(expression)
+        except Exception as again:
+            return _one_line(str(again))
+    if program.return_type() != cel.Type.BOOL:
+        return _NOT_BOOL[variable].format(_type_name(program.return_type()))
+    return program
+
+
+@functools.cache
+def _environment(variable: Variable, dyn: bool) -> Any:
+    if variable == "node":
+        return cel.NewEnv(variables={"node": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+                          extensions=[ext_optional.ExtOptional()])
+    return cel.NewEnv(variables={"value": cel.Type.DYN if dyn else cel.Type.DOUBLE})
+
+
+def _type_name(cel_type: Any) -> str:
+    """cel-go's spelling of a type (`dyn`, `double`, `map(string, dyn)`), as CRE's messages show it."""
+    name = re.sub(r"[A-Z_]+", lambda m: _CEL_GO_NAMES.get(m.group(0), m.group(0).lower()), str(cel_type.name()))
+    return name.replace("<", "(").replace(">", ")")
+
+
+def _without_status(text: str) -> str:
+    """The library's message without the status code around it (`INVALID_ARGUMENT: ... [INVALID_ARGUMENT]`)."""
+    return re.sub(r" \[[A-Z_]+\]$", "", re.sub(r"^(?!ERROR: )[A-Z_]+: ", "", text.strip()))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_without_status(text).split())
