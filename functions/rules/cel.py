@@ -64,12 +64,12 @@ class CelError(ValueError):
 
 def node_health(expression: str, node: Mapping[str, Any]) -> bool:
     """True when the expression calls the Node unhealthy. `node` is the Node's JSON (not modified)."""
-    return _evaluate(_program("node", expression), {"node": _with_node_defaults(node)})
+    return _evaluate(_program("node", expression), {"node": _with_node_defaults(node)}, "node")
 
 
 def threshold(expression: str, value: float) -> bool:
     """True when the measured value satisfies the threshold."""
-    return _evaluate(_program("value", expression), {"value": float(value)})
+    return _evaluate(_program("value", expression), {"value": float(value)}, "value")
 
 
 def check(expression: str, variable: Variable) -> str:
@@ -99,38 +99,50 @@ def _program(variable: Variable, expression: str) -> Any:
     return compiled
 
 
-def _evaluate(program: Any, data: dict[str, Any]) -> bool:
+def _evaluate(program: Any, data: dict[str, Any], variable: Variable) -> bool:
     try:
         result = program.eval(data=data)
     except Exception as e:  # a value the bindings cannot convert (TypeError, ValueError, RuntimeError)
         raise CelError(_one_line(str(e))) from e
     if result.type() == cel.Type.ERROR:
         raise CelError(_one_line(str(result.plain_value())))
-    value = result.plain_value()
-    if not isinstance(value, bool):  # the checked type is bool; kept as a guard on the bindings
-        raise CelError(f"CEL expression must return bool, got {type(value).__name__}")
-    return value
+    if result.type() != cel.Type.BOOL:  # only a threshold compiled unchecked gets here (see `_compile`)
+        raise CelError(_NOT_BOOL[variable].format(_type_name(result.type())))
+    return bool(result.plain_value())
 
 
 @functools.lru_cache(maxsize=1024)
 def _compile(variable: Variable, expression: str) -> Any:
     """The compiled program, or the one-line reason it cannot be used."""
     try:
-        program = _environment(variable, dyn=False).compile(expression)
+        return _returning_bool(variable, _environment(variable, dyn=False).compile(expression))
     except Exception as e:  # the bindings raise RuntimeError carrying cel-cpp's status text
-        if variable != "value":
-            return _one_line(str(e))
-        errors = re.split(r"\n(?=ERROR: )", _without_status(str(e)))
-        kept = [error for error in errors if not _CROSS_NUMERIC.fullmatch(error.split("\n", 1)[0])]
-        if kept:
-            return " ".join(" ".join(error.split()) for error in kept)
-        try:
-            program = _environment(variable, dyn=True).compile(expression)
-        except Exception as again:
-            return _one_line(str(again))
+        reason = _one_line(str(e)) if variable == "node" else _except_cross_numeric(str(e))
+        if reason:
+            return reason
+    # a threshold whose only errors are comparisons of int, uint and double: `value` as dyn
+    try:
+        return _returning_bool(variable, _environment(variable, dyn=True).compile(expression))
+    except Exception as e:
+        reason = _except_cross_numeric(str(e))
+        if reason:
+            return reason
+    # still such comparisons, of a computed double (`value * 2.0 >= 900`): unchecked, its result type
+    # is checked when evaluated
+    return _environment(variable, dyn=False).compile(expression, disable_check=True)
+
+
+def _returning_bool(variable: Variable, program: Any) -> Any:
     if program.return_type() != cel.Type.BOOL:
         return _NOT_BOOL[variable].format(_type_name(program.return_type()))
     return program
+
+
+def _except_cross_numeric(text: str) -> str:
+    """The compile errors on one line, without those that cross-type numeric comparisons make valid."""
+    errors = re.split(r"\n(?=ERROR: )", _without_status(text))
+    return " ".join(" ".join(error.split()) for error in errors
+                    if not _CROSS_NUMERIC.fullmatch(error.split("\n", 1)[0]))
 
 
 @functools.cache
