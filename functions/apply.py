@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from functions.alertsinks import configured_sinks, notify
 from functions.context import Context
-from functions.errors import AlreadyExists, Conflict, NotFound, NotYet, PermanentError
+from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError
 from functions.plan import (
     WRITES,
     Annotate,
@@ -69,7 +69,12 @@ class Applied:
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
     if ctx.settings.observe and isinstance(effect, WRITES):
         return
-    if isinstance(effect, WriteStatus | Annotate):
+    if isinstance(effect, WriteStatus) and effect.best_effort:
+        try:
+            ctx.gateway.patch(effect.res, effect.namespace, effect.name, {"status": dict(effect.status)}, status=True)
+        except CrefnError as e:
+            done.reasons.append(f"{effect.res.kind} {effect.namespace}/{effect.name} not written: {e}")
+    elif isinstance(effect, WriteStatus | Annotate):
         key = (effect.res.plural, effect.namespace, effect.name)
         version = done.versions.get(key, effect.resource_version) if effect.resource_version else None
         patch = ({"status": dict(effect.status)} if isinstance(effect, WriteStatus)

@@ -94,7 +94,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     dev = importlib.import_module("localstack.dev")  # looked up by name: the product never imports it
     code: int = dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
                         replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
-                        namespace=args.namespace)
+                        namespace=args.namespace, scenario=args.scenario)
     return code
 
 
@@ -134,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     dev.add_argument("--out", default="out/dev", help="directory for the event log, dead letters and logs")
     dev.add_argument("--namespace", help="run the demo, or reproduce the recording, in this namespace")
     dev.add_argument("--ping-interval", type=float, default=10.0, help="seconds between resync ticks")
+    dev.add_argument("--scenario", default="demo",
+                     help="demo (default), node-failure, stall or thresholds: the verdict to watch")
     dev.set_defaults(func=cmd_dev)
     rep = sub.add_parser("replay", help="post a recorded JSONL event log to a URL, in order")
     rep.add_argument("file")

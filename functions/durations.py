@@ -25,3 +25,14 @@ def parse_go_duration(text: str) -> timedelta:
     if not body or pos != len(body):
         raise ValueError(f"not a duration: {text!r} (e.g. 90s, 1m30s, 24h)")
     return timedelta(seconds=sign * seconds)
+
+
+def positive_duration(text: str | None, fallback: timedelta) -> timedelta:
+    """A positive Go duration, or `fallback` when the text is empty, not a duration, or not positive."""
+    if not text:
+        return fallback
+    try:
+        value = parse_go_duration(text)
+    except ValueError:
+        return fallback
+    return value if value > timedelta(0) else fallback

@@ -75,13 +75,16 @@ class Gateway:
             return None
 
     def list_all(
-        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
+        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500,
+        field_selector: str = "",
     ) -> list[JsonObj]:
         """Every object, fetched in pages with limit/continue."""
-        return [item for page in self.pages(res, namespace, label_selector, page_size) for item in page["items"]]
+        return [item for page in self.pages(res, namespace, label_selector, page_size, field_selector)
+                for item in page["items"]]
 
     def pages(
-        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500
+        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500,
+        field_selector: str = "",
     ) -> Iterator[JsonObj]:
         """A LIST page by page (limit/continue); each page's items carry their apiVersion and kind."""
         token = ""
@@ -89,6 +92,8 @@ class Gateway:
             query: list[tuple[str, Any]] = [("limit", page_size)]
             if label_selector:
                 query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
             if token:
                 query.append(("continue", token))
             page = self.request("GET", res.path(namespace), query=query)

@@ -3,7 +3,8 @@
 A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply` performs its
 effects through the gateway and the transport, in order, then the transport answers with `reply`
 (200) or, without one, 202 and `reason`. Effects:
-- `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock);
+- `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock),
+  or a best-effort one whose failure is only reported;
 - `Annotate`: a merge patch of metadata annotations (with the read resourceVersion when given: then a
   following write of the same object carries the version this patch produced, so both stay locked);
 - `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once
@@ -33,6 +34,9 @@ class WriteStatus:
     name: str
     resource_version: str
     status: Mapping[str, Any]
+    best_effort: bool = False
+    """A write whose failure is reported in the answer's reason and changes nothing else (a measurement
+    reset after a restart: the restart stands either way)."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Fresh reads the handlers share: a CRE Job as a `JobState`, a TrainJob as raw JSON, the pods of a
-Job's attempt, and the end of a failed container's log.
+"""Fresh reads the handlers share: a CRE Job as a `JobState`, a TrainJob as raw JSON, the Job's
+GoodputMeasurements, the pods of a Job's attempt, and the end of a failed container's log.
 
 Decisions about writes and deletes use what these return, never an event's payload alone: events
 can be stale, duplicated or forged (SPEC §6.4).
@@ -17,6 +17,7 @@ from functions.context import Context
 from functions.errors import CrefnError, NotFound, PermanentError
 from functions.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.jobs import JobState, parse_job
+from functions.rules.measurements import measures
 from functions.rules.pods import (
     TAIL_BYTES,
     TAIL_LINES,
@@ -42,14 +43,10 @@ def read_trainjob(ctx: Context, namespace: str, name: str) -> dict[str, Any] | N
     return ctx.gateway.get(TRAINJOBS, namespace, name)
 
 
-def read_checkpoint_evidence(ctx: Context, state: JobState) -> bool:
-    """Whether a GoodputMeasurement of the Job reports `lastCheckpointStep > 0`."""
-    for gm in ctx.gateway.list_all(cre_goodput(ctx.settings.cre_group), state.ref.namespace):
-        ref = (gm.get("spec") or {}).get("jobRef") or {}
-        step = (gm.get("status") or {}).get("lastCheckpointStep") or 0
-        if ref.get("name") == state.ref.name and ref.get("kind", "Job") == "Job" and int(step) > 0:
-            return True
-    return False
+def read_goodputs(ctx: Context, state: JobState) -> tuple[dict[str, Any], ...]:
+    """The GoodputMeasurements that refer to the Job (`spec.jobRef`), in list order: one LIST."""
+    listed = ctx.gateway.list_all(cre_goodput(ctx.settings.cre_group), state.ref.namespace)
+    return tuple(gm for gm in listed if measures(gm, state.ref.name))
 
 
 def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:

@@ -143,7 +143,9 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
     if status.get("schedulingResumedTime"):
         print(f"     scheduling resumed {status['schedulingResumedTime']}; workloadStartTime "
               f"{status.get('workloadStartTime', 'unset')}", file=timeline.out)
-    if log := status.get("failureLog"):
+    if (log := status.get("failureLog")) and not log.get("podName"):
+        print(f"   failureLog: {log.get('reason')}: {log.get('tail')}", file=timeline.out)
+    elif log:
         print(f"   failureLog: {log.get('reason')} (exit {log.get('exitCode')}) in pod {log.get('podName')} "
               f"on node {log.get('nodeName')}; last lines:", file=timeline.out)
         for line in str(log.get("tail") or "").splitlines()[-4:]:

@@ -35,6 +35,7 @@ from localstack.demo import (
     summary,
 )
 from localstack.reproduce import reproduce
+from localstack.scenarios import SCENARIOS, run_scenario
 from localstack.stack import start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until
@@ -42,9 +43,13 @@ from localstack.trainer import wait_until
 
 def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path | None = None,
         ping_interval: float = 10.0, timeout: float = 180.0, out: TextIO = sys.stdout,
-        cluster: LocalCluster | None = None, namespace: str | None = None) -> int:
+        cluster: LocalCluster | None = None, namespace: str | None = None, scenario: str = "demo") -> int:
     """`cre-fn dev`. `namespace` runs the demo (or reproduces the recording) in that namespace and
     confines the sources to it; `cluster` reuses a running API server (the test suite's)."""
+    if scenario != "demo" and scenario not in SCENARIOS:
+        print(f"cre-fn dev: unknown scenario {scenario!r}; choose one of: demo, {', '.join(SCENARIOS)}",
+              file=sys.stderr)
+        return 2
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in ("events.jsonl", "dead-letters.jsonl"):
         (out_dir / name).unlink(missing_ok=True)
@@ -60,6 +65,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
         code = 0
         if replay_file:
             code = reproduce(stack, records, timeline, timeout, namespace)
+        elif demo and scenario != "demo":
+            code = run_scenario(stack, SCENARIOS[scenario], demo_ns, timeline, timeout)
         elif demo:
             timeline.say(f"demo: Job {demo_ns}/{DEMO_JOB}, checkpoint restarts allowed: 2, "
                          "TrainJob starts suspended")

@@ -119,9 +119,12 @@ def label_selector(selector: dict[str, Any]) -> str:
     return ",".join(terms)
 
 
+CLUSTER_SCOPED = frozenset({"Node", "Namespace"})
+
+
 def resource_of(api_version: str, kind: str) -> Resource:
     group, _, version = api_version.rpartition("/")
-    return Resource(group, version, kind.lower() + "s", kind)
+    return Resource(group, version, kind.lower() + "s", kind, namespaced=kind not in CLUSTER_SCOPED)
 
 
 STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apiserversource"))

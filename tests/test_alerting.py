@@ -7,8 +7,21 @@ from typing import Any
 
 import pytest
 
-from events.emitted import FailureInfo, JobConditionChangedData, JobRestartedData
-from functions.rules.alerting import dedup_key, on_condition_changed, on_job_deleted, on_restarted
+from events.emitted import (
+    FailureInfo,
+    JobConditionChangedData,
+    JobHardwareFailedData,
+    JobRestartedData,
+    JobValidationData,
+)
+from functions.rules.alerting import (
+    dedup_key,
+    on_condition_changed,
+    on_hardware_failed,
+    on_job_deleted,
+    on_restarted,
+    on_validation,
+)
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -99,3 +112,43 @@ def test_job_delete_resolves_what_it_raised(status: dict[str, Any], checkpoint: 
         job["spec"]["checkpoint"] = checkpoint
     assert [(a.alertname, a.status, a.reason) for a in on_job_deleted(job, NOW)] == expected
     assert all(a.ends_at == NOW for a in on_job_deleted(job, NOW))
+
+
+def test_scheduling_blocked_is_a_warning_resolved_by_the_next_change() -> None:
+    blocked = changed("InProgress", "WorkloadSchedulingBlocked",
+                      message="Workload pods are unschedulable: 0/3 nodes are available")
+    assert summary(on_condition_changed(blocked, 2, NOW)) == [
+        ("CREJobSchedulingBlocked", "warning", "firing", "WorkloadSchedulingBlocked")]
+    (alert,) = on_condition_changed(blocked, 2, NOW)
+    assert "0/3 nodes are available" in alert.description and "clocks are paused" in alert.description
+    running = changed("InProgress", "WorkloadRunning").model_copy(update={"previous": blocked.new})
+    assert summary(on_condition_changed(running, 2, NOW)) == [
+        ("CREJobSchedulingBlocked", "warning", "resolved", "WorkloadSchedulingBlocked")]
+
+
+def test_hardware_failure_and_validation_alerts() -> None:
+    hardware = JobHardwareFailedData.model_validate({
+        "job": {"name": "llm", "namespace": "ml"}, "nodes": ["gpu-3"], "action": "restart",
+        "message": "Hardware failure detected on node(s): [gpu-3]",
+        "failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"}]})
+    (alert,) = on_hardware_failed(hardware, NOW)
+    assert (alert.alertname, alert.severity, alert.status, alert.reason) == (
+        "CREJobHardwareFailed", "warning", "firing", "HardwareFailureDetected")
+    assert "gpu-3" in alert.summary and "its TrainJob was deleted" in alert.description
+    failed = JobValidationData.model_validate({
+        "job": {"name": "llm", "namespace": "ml"}, "failed": True, "reason": "ThresholdViolated",
+        "message": 'Threshold "goodputRatio" violated: measured 0.5000, expression: value >= 0.9'})
+    assert summary(on_validation(failed, NOW)) == [
+        ("CREJobValidationFailed", "warning", "firing", "ValidationFailed")]
+    passed = failed.model_copy(update={"failed": False, "reason": "ThresholdsMet"})
+    assert summary(on_validation(passed, NOW)) == [
+        ("CREJobValidationFailed", "warning", "resolved", "ValidationFailed")]
+
+
+def test_a_delete_resolves_the_verdict_alerts_too() -> None:
+    job = {"metadata": {"namespace": "ml", "name": "llm"}, "status": {"conditions": [
+        {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted"},
+        {"type": "HardwareFailed", "status": "True", "reason": "HardwareFailureDetected"},
+        {"type": "ValidationFailed", "status": "True", "reason": "ThresholdViolated"}]}}
+    assert [(a.alertname, a.status) for a in on_job_deleted(job, NOW)] == [
+        ("CREJobHardwareFailed", "resolved"), ("CREJobValidationFailed", "resolved")]

@@ -12,8 +12,9 @@ from functions.apply import apply, run
 from functions.context import Context
 from functions.errors import Conflict
 from functions.gateway import Gateway
-from functions.plan import Plan
+from functions.plan import Plan, WriteStatus
 from functions.reads import read_job
+from functions.resources import cre_goodput
 from functions.rules.jobs import JobState, write_status
 from functions.settings import Settings
 from localstack.apiserver import LocalCluster
@@ -77,3 +78,17 @@ def test_a_locked_annotation_then_a_locked_status_write_are_one_chain(cluster: L
         apply(Plan((Annotate(cre_jobs("nvcre.nvidia.com"), namespace, "llm", {"crefn.dev/x": "2"},
                              job["metadata"]["resourceVersion"]),)), ctx)
     assert w.job()["metadata"]["annotations"]["crefn.dev/x"] == "1"
+
+
+def test_a_best_effort_write_that_fails_is_reported_and_the_plan_goes_on(cluster: LocalCluster, gateway: Gateway,
+                                                                        namespace: str) -> None:
+    w = make_world(gateway, namespace, {})
+    w.create_job()
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    state = read_job(ctx, namespace, "llm")
+    assert state is not None
+    missing = WriteStatus(cre_goodput("nvcre.nvidia.com"), namespace, "llm-goodput", "", {"startTime": None},
+                          best_effort=True)
+    outcome = apply(Plan((missing, write_status(state, {"restartCount": 3}, "nvcre.nvidia.com"))), ctx)
+    assert "GoodputMeasurement " + namespace + "/llm-goodput not written" in outcome.reason
+    assert (gateway.get(JOBS, namespace, "llm") or {})["status"]["restartCount"] == 3

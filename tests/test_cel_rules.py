@@ -127,8 +127,9 @@ def test_only_node_is_declared(expression: str) -> None:
 ])
 def test_evaluation_errors(expression: str, message: str) -> None:
     assert check(expression, "node") == ""
-    with pytest.raises(CelError, match="^" + message):
+    with pytest.raises(CelError) as raised:
         node_health(expression, node())
+    assert str(raised.value).startswith(message)
 
 
 @pytest.mark.parametrize(("expression", "value", "satisfied"), [
@@ -184,8 +185,9 @@ def test_a_threshold_compiled_unchecked_still_must_return_bool() -> None:
     """`value * 2.0 >= 900` passes only unchecked (see the module); its result type is checked on evaluation."""
     expression = "value * 2.0 >= 900 ? value : 1.0"
     assert check(expression, "value") == ""
-    with pytest.raises(CelError, match="^expression must return bool, got double$"):
+    with pytest.raises(CelError) as raised:
         threshold(expression, 950.0)
+    assert str(raised.value) == "expression must return bool, got double"
 
 
 def test_cel_error_is_a_value_error_on_one_line() -> None:

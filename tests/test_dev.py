@@ -64,6 +64,30 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert final_state(gateway.get(JOBS, into, "llama-pretrain") or {}) == ("Succeeded", "WorkloadCompleted", 1)
 
 
+@pytest.mark.parametrize(("scenario", "verdict"), [
+    ("node-failure", "HardwareFailed True  HardwareFailureDetected Hardware failure detected on node(s): [gpu-node-1]"),
+    ("stall", "Failed      True  WorkloadStalled    Workload stalled: no training step within the configured "
+              "threshold"),
+    ("thresholds", 'ValidationFailed True  ThresholdViolated  Threshold "goodputRatio" violated: measured 0.7200, '
+                   "expression: value >= 0.9"),
+])
+def test_each_verdict_scenario_ends_as_promised(cluster: LocalCluster, tmp_path: Path, scenario: str,
+                                                verdict: str) -> None:
+    out = io.StringIO()
+    code = dev.run(tmp_path / scenario, cluster=cluster, namespace=f"{scenario}-{uuid.uuid4().hex[:6]}",
+                   ping_interval=2, out=out, scenario=scenario)
+    text = out.getvalue()
+    assert code == 0, text[-3000:]
+    assert f"scenario {scenario} ended as expected" in text and verdict in text
+    assert (tmp_path / scenario / "dead-letters.jsonl").read_text() == ""
+
+
+def test_an_unknown_scenario_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert dev.run(tmp_path, scenario="meltdown") == 2
+    err = capsys.readouterr().err
+    assert "unknown scenario 'meltdown'; choose one of: demo, node-failure, stall, thresholds" in err
+
+
 def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
     """What the Trainer did is read back from ApiServerSource events alone."""
     from localstack.trainer import script_from_recording

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from functions.gateway import Gateway
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
 from functions.transport import Answer, post, send
 from localstack.apiserver import LocalCluster, free_port
+from localstack.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction, wait_for_port
@@ -294,3 +295,32 @@ def test_reference_mode_api_unreachable_is_503(serve: Callable[..., ServedFuncti
     assert answer.status == 503 and "unreachable" in answer.text
     # Resource mode needs no API server at all
     assert send(served.url, load_sample("trainjob-resource-add")).status == 200
+
+
+# -- GoodputMeasurement changes (Resource mode, the crefn-goodput source) ----------------------------
+
+
+def goodput_record(ns: str, job: str, name: str = "", labels: dict[str, str] | None = None,
+                   job_ref: dict[str, str] | None = None) -> dict[str, Any]:
+    gm = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement",
+          "metadata": {"name": name or f"{job}-goodput", "namespace": ns, "labels": labels or {}},
+          "spec": {"jobRef": {"kind": "Job", "name": job} if job_ref is None else job_ref, "logProfileRef": "p"},
+          "status": {"lastStepTimestamp": "2026-11-30T10:00:00Z", "avgStepTimeSec": "2.5"}}
+    return apiserver_record("update", gm, cre_goodput("nvcre.nvidia.com"), "https://127.0.0.1")
+
+
+def test_a_goodput_change_resends_its_jobs_trainjob_phase(phase_kube: ServedFunction, gateway: Gateway,
+                                                          namespace: str) -> None:
+    _, trainjob = seed_job(gateway, namespace)
+    for record in (goodput_record(namespace, "llama"),  # by spec.jobRef
+                   goodput_record(namespace, "", "by-label", labels={"nvcre.nvidia.com/job": "llama"}, job_ref={})):
+        answer = send(phase_kube.url, record)
+        assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.phase", answer.text
+        assert answer.ce["workloadphase"] == "Running" and answer.ce["job"] == "llama"
+        data = answer.json()
+        assert data["workload"]["uid"] == trainjob["metadata"]["uid"] and data["workload"]["attempt"] == 2
+
+
+def test_a_goodput_of_a_job_without_a_trainjob_or_job_is_202(phase_kube: ServedFunction, namespace: str) -> None:
+    assert send(phase_kube.url, goodput_record(namespace, "never-launched")).status == 202
+    assert send(phase_kube.url, goodput_record(namespace, "", "orphan", job_ref={})).status == 202

@@ -5,13 +5,13 @@ ServiceAccount: forged and stale failures, the Job's status when restarts run ou
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from functions.gateway import Gateway
-from functions.resources import TRAINJOBS
+from functions.resources import TRAINJOBS, cre_goodput
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.restart import Failure, decide_restart, failed_message, failed_write, restart_grace
 from functions.transport import send
@@ -216,3 +216,45 @@ def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_g
     assert not isinstance(first, WriteStatus)
     answer = send(functions()["launch"], w.job_record())
     assert answer.status != 503, answer.text  # never "restart recorded, its grace period not yet written"
+
+
+def test_a_restart_resets_the_goodputs_stall_state_after_its_commit(world: Callable[..., World]) -> None:
+    """CRE's reset: the next attempt's stall detection starts from the restart; the rest is kept."""
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    goodput = cre_goodput("nvcre.nvidia.com")
+    w.gw.patch(goodput, w.ns, "llm-goodput", {"status": {
+        "lastStepTimestamp": "2026-11-30T09:00:00Z", "avgStepTimeSec": "2.5", "applicationStartTime":
+        "2026-11-30T08:00:00Z", "startTime": "2026-11-30T07:00:00Z", "currentStep": 1300}}, status=True)
+    w.settle()
+    w.trainer("fail")
+    w.settle()
+    assert w.job()["status"]["restartCount"] == 1
+    status = (w.gw.get(goodput, w.ns, "llm-goodput") or {})["status"]
+    assert "lastStepTimestamp" not in status and "applicationStartTime" not in status
+    assert (status["avgStepTimeSec"], status["lastCheckpointStep"], status["currentStep"]) == ("", 1200, 1300)
+    started = datetime.fromisoformat(status["startTime"].replace("Z", "+00:00"))
+    assert abs(started - datetime.now(UTC)) < timedelta(seconds=60)
+
+
+def test_the_reset_is_the_restarts_last_step(cluster: LocalCluster, world: Callable[..., World]) -> None:
+    """After the commit and the delete, so that nothing it meets holds the restart back; unlocked."""
+    from functions.context import Context
+    from functions.handlers import restart
+    from functions.plan import Annotate, Delete, WriteStatus
+    from functions.settings import Settings
+    from functions.transport import to_envelope
+
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    w.settle()
+    w.trainer("fail")
+    failed = phase_record(w.ns, "llm", "Failed")
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    plan = restart.decide(restart.read(to_envelope(failed), ctx), ctx.settings, ctx.clock())
+    assert [type(e) for e in plan.effects] == [Annotate, WriteStatus, Delete, WriteStatus]
+    reset = plan.effects[-1]
+    assert isinstance(reset, WriteStatus) and reset.res.plural == "goodputmeasurements"
+    assert reset.name == "llm-goodput" and reset.resource_version == ""

@@ -39,3 +39,18 @@ def test_created_and_deleted() -> None:
     made, gone = created("r"), deleted()
     assert (made.type, made.reason, made.message) == ("InProgress", "WorkflowCreated", "Workflow r created")
     assert (gone.type, gone.reason, gone.message) == ("Failed", "WorkflowDeleted", "Workflow was deleted")
+
+
+@pytest.mark.parametrize(("job_conditions", "expected"), [
+    ([cond("Succeeded", reason="WorkloadCompleted", message="TrainJob completed")],
+     ("InProgress", "WorkflowCreated", "Workflow run created; Job run: WorkloadCompleted: TrainJob completed")),
+    ([cond("Succeeded"), cond("ValidationFailed", reason="MeasurementTimeout", message="Measurement data not "
+                              "available within 5m0s for keys: [goodputRatio]")],
+     ("Failed", "WorkflowValidationFailed", "Measurement data not available within 5m0s for keys: [goodputRatio]")),
+    ([cond("Failed", reason="WorkloadFailed", message="boom")],
+     ("Failed", "WorkflowFailed", "Job run failed: WorkloadFailed: boom")),
+], ids=["succeeded-awaiting-the-verdict-stays-in-progress", "verdict-wins", "failed-is-failed"])
+def test_mirrored_while_awaiting_validation(job_conditions: list[dict[str, Any]],
+                                            expected: tuple[str, str, str]) -> None:
+    got = mirrored("run", "run", job_conditions, awaiting_validation=True)
+    assert got is not None and (got.type, got.reason, got.message) == expected

@@ -4,6 +4,7 @@ truth table, then the function over HTTP on the real API server, as its ServiceA
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -53,14 +54,14 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
 
 
 def in_step_case(phase: str, conditions: list[tuple[str, str, str]], started: bool = True, attempt: int = 0,
-                 message: str = "") -> bool:
+                 message: str = "", spec: dict[str, Any] | None = None) -> bool:
     from events.emitted import WorkloadRef
     from events.types import Phase
     from functions.rules.adapter import PhaseResult
     from functions.rules.jobs import parse_job
     from functions.rules.status import in_step
 
-    state = job(workload_ref=True)
+    state = job(workload_ref=True, spec=spec)
     raw = {**state.raw, "status": {**state.raw["status"], "conditions": [
         {"type": t, "status": "True", "reason": r, "message": m} for t, r, m in conditions]}}
     if started:
@@ -83,7 +84,12 @@ RUNNING_SHOWN = [("InProgress", "WorkloadRunning", "Workload TrainJob/llm-worklo
     (lambda: in_step_case("Failed", RUNNING_SHOWN), False),
     (lambda: in_step_case("Succeeded", RUNNING_SHOWN), False),
     (lambda: in_step_case("Running", RUNNING_SHOWN, attempt=1), False),
+    (lambda: in_step_case("Running", RUNNING_SHOWN, spec={"stallMultiplier": 10}), False),
+    (lambda: in_step_case("Pending", [("InProgress", "WorkloadPending",
+                                       "Workload TrainJob/llm-workload is pending: s")], message="s",
+                          spec={"stallMultiplier": 10}), True),
 ], ids=["running-shown", "running-not-started", "created-not-running-yet", "pending-shown", "suspended-again",
-        "failed-always-goes-to-restart", "succeeded-always-goes-to-status", "another-attempt"])
+        "failed-always-goes-to-restart", "succeeded-always-goes-to-status", "another-attempt",
+        "running-with-stall-detection-is-re-decided-each-tick", "pending-with-stall-detection-is-not"])
 def test_in_step_is_what_resync_skips(case: Callable[[], bool], expected: bool) -> None:
     assert case() is expected

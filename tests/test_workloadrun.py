@@ -255,3 +255,41 @@ def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callab
     assert (status, reason) == ("True", "BuildFailed")
     assert message.startswith("Job wr was refused: ") and "jobs are frozen in this namespace" in message
     assert gateway.get(JOBS, namespace, "wr") is None
+
+
+def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_verdict(
+        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> None:
+    """CRE's Workflow keeps the group running until the Job's thresholds are decided; the verdict
+    (`dev.crefn.job.validation`) is mirrored like a condition change."""
+    from events.emitted import ConditionSummary, JobConditionChangedData, JobRef, JobValidationData
+    from events.envelope import to_outbound
+    from functions.transport import send
+    from localstack.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}},
+                                                      thresholds={"goodputRatio": "value >= 0.9"}))
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    assert (gateway.get(JOBS, namespace, "wr") or {})["spec"]["thresholds"] == {"goodputRatio": "value >= 0.9"}
+    succeeded = {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted",
+                 "message": "Workload TrainJob/wr-workload completed", "lastTransitionTime": "2026-11-30T10:00:00Z"}
+    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [succeeded]}}, status=True)
+    changed = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace),
+                                      new=ConditionSummary(type="Succeeded", reason="WorkloadCompleted"))
+    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", changed, None,
+                        jobcondition="Succeeded")
+    assert send(urls["workloadrun"], event).status == 202
+    assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created; "
+                                                               "Job wr: WorkloadCompleted: "
+                                                               "Workload TrainJob/wr-workload completed")
+    message = "Measurement data not available within 5m0s for keys: [goodputRatio]"
+    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [succeeded, {
+        "type": "ValidationFailed", "status": "True", "reason": "MeasurementTimeout", "message": message,
+        "lastTransitionTime": "2026-11-30T10:06:00Z"}]}}, status=True)
+    verdict = JobValidationData(job=JobRef(name="wr", namespace=namespace), failed=True, reason="MeasurementTimeout",
+                                message=message)
+    for _ in range(2):  # a redelivery changes nothing more
+        assert send(urls["workloadrun"], to_outbound("dev.crefn.job.validation", "validate", namespace, "wr",
+                                                     verdict, None)).status == 202
+    assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowValidationFailed", message)
+    assert run_condition(gateway, namespace, "InProgress")[:2] == ("False", "Superseded")

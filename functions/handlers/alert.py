@@ -1,4 +1,5 @@
-"""`alert`: `job.condition.changed`, `job.restarted` and CRE Job deletes → alerts (SPEC §8).
+"""`alert`: `job.condition.changed`, `job.restarted`, `job.hardware.failed`, `job.validation` and CRE Job
+deletes → alerts (SPEC §8).
 
 read: the event, and for a change to `Failed` the Job (its restart budget). decide: the alerts
 (`functions.rules.alerts`) as one `Notify`. Every configured sink is tried (`functions.alertsinks`):
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.emitted import JobConditionChangedData, JobRestartedData
+from events.emitted import JobConditionChangedData, JobHardwareFailedData, JobRestartedData, JobValidationData
 from events.envelope import Envelope, ResourceChange, parse_apiserver_event, parse_data
 from events.types import ApiServerType, EventType
 from functions.apply import run
@@ -23,7 +24,13 @@ from functions.context import Context
 from functions.errors import PermanentError, TemporaryError
 from functions.plan import Notify, Outcome, Plan, Wait, nothing
 from functions.reads import read_job
-from functions.rules.alerting import on_condition_changed, on_job_deleted, on_restarted
+from functions.rules.alerting import (
+    on_condition_changed,
+    on_hardware_failed,
+    on_job_deleted,
+    on_restarted,
+    on_validation,
+)
 from functions.rules.jobs import parse_job
 from functions.settings import Settings
 
@@ -37,6 +44,8 @@ ACCEPTS = frozenset({EventType.JOB_CONDITION_CHANGED.value, EventType.JOB_RESTAR
 class Observed:
     changed: JobConditionChangedData | None = None
     restarted: JobRestartedData | None = None
+    hardware: JobHardwareFailedData | None = None
+    validation: JobValidationData | None = None
     deleted_job: dict[str, Any] | None = None
     max_restarts: int | None = None
     missing: str = ""
@@ -56,6 +65,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return Observed(changed=changed, max_restarts=checkpoint.max_restarts if checkpoint else None)
     if env.type == EventType.JOB_RESTARTED:
         return Observed(restarted=parse_data(env, JobRestartedData))
+    if env.type == EventType.JOB_HARDWARE_FAILED:
+        return Observed(hardware=parse_data(env, JobHardwareFailedData))
+    if env.type == EventType.JOB_VALIDATION:
+        return Observed(validation=parse_data(env, JobValidationData))
     change = parse_apiserver_event(env)
     if not isinstance(change, ResourceChange) or change.verb != "delete":
         raise PermanentError(f"unknown event type {env.type!r} for this function")
@@ -67,6 +80,10 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         alerts = on_condition_changed(observed.changed, observed.max_restarts, now)
     elif observed.restarted is not None:
         alerts = on_restarted(observed.restarted, now)
+    elif observed.hardware is not None:
+        alerts = on_hardware_failed(observed.hardware, now)
+    elif observed.validation is not None:
+        alerts = on_validation(observed.validation, now)
     else:
         assert observed.deleted_job is not None
         alerts = on_job_deleted(observed.deleted_job, now)

@@ -1,12 +1,16 @@
-"""`phase`: TrainJob and workload pod events → `dev.crefn.workload.phase` (SPEC §3, §5).
+"""`phase`: TrainJob, workload pod and GoodputMeasurement events → `dev.crefn.workload.phase` (SPEC §3, §5).
 
 read: Resource mode takes the object from the event (no API call); Reference mode GETs it, and a
 TrainJob that no longer exists is a delete, attributed through the Job whose `status.workloadRef`
 names it (the object, and with it its ownerReferences, is gone). A pod of a Job's attempt (labels
 `<cre group>/job` and `crefn.dev/attempt`) changed: its attempt's TrainJob is read fresh and its phase
 re-sent, so `status` re-decides the running path with the pods as they are now (a pod became
-unschedulable, or was placed). decide: the pure adapter; a TrainJob with no owning CRE Job is not
-ours (202), nor a pod of an attempt whose TrainJob is gone or newer.
+unschedulable, or was placed). A GoodputMeasurement of the CRE group changed (Resource mode, the
+`crefn-goodput` source): the TrainJob of the Job its `spec.jobRef` names (else its `<cre group>/job`
+label) is read fresh and its phase re-sent, so `status` re-decides the stall with the measurement as
+it is now; `status` acts only on the Job's current attempt. decide: the pure adapter; a TrainJob with
+no owning CRE Job is not ours (202), nor a pod of an attempt whose TrainJob is gone or newer, nor a
+measurement whose Job has no TrainJob.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ from typing import Any
 from events.emitted import WorkloadRef
 from events.envelope import Envelope, ObjectReference, ReferenceChange, ResourceChange, parse_apiserver_event
 from events.objects import CreJob, TrainJob
-from events.types import TRAINJOB_KIND, ApiServerType, job_label
+from events.types import CRE_VERSION, JOB_KIND, TRAINJOB_KIND, ApiServerType, job_label
 from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome, Plan, nothing
-from functions.resources import PODS, TRAINJOBS, cre_jobs
+from functions.resources import PODS, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.adapter import WrongKind, check_trainjob, decide_phase, deleted_phase
 from functions.rules.attempts import attempt_of, of_attempt, workload_name, workload_ref_of
 from functions.rules.phase import find_owner, parse_trainjob, phase_event
@@ -52,6 +56,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return read_for_pod(env, ctx, pod, f"pod {change.ref.namespace}/{change.ref.name} is gone")
     if isinstance(change, ResourceChange) and change.object.get("kind") == "Pod":
         return read_for_pod(env, ctx, change.object, "")
+    group = ctx.settings.cre_group
+    if isinstance(change, ResourceChange) and change.object.get("kind") == cre_goodput(group).kind \
+            and change.object.get("apiVersion") == f"{group}/{CRE_VERSION}":
+        return read_for_goodput(env, ctx, change.object)
     if not isinstance(change, ReferenceChange):
         return Observed(env, parse_trainjob(change.object), change.verb == "delete")
     ref = change.ref
@@ -83,6 +91,21 @@ def read_for_pod(env: Envelope, ctx: Context, pod: dict[str, Any] | None, gone: 
     trainjob = ctx.gateway.get(TRAINJOBS, namespace, workload_name(job))
     if trainjob is None or not of_attempt(trainjob, attempt):
         return Observed(env, None, False, why=f"{where}: the TrainJob of attempt {attempt} of Job {job} is gone")
+    return Observed(env, parse_trainjob(trainjob), False)
+
+
+def read_for_goodput(env: Envelope, ctx: Context, gm: dict[str, Any]) -> Observed:
+    """A GoodputMeasurement's change: the TrainJob of its Job, read fresh (None and why, when there is none)."""
+    meta = gm.get("metadata") or {}
+    ref = (gm.get("spec") or {}).get("jobRef") or {}
+    namespace, where = str(meta.get("namespace", "")), f"GoodputMeasurement {meta.get('namespace')}/{meta.get('name')}"
+    job = ref.get("name") if ref.get("kind", JOB_KIND) == JOB_KIND else None
+    job = job or (meta.get("labels") or {}).get(job_label(ctx.settings.cre_group))
+    if not job:
+        return Observed(env, None, False, why=f"{where} names no Job")
+    trainjob = ctx.gateway.get(TRAINJOBS, namespace, workload_name(str(job)))
+    if trainjob is None:
+        return Observed(env, None, False, why=f"{where}: Job {job} has no TrainJob")
     return Observed(env, parse_trainjob(trainjob), False)
 
 

@@ -1,20 +1,28 @@
-"""`restart`: `workload.phase` Failed → checkpoint restart, or the Job fails (SPEC §5, §6.3).
+"""`restart`: `workload.phase` Failed or `workload.stalled` → checkpoint restart, or the Job fails
+(SPEC §5, §6.3; CRE's stall detection).
 
-read: the Job and the failed attempt's TrainJob fresh (an event may be stale, duplicated or forged:
-a TrainJob that exists and has not failed on a fresh read is not restarted), and the checkpoint
-evidence when a restart is possible. decide, for the current attempt: a restart is, in this order,
-each step safe to repeat:
+read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a
+TrainJob that exists and has not failed on a fresh read is not restarted), the Job's
+GoodputMeasurements (one LIST) when they can change the decision — the checkpoint evidence, the
+stall re-check, the measurement a restart resets — and the attempt's pods. A stall is decided again
+on the fresh Job, pods and GoodputMeasurement with the running path's own rules
+(`functions.rules.running`): a TrainJob no longer Running, a workload scheduling-blocked or no longer
+stalled is answered 202. decide, for the current attempt: a restart is, in this order, each step safe
+to repeat:
 1. the annotation `crefn.dev/restart-not-before` (now + grace) on the Job, locked on the read
    resourceVersion;
 2. one status write, the commit point (`functions.rules.restart.restart_write`), locked on the
    version step 1 left: nothing else can have changed the Job in between;
-3. the failed TrainJob deleted with a uid precondition.
+3. the failed TrainJob deleted with a uid precondition;
+4. the Job's GoodputMeasurement's stall state reset (CRE's; a best-effort status merge patch), last:
+   a reset that fails is reported in the answer and holds back nothing.
 So a committed restart always carries its own grace end: `launch` may create the next attempt as
 soon as it sees the commit and the grace is over, with no second write to wait for, and a crash
 between steps 1 and 2 leaves only an annotation the next attempt at the restart writes again. A
 redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
 finishes step 3 (and writes a missing annotation, for restarts recorded before this order) and
-emits nothing. Otherwise the Job fails (`WorkloadFailed`).
+emits nothing. Otherwise the Job fails: `WorkloadFailed`, or for a stall `WorkloadStalled` with the
+stall's message.
 """
 
 from __future__ import annotations
@@ -23,19 +31,30 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.emitted import JobRestartedData, WorkloadPhaseData
-from events.envelope import Envelope, parse_phase_event, to_outbound
-from events.types import RESTART_NOT_BEFORE_ANNOTATION, EventType, Phase
+from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadStalledData
+from events.envelope import Envelope, parse_data, parse_phase_event, to_outbound
+from events.types import RESTART_NOT_BEFORE_ANNOTATION, EventType, Phase, Reason
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Annotate, Delete, Effect, Outcome, Plan, nothing
-from functions.reads import read_capture, read_checkpoint_evidence, read_job, read_trainjob
+from functions.reads import read_capture, read_goodputs, read_job, read_trainjob
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.attempts import is_recorded, of_attempt
 from functions.rules.conditions import changes_condition, rfc3339
 from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
+from functions.rules.measurements import GoodputMeasurement, goodput_of, has_checkpoint, reset_goodput
 from functions.rules.pods import Capture, failure_info
-from functions.rules.restart import decide_restart, failed_write, observe_failure, restart_grace, restart_write
+from functions.rules.restart import (
+    decide_restart,
+    failed_write,
+    observe_failure,
+    restart_grace,
+    restart_write,
+    still_running,
+    verdict_write,
+)
+from functions.rules.running import decide_running
+from functions.rules.verdicts import ConditionWrite
 from functions.settings import Settings
 
 FUNCTION = "restart"
@@ -45,18 +64,21 @@ ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value, EventType.WORKLOAD_STALLED.
 @dataclass(frozen=True)
 class Observed:
     cause: Envelope
-    data: WorkloadPhaseData
+    data: WorkloadPhaseData | WorkloadStalledData
     state: JobState | None
     trainjob: dict[str, Any] | None
-    """The failed attempt's TrainJob (None: gone, or its name now held by another attempt)."""
+    """The attempt's TrainJob (None: gone, or its name now held by another attempt)."""
     evidence: bool | None = None
     capture: Capture | None = None
-    """The failed attempt's pods and failed container (its log tail only for a failure to record)."""
+    """The attempt's pods and failed container (its log tail only for a failure to record)."""
+    goodput: GoodputMeasurement | None = None
+    """The Job's GoodputMeasurement: the stall re-check's input, and what a restart resets."""
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
-    data = parse_phase_event(env)
-    if data.phase is not Phase.FAILED:
+    stalled = env.type == EventType.WORKLOAD_STALLED
+    data = parse_data(env, WorkloadStalledData) if stalled else parse_phase_event(env)
+    if isinstance(data, WorkloadPhaseData) and data.phase is not Phase.FAILED:
         return Observed(env, data, None, None)
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
@@ -64,21 +86,22 @@ def read(env: Envelope, ctx: Context) -> Observed:
     trainjob = read_trainjob(ctx, data.workload.namespace, data.workload.name)
     if not of_attempt(trainjob, data.workload.attempt):
         trainjob = None
-    evidence = None
     could_restart = decide_restart(state, evidence=True, require_evidence=True).restart  # all but the evidence
-    if ctx.settings.require_checkpoint_evidence and could_restart:
-        evidence = read_checkpoint_evidence(ctx, state)  # a LIST: only when it can change the decision
+    goodputs = read_goodputs(ctx, state) if stalled or could_restart else ()  # a LIST: only when it matters
+    required = ctx.settings.require_checkpoint_evidence
+    evidence = has_checkpoint(goodputs, state.ref.name) if required and could_restart else None
     capture = None
-    if not is_recorded(state.job, data.workload) and not why_not_current(state, data.workload):
-        fails = not decide_restart(state, evidence, ctx.settings.require_checkpoint_evidence).restart
+    if not is_recorded(state.job, data.workload) and not why_not_current(state, data.workload) \
+            and (not stalled or still_running(data.workload.uid, trainjob)):
+        fails = not decide_restart(state, evidence, required).restart
         capture = read_capture(ctx, state, data.workload.attempt,
                                tail=fails and state.job.status.failure_log is None)
-    return Observed(env, data, state, trainjob, evidence, capture)
+    return Observed(env, data, state, trainjob, evidence, capture, goodput_of(goodputs, state.ref.name))
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     data, state = observed.data, observed.state
-    if data.phase is not Phase.FAILED:
+    if isinstance(data, WorkloadPhaseData) and data.phase is not Phase.FAILED:
         return nothing(f"phase {data.phase.value} is handled by the status function")
     if why := why_not_ours(state, data.job, settings):
         return nothing(why)
@@ -88,27 +111,54 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
                     reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded")
     if why := why_not_current(state, data.workload):
         return nothing(why)
+    if isinstance(data, WorkloadStalledData):
+        return decide_stalled(observed, data, state, settings, now)
     failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob)
     if failure is None:
         return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
     if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
-        decided = failed_write(state, failure, now, settings.cre_group, FUNCTION, observed.capture)
-        if decided is None:
-            return nothing(f"{state.where}: failure already recorded")
-        write, new = decided
-        if not changes_condition(state.true_condition, new):
-            return Plan(write.effects, reason=f"{state.where}: failure already recorded")
-        return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
-                                                           data.workload))
+        return fail(observed, state, failed_write(state, failure, now, settings.cre_group, FUNCTION,
+                                                  observed.capture))
+    return restart(observed, state, now, settings)
+
+
+def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobState, settings: Settings,
+                   now: datetime) -> Plan:
+    """A stall, decided again on the fresh reads: restarted like a failure, else `Failed`/`WorkloadStalled`."""
+    if not still_running(data.workload.uid, observed.trainjob) or observed.capture is None:
+        return nothing(f"stale: TrainJob {data.workload.name} is not running on a fresh read")
+    stall = decide_running(state, observed.capture.pods, data.workload.name, now, observed.goodput).stall
+    if stall is None:
+        return nothing(f"{state.where}: TrainJob {data.workload.name} is not stalled on a fresh read")
+    if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
+        return fail(observed, state, verdict_write(state, Reason.WORKLOAD_STALLED, stall.message, now,
+                                                   settings.cre_group, FUNCTION, observed.capture))
+    return restart(observed, state, now, settings)
+
+
+def fail(observed: Observed, state: JobState, decided: tuple[ConditionWrite, ConditionSummary] | None) -> Plan:
+    """The Failed write (None: recorded already) and its `job.condition.changed`."""
+    if decided is None:
+        return nothing(f"{state.where}: failure already recorded")
+    write, new = decided
+    if not changes_condition(state.true_condition, new):
+        return Plan(write.effects, reason=f"{state.where}: failure already recorded")
+    return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
+                                                       observed.data.workload))
+
+
+def restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> Plan:
+    """Steps 1 to 4 of a restart, and `job.restarted`."""
     commit = restart_write(state, now, settings.cre_group, FUNCTION)
     grace_end = now + restart_grace(state, settings.restart_grace_seconds)
     assert state.job.spec.checkpoint is not None
     restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
                                  max_restarts=state.job.spec.checkpoint.max_restarts,
-                                 previous_workload=data.workload, not_before=grace_end,
+                                 previous_workload=observed.data.workload, not_before=grace_end,
                                  failure=failure_info(observed.capture))
     locked = annotate_not_before(state, grace_end, settings, state.job.metadata.resource_version)
-    return Plan((locked, *commit.effects, *delete_failed(observed)),
+    reset = (reset_goodput(observed.goodput, settings.cre_group, now),) if observed.goodput else ()
+    return Plan((locked, *commit.effects, *delete_failed(observed), *reset),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
                                   observed.cause))
 

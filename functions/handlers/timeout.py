@@ -28,7 +28,7 @@ from functions.resources import TRAINJOBS
 from functions.rules.attempts import current_workload_ref, of_attempt
 from functions.rules.conditions import condition
 from functions.rules.deadline import deadline
-from functions.rules.jobs import JobState, condition_changed, why_not_ours
+from functions.rules.jobs import JobState, condition_changed, why_not_active
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import condition_write
 from functions.settings import Settings
@@ -63,11 +63,9 @@ def read(env: Envelope, ctx: Context) -> Observed:
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     state = observed.state
-    if why := why_not_ours(state, observed.data.job, settings):
+    if why := why_not_active(state, observed.data.job, settings):
         return nothing(why)
     assert state is not None
-    if state.terminal:
-        return nothing(f"{state.where} is terminal")
     due = deadline(state, now, settings.default_timeout_per_job)
     if due is None:
         return nothing(f"{state.where}: within its time bound on a fresh read")

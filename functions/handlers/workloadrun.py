@@ -8,8 +8,10 @@ are mirrored back onto their WorkloadRuns (the reasons: `functions.rules.runstat
   by this WorkloadRun are left alone, so a redelivery creates nothing twice; the spec is immutable,
   nothing is updated. Once the run has its Job, a missing Job is a verdict, not a trigger:
   `Failed`/`WorkflowDeleted`, nothing is created again (an ApiServerSource re-lists on restart).
-- `dev.crefn.job.condition.changed` of a Job owned by a WorkloadRun → the run's condition follows
-  the Job's; a CRE Job delete event of such a Job → `WorkflowDeleted`.
+- `dev.crefn.job.condition.changed` and `dev.crefn.job.validation` of a Job owned by a WorkloadRun →
+  the run's condition follows the Job's, read fresh (a Job that succeeded with thresholds stays
+  `InProgress` on its run until `validate` has written its verdict); a CRE Job delete event of such a
+  Job → `WorkflowDeleted`.
 A terminal WorkloadRun is never written again.
 """
 
@@ -32,6 +34,7 @@ from functions.errors import PermanentError
 from functions.plan import Create, Effect, Outcome, Plan, WriteStatus, nothing
 from functions.reads import read_job
 from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
+from functions.rules.checks import awaiting_validation
 from functions.rules.conditions import EXCLUSIVE, condition, decide_conditions, is_terminal, true_exclusive
 from functions.rules.jobs import JobState, is_managed, parse_job
 from functions.rules.runspec import InvalidSpec
@@ -73,7 +76,7 @@ def parse_run(raw: dict[str, Any]) -> WorkloadRun:
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
-    if env.type == EventType.JOB_CONDITION_CHANGED:
+    if env.type in (EventType.JOB_CONDITION_CHANGED, EventType.JOB_VALIDATION):
         return read_mirror(env, ctx)
     change = parse_apiserver_event(env)
     if not isinstance(change, ResourceChange):
@@ -124,7 +127,8 @@ def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observ
     raw = ctx.gateway.get(cre_workloadruns(group), ns, owner.name)
     if raw is None or raw["metadata"].get("uid") != owner.uid:
         return Observed(where, skip=f"{where} is gone")
-    cond = deleted() if current is None else mirrored(owner.name, seen.job.metadata.name, current.conditions)
+    cond = deleted() if current is None else mirrored(owner.name, seen.job.metadata.name, current.conditions,
+                                                      awaiting_validation(current))
     if cond is None:
         return Observed(where, skip="the Job has no condition to mirror yet")
     return Observed(where, raw, mirror=cond)

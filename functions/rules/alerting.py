@@ -5,6 +5,12 @@
   restart warning is resolved: the failure supersedes it.
 - `job.condition.changed` to `Succeeded` after restarts → `CREJobRestarted` resolved.
 - `job.restarted` → `CREJobRestarted` (warning), expiring after an hour unless resolved earlier.
+- `job.condition.changed` to `InProgress`/`WorkloadSchedulingBlocked` → `CREJobSchedulingBlocked`
+  (warning); any later change of the Job's condition resolves it.
+- `job.hardware.failed` → `CREJobHardwareFailed` (warning, as CRE's documented `NVCREHardwareFailure`):
+  the nodes and what is done about them.
+- `job.validation` → `CREJobValidationFailed` (warning) when the thresholds were not met, resolved when
+  they were.
 - A Job delete (the ApiServerSource sends the Job as last seen) → everything it had raised resolved.
 Labels are `alertname`, `severity`, `namespace`, `job`, `reason`: Alertmanager identifies an alert by
 its labels, so a resolve carries the same `reason` as the firing alert did.
@@ -15,13 +21,24 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from events.emitted import AlertData, FailureInfo, JobConditionChangedData, JobRef, JobRestartedData
+from events.emitted import (
+    AlertData,
+    FailureInfo,
+    JobConditionChangedData,
+    JobHardwareFailedData,
+    JobRef,
+    JobRestartedData,
+    JobValidationData,
+)
 from events.types import Reason
 from functions.rules.conditions import true_exclusive
 
 FAILED = "CREJobFailed"
 RESTARTED = "CREJobRestarted"
 EXHAUSTED = "CREJobRestartsExhausted"
+BLOCKED = "CREJobSchedulingBlocked"
+HARDWARE = "CREJobHardwareFailed"
+VALIDATION = "CREJobValidationFailed"
 RESTART_REASON = Reason.WORKLOAD_RESTARTING
 RESTART_ALERT_TTL = timedelta(hours=1)
 FAILED_ALERT_TTL = timedelta(days=90)
@@ -83,7 +100,36 @@ def on_condition_changed(data: JobConditionChangedData, max_restarts: int | None
             alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
     elif new.type == "Succeeded" and data.restart_count:
         alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
+    if new.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        alerts.append(make_alert(BLOCKED, "warning", "firing", ns, job, new.reason,
+                                 f"CRE Job {where}: its pods cannot be scheduled",
+                                 f"Job {where}: {new.message}. The Job's clocks are paused until the pods are "
+                                 "placed.", now, now + FAILED_ALERT_TTL))
+    elif data.previous is not None and data.previous.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        alerts.append(resolved(BLOCKED, "warning", ns, job, Reason.WORKLOAD_SCHEDULING_BLOCKED, now))
     return alerts
+
+
+def on_hardware_failed(data: JobHardwareFailedData, now: datetime) -> list[AlertData]:
+    ns, job = data.job.namespace, data.job.name
+    action = ("its TrainJob was deleted so that the restart policy decides" if data.action == "restart"
+              else "the workload keeps running (report only)")
+    description = (f"Job {ns}/{job}: {data.message}. Newly unhealthy: {', '.join(data.nodes) or 'none'}; "
+                   f"{action}.")
+    return [make_alert(HARDWARE, "warning", "firing", ns, job, Reason.HARDWARE_FAILURE_DETECTED,
+                       f"CRE Job {ns}/{job}: hardware failure on {', '.join(data.nodes) or 'a node'}", description,
+                       now, now + FAILED_ALERT_TTL)]
+
+
+def on_validation(data: JobValidationData, now: datetime) -> list[AlertData]:
+    ns, job = data.job.namespace, data.job.name
+    if not data.failed:
+        return [resolved(VALIDATION, "warning", ns, job, "ValidationFailed", now)]
+    nodes = ", ".join(n.name for n in data.failed_nodes) or "none recorded"
+    return [make_alert(VALIDATION, "warning", "firing", ns, job, "ValidationFailed",
+                       f"CRE Job {ns}/{job} succeeded but failed validation ({data.reason})",
+                       f"Job {ns}/{job}: {data.message}. Reason: {data.reason}. Nodes: {nodes}.", now,
+                       now + FAILED_ALERT_TTL)]
 
 
 def on_restarted(data: JobRestartedData, now: datetime) -> list[AlertData]:
@@ -110,6 +156,13 @@ def on_job_deleted(job: dict[str, Any], now: datetime) -> list[AlertData]:
             alerts.append(resolved(EXHAUSTED, "critical", ns, name, cond.reason, now))
     if restarts:
         alerts.append(resolved(RESTARTED, "warning", ns, name, RESTART_REASON, now))
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    if cond is not None and cond.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        alerts.append(resolved(BLOCKED, "warning", ns, name, Reason.WORKLOAD_SCHEDULING_BLOCKED, now))
+    if (conditions.get("HardwareFailed") or {}).get("status") == "True":
+        alerts.append(resolved(HARDWARE, "warning", ns, name, Reason.HARDWARE_FAILURE_DETECTED, now))
+    if (conditions.get("ValidationFailed") or {}).get("status") == "True":
+        alerts.append(resolved(VALIDATION, "warning", ns, name, "ValidationFailed", now))
     return alerts
 
 

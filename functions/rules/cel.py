@@ -23,11 +23,13 @@ Linux x86_64 and aarch64, no dependencies). Of the three CEL libraries for Pytho
 with a type checker, which CRE's compile-time rules (bool result, undeclared variables) need, and with
 optional types; it also evaluates about 7x faster than common-expression-language and 20x faster than
 cel-python on a real-sized Node. The dev stack's CRD-rule evaluator (`localstack.cel`) uses the same
-library. One gap: its checker has no switch for cross-type numeric comparisons, so a threshold whose
-only type errors are `<`, `<=`, `>`, `>=` between int, uint and double (the overloads that cel-go's
-option adds) is compiled again with `value` as `dyn`, where cel-cpp's runtime compares numbers across
-types; any other type error is reported as in CRE, without the comparisons it would accept
-(`value + 1`, and `value == 950`: the option covers ordering, not equality).
+library. One gap: its checker has no switch for cross-type numeric comparisons (cel-go's
+`CrossTypeNumericComparisons`: `<`, `<=`, `>`, `>=` between int, uint and double). A threshold whose only
+type errors are such comparisons is compiled again with `value` as `dyn`, and if a comparison of a
+computed double remains (`value * 2.0 >= 900`), without the checker; cel-cpp's runtime compares numbers
+across types, and an unchecked expression's result type is checked when it is evaluated. Any other type
+error is reported as in CRE, without the comparisons cel-go would accept (`value + 1`; `value == 950`:
+the option covers ordering, not equality).
 
 Compiled programs are cached by expression text (`functools.lru_cache`, safe under the threads that
 functions-framework serves with; the bindings hold the GIL); a bad expression's error is cached too.
@@ -50,7 +52,8 @@ _NODE_DEFAULTS: tuple[tuple[str, tuple[tuple[str, Callable[[], Any]], ...]], ...
     ("spec", (("taints", list), ("unschedulable", bool))),
     ("status", (("conditions", list), ("addresses", list), ("capacity", dict), ("allocatable", dict))),
 )
-_NOT_BOOL: Mapping[str, str] = {"node": "CEL expression must return bool, got {}", "value": "expression must return bool, got {}"}
+_NOT_BOOL: Mapping[str, str] = {"node": "CEL expression must return bool, got {}",
+                                "value": "expression must return bool, got {}"}
 # the checker errors that cel-go's CrossTypeNumericComparisons(true) turns into valid overloads
 _CROSS_NUMERIC = re.compile(r"ERROR: <input>:\d+:\d+: found no matching overload for '_(<|<=|>|>=)_' applied to "
                             r"'\((int|uint|double), (int|uint|double)\)'")

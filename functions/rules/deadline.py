@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from events.types import TIMEOUT_ANNOTATION
-from functions.durations import parse_go_duration
+from functions.durations import positive_duration
 from functions.rules.jobs import JobState
 
 CRE_DEFAULT_TIMEOUT = timedelta(hours=24)
@@ -40,13 +40,7 @@ class Deadline:
 
 def timeout_of(state: JobState, default: timedelta | None) -> timedelta | None:
     value = state.job.metadata.annotations.get(TIMEOUT_ANNOTATION)
-    if value is None:
-        return default
-    try:
-        timeout = parse_go_duration(value)
-    except ValueError:
-        return CRE_DEFAULT_TIMEOUT
-    return timeout if timeout > timedelta(0) else CRE_DEFAULT_TIMEOUT
+    return default if value is None else positive_duration(value, CRE_DEFAULT_TIMEOUT)
 
 
 def elapsed(state: JobState, now: datetime) -> timedelta | None:

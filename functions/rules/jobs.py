@@ -116,3 +116,11 @@ def why_not_ours(state: JobState | None, ref: JobRef, settings: Settings) -> str
     if not is_managed(state.job.metadata.labels, settings):
         return f"Job {ref.namespace}/{ref.name} is not managed"
     return ""
+
+
+def why_not_active(state: JobState | None, ref: JobRef, settings: Settings) -> str:
+    """Why a Job is not one to act on: gone, not managed, or terminal ("" when it is)."""
+    if why := why_not_ours(state, ref, settings):
+        return why
+    assert state is not None
+    return f"{state.where} is terminal" if state.terminal else ""

@@ -1,11 +1,13 @@
 """Checkpoint restart or failure (SPEC §5 `restart`, §6.3).
 
-A failure of the Job's current attempt is restarted when the Job has `spec.checkpoint`, restarts
-left (`restartCount < maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of
-the Job with `lastCheckpointStep > 0`). A restart is one status write (the commit point):
+A failure of the Job's current attempt — the workload failed or was deleted, or it stalled
+(`functions.rules.stall`) — is restarted when the Job has `spec.checkpoint`, restarts left
+(`restartCount < maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of the
+Job with `lastCheckpointStep > 0`). A restart is one status write (the commit point):
 `restartCount + 1`, `workloadRef`, `workloadStartTime` and the scheduling-blocked markers cleared,
-`InProgress`/`WorkloadRestarting`. Otherwise the Job is `Failed`/`WorkloadFailed`, its nodes attributed
-(`functions.rules.verdicts`) and, while it has none, its failure log (`functions.rules.pods`).
+`InProgress`/`WorkloadRestarting`. Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
+`Failed`/`WorkloadStalled` with the stall's message), its nodes attributed (`functions.rules.verdicts`)
+and, while it has none, its failure log (`functions.rules.pods`).
 """
 
 from __future__ import annotations
@@ -73,12 +75,26 @@ def failed_message(failure: Failure) -> str:
     return f"{subject} failed: {failure.message}" if failure.message else f"{subject} has failed"
 
 
+def still_running(uid: str, trainjob: dict[str, Any] | None) -> bool:
+    """Whether the attempt's TrainJob (None: gone) exists, is the one the event named (its uid, when the
+    event carries it) and is Running on a fresh read: what a stall is decided about."""
+    if trainjob is None or (uid and trainjob["metadata"].get("uid") != uid):
+        return False
+    return decide_phase(TrainJob.model_validate(trainjob)).phase is Phase.RUNNING
+
+
 def failed_write(state: JobState, failure: Failure, now: datetime, group: str, function: str,
                  capture: Capture | None = None) -> tuple[ConditionWrite, ConditionSummary] | None:
     """The write that fails the Job, with its nodes attributed and its failure log; None when it is so
     already."""
-    message = failed_message(failure)
-    new = condition("Failed", Reason.WORKLOAD_FAILED, message)
+    return verdict_write(state, Reason.WORKLOAD_FAILED, failed_message(failure), now, group, function, capture)
+
+
+def verdict_write(state: JobState, reason: str, message: str, now: datetime, group: str, function: str,
+                  capture: Capture | None = None) -> tuple[ConditionWrite, ConditionSummary] | None:
+    """`Failed`/`reason`/`message` (CRE's `setJobFailed`): the Job's nodes attributed and its failure log
+    recorded; None when the Job says so already."""
+    new = condition("Failed", reason, message)
     if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return None
     write = condition_write(state, new, now, group, function,

@@ -1,6 +1,6 @@
-"""The one decision for a Running workload (CRE's order: scheduling-blocked, then — when stall
-detection exists — stalled, then running). Pure; used by `status` for every Running phase, whether
-the phase came from a TrainJob change, a pod change or the resync tick, so no write clobbers another.
+"""The one decision for a Running workload, in CRE's order: scheduling-blocked, then stalled, then
+running. Pure; used by `status` for every Running phase, whether the phase came from a TrainJob
+change, a pod change, a GoodputMeasurement change or the resync tick, so no write clobbers another.
 
 Scheduling-blocked (CRE's ADR-083): on the first sight of a blocked pod `status.schedulingBlockedSince`
 is set and the clocks pause (`workloadStartTime` is not started; the timeout's elapsed time is frozen
@@ -9,6 +9,11 @@ says `InProgress`/`WorkloadSchedulingBlocked`/`Workload pods are unschedulable: 
 message>`; within it the condition is left as it is. When no pod is blocked any more, one write moves
 `workloadStartTime` forward by the paused time (the runtime consumed before the block is kept), sets
 `schedulingResumedTime`, clears the marker and says `WorkloadRunning`. Never terminal, never a restart.
+Stalled (`functions.rules.stall`, only with `spec.stallMultiplier` and the Job's GoodputMeasurement):
+nothing is written — not even the first `workloadStartTime` — and the decision says so (`status`
+replies `dev.crefn.workload.stalled`, `restart` decides). The stall is judged with the clocks as this
+decision would leave them: the workload's start is the persisted one, or now on the first sight of it
+running; a recovery from a block resumes now.
 Otherwise: `InProgress`/`WorkloadRunning`, and `workloadStartTime` the first time.
 """
 
@@ -24,7 +29,9 @@ from events.objects import Pod
 from events.types import Reason
 from functions.rules.conditions import condition, rfc3339
 from functions.rules.jobs import JobState
+from functions.rules.measurements import GoodputMeasurement
 from functions.rules.pods import blocked_pod, unschedulable_message
+from functions.rules.stall import Stall, decide_stall
 
 DEFAULT_SCHEDULING_GRACE = timedelta(seconds=300)
 
@@ -36,6 +43,8 @@ class Running:
 
     condition: ConditionSummary | None
     fields: dict[str, Any] = field(default_factory=dict)
+    stall: Stall | None = None
+    """Stalled: nothing to write (the condition is None and there are no fields)."""
 
 
 def running_condition(name: str) -> ConditionSummary:
@@ -47,7 +56,8 @@ def scheduling_grace(state: JobState) -> timedelta:
     return timedelta(seconds=seconds) if seconds else DEFAULT_SCHEDULING_GRACE
 
 
-def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetime) -> Running:
+def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetime,
+                   goodput: GoodputMeasurement | None = None) -> Running:
     status = state.job.status
     since = status.scheduling_blocked_since
     blocked = blocked_pod(pods)
@@ -61,11 +71,16 @@ def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetim
                                      unschedulable_message(blocked)), fields)
         return Running(None, fields)
     fields = {}
-    start = status.workload_start_time
+    start, resumed = status.workload_start_time, status.scheduling_resumed_time
     if since is not None:
+        resumed = now
         fields.update({"schedulingBlockedSince": None, "schedulingResumedTime": rfc3339(now)})
         if start is not None:
-            fields["workloadStartTime"] = rfc3339(start + (now - max(since, start)))
+            start = start + (now - max(since, start))
+            fields["workloadStartTime"] = rfc3339(start)
     if start is None:
+        start = now
         fields["workloadStartTime"] = rfc3339(now)
+    if stall := decide_stall(state.job, goodput, start, resumed, now):
+        return Running(None, stall=stall)
     return Running(running_condition(name), fields)

@@ -7,7 +7,9 @@ state of the one Job the run created:
 - the Job `Succeeded`: `Succeeded`/`WorkflowSucceeded`/`Workflow completed successfully`;
 - the Job `Failed`: `Failed`/`WorkflowFailed`, the Job's reason and message;
 - the Job's `ValidationFailed` True (thresholds not met), checked before the terminal mapping:
-  `Failed`/`WorkflowValidationFailed` with its message;
+  `Failed`/`WorkflowValidationFailed` with its message; a Job that succeeded and awaits the verdict on
+  its thresholds (no `ValidationFailed` yet) keeps the run `InProgress` with its progress, as CRE's
+  Workflow keeps a group running until the verdict; `ValidationFailed` False: `Succeeded`;
 - the Job deleted once created: `Failed`/`WorkflowDeleted`/`Workflow was deleted` — never created again;
 - the spec refused by the translator: `Failed`/`InvalidSpec` naming the field (the project's reason);
   a generated object the API refuses: `Failed`/`BuildFailed` with the API's message; an object of the
@@ -34,8 +36,10 @@ def deleted() -> ConditionSummary:
     return condition("Failed", RunReason.WORKFLOW_DELETED, WORKFLOW_DELETED)
 
 
-def mirrored(run: str, job: str, job_conditions: list[dict[str, Any]]) -> ConditionSummary | None:
-    """The WorkloadRun's condition for its Job's conditions (None: nothing to mirror yet)."""
+def mirrored(run: str, job: str, job_conditions: list[dict[str, Any]],
+             awaiting_validation: bool = False) -> ConditionSummary | None:
+    """The WorkloadRun's condition for its Job's conditions (None: nothing to mirror yet);
+    `awaiting_validation`: the Job succeeded and its thresholds have no verdict yet."""
     validation = next((c for c in job_conditions if c.get("type") == "ValidationFailed"
                        and c.get("status") == "True"), None)
     if validation is not None:
@@ -44,7 +48,7 @@ def mirrored(run: str, job: str, job_conditions: list[dict[str, Any]]) -> Condit
     cond = true_exclusive(job_conditions)
     if cond is None:
         return None
-    if cond.type == "Succeeded":
+    if cond.type == "Succeeded" and not awaiting_validation:
         return condition("Succeeded", RunReason.WORKFLOW_SUCCEEDED, WORKFLOW_SUCCEEDED)
     if cond.type == "Failed":
         return condition("Failed", RunReason.WORKFLOW_FAILED, f"Job {job} failed: {cond.reason}: {cond.message}")

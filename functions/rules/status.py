@@ -1,9 +1,11 @@
 """Job conditions from the workload's phase (SPEC §5 `status`).
 
 Pending → `InProgress`/`WorkloadPending`; Running → the running-path decision
-(`functions.rules.running`: scheduling-blocked, else `InProgress`/`WorkloadRunning` and
-`workloadStartTime` once); Succeeded → `Succeeded`/`WorkloadCompleted`. Failed is `restart`'s.
-`in_step` says when a Job's status already shows its workload's phase (what `resync` skips).
+(`functions.rules.running`: scheduling-blocked, else stalled — no write, the stall is returned —
+else `InProgress`/`WorkloadRunning` and `workloadStartTime` once); Succeeded →
+`Succeeded`/`WorkloadCompleted`. Failed is `restart`'s. `in_step` says when a Job's status already
+shows its workload's phase (what `resync` skips); a Running Job with stall detection never is, so the
+tick re-decides it as time passes with nothing changing.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from functions.rules.adapter import PhaseResult
 from functions.rules.attempts import is_current
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, write_status
+from functions.rules.measurements import GoodputMeasurement
 from functions.rules.running import decide_running, running_condition
+from functions.rules.stall import Stall
 from functions.rules.verdicts import ConditionWrite, condition_write
 
 
@@ -37,14 +41,18 @@ def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
 
 
 def decide_status(state: JobState, phase: Phase, name: str, message: str, now: datetime, group: str,
-                  function: str, pods: Sequence[Pod] = ()) -> tuple[ConditionWrite, ConditionSummary | None] | None:
-    """The write for a phase of the current attempt (with the attempt's pods for a Running one) and the
-    True exclusive condition after it, or None when nothing would change."""
+                  function: str, pods: Sequence[Pod] = (), goodput: GoodputMeasurement | None = None,
+                  ) -> tuple[ConditionWrite, ConditionSummary | None] | Stall | None:
+    """The write for a phase of the current attempt (with the attempt's pods and the Job's
+    GoodputMeasurement for a Running one) and the True exclusive condition after it; the stall of a
+    stalled workload (nothing to write); None when nothing would change."""
     if phase is not Phase.RUNNING:
         new = condition_for(phase, name, message)
         write = condition_write(state, new, now, group, function)
         return None if write is None else (write, new)
-    running = decide_running(state, pods, name, now)
+    running = decide_running(state, pods, name, now, goodput)
+    if running.stall is not None:
+        return running.stall
     if running.condition is not None:
         write = condition_write(state, running.condition, now, group, function, running.fields)
         return None if write is None else (write, running.condition)
@@ -61,6 +69,7 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
     if not is_current(state.job, workload) or result.phase in (Phase.FAILED, Phase.SUCCEEDED):
         return False
     if result.phase is Phase.RUNNING and (state.job.status.workload_start_time is None
-                                          or state.job.status.scheduling_blocked_since is not None):
-        return False  # a blocked workload is re-driven each tick: its grace runs out with no pod changing
+                                          or state.job.status.scheduling_blocked_since is not None
+                                          or state.job.spec.stall_multiplier is not None):
+        return False  # re-driven each tick: a block's grace and a stall's bound run out with nothing changing
     return state.true_condition == condition_for(result.phase, workload.name, result.message)

@@ -1,0 +1,150 @@
+"""A Job's GoodputMeasurement and BandwidthMeasurement, as CRE's Job controller plumbs them
+(`ensureGoodputMeasurement`, `ensureBandwidthMeasurement`, `findJobGoodputMeasurement`, the reset in
+`restartFromCheckpoint`). Pure.
+
+- Creation: a Job with `spec.goodputMeasurement` / `spec.bandwidthMeasurement` gets `<job>-goodput` /
+  `<job>-bandwidth` (CRE's `Truncate` to 63 characters: longer names keep 57, drop trailing `-`, add
+  `-` and the first 5 hex digits of the FNV-32a hash of the full name) with `spec.jobRef {apiGroup:
+  <cre group>, kind: Job, name}`, `logProfileRef`, `sampleInterval` when set (the BandwidthMeasurement
+  also `testType`), labels `app.kubernetes.io/managed-by: cre-functions` and `<cre group>/job: <job>`
+  (what the goodput ApiServerSource selects on) and the Job as controller owner. CRE makes its
+  Workflow the owner when there is one, so the measurements outlive a Job the Workflow re-creates; the
+  project has no Workflow tier and owns them by the Job. The measurements' status is written by CRE's
+  measurement controllers (from the pods' logs): without them it stays empty.
+- A Job's GoodputMeasurement: the first listed whose `spec.jobRef` names the Job (kind Job).
+- The reset on a checkpoint restart (a status merge patch): `lastStepTimestamp` and
+  `applicationStartTime` cleared, `avgStepTimeSec` "", `startTime` now, so the stall detector
+  (`functions.rules.stall`) measures the next attempt from the restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from events.envelope import first_error
+from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec, KubeModel, KubeObject
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, job_label
+from functions.errors import PermanentError
+from functions.plan import WriteStatus
+from functions.resources import Resource, cre_goodput
+from functions.rules.attempts import fnv32a
+from functions.rules.conditions import rfc3339
+from functions.rules.jobs import JobState
+
+NAME_LIMIT = 63
+HASH_DIGITS = 5
+
+
+class JobReference(KubeModel):
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class GoodputSpec(KubeModel):
+    job_ref: JobReference = Field(default_factory=JobReference)
+    sample_interval: str = ""
+
+
+class GoodputStatus(KubeModel):
+    """What the stall detector and the checkpoint evidence read (CRE's GoodputMeasurement controller
+    writes it)."""
+
+    start_time: datetime | None = None
+    application_start_time: datetime | None = None
+    last_step_timestamp: datetime | None = None
+    avg_step_time_sec: str = ""
+    log_interval: int = 0
+    last_checkpoint_step: int = 0
+
+
+class GoodputMeasurement(KubeObject):
+    spec: GoodputSpec = Field(default_factory=GoodputSpec)
+    status: GoodputStatus = Field(default_factory=GoodputStatus)
+
+
+def bandwidth_measurements(group: str) -> Resource:
+    return Resource(group, CRE_VERSION, "bandwidthmeasurements", "BandwidthMeasurement")
+
+
+def truncate(name: str, limit: int = NAME_LIMIT) -> str:
+    """CRE's `naming.Truncate`: the name itself when it fits, else its first `limit - 6` characters
+    (trailing `-` dropped), `-` and the first 5 hex digits of the FNV-32a hash of the full name."""
+    if len(name) <= limit:
+        return name
+    prefix = name[:max(limit - HASH_DIGITS - 1, 1)].rstrip("-")
+    return f"{prefix}-{f'{fnv32a(name):05x}'[:HASH_DIGITS]}"
+
+
+def goodput_name(job: str) -> str:
+    return truncate(f"{job}-goodput")
+
+
+def bandwidth_name(job: str) -> str:
+    return truncate(f"{job}-bandwidth")
+
+
+def measurement_body(state: JobState, group: str, kind: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    job = state.job
+    return {
+        "apiVersion": f"{group}/{CRE_VERSION}", "kind": kind,
+        "metadata": {"name": name, "namespace": job.metadata.namespace,
+                     "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, job_label(group): job.metadata.name},
+                     "ownerReferences": [{"apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name,
+                                          "uid": job.metadata.uid, "controller": True,
+                                          "blockOwnerDeletion": True}]},
+        "spec": {"jobRef": {"apiGroup": group, "kind": JOB_KIND, "name": job.metadata.name}, **spec},
+    }
+
+
+def goodput_body(state: JobState, group: str, wanted: GoodputMeasurementSpec) -> dict[str, Any]:
+    spec: dict[str, Any] = {"logProfileRef": wanted.log_profile_ref}
+    if wanted.sample_interval:
+        spec["sampleInterval"] = wanted.sample_interval
+    return measurement_body(state, group, cre_goodput(group).kind, goodput_name(state.job.metadata.name), spec)
+
+
+def bandwidth_body(state: JobState, group: str, wanted: BandwidthMeasurementSpec) -> dict[str, Any]:
+    spec: dict[str, Any] = {"logProfileRef": wanted.log_profile_ref}
+    if wanted.sample_interval:
+        spec["sampleInterval"] = wanted.sample_interval
+    if wanted.test_type:
+        spec["testType"] = wanted.test_type
+    return measurement_body(state, group, bandwidth_measurements(group).kind,
+                            bandwidth_name(state.job.metadata.name), spec)
+
+
+def measures(raw: Mapping[str, Any], job: str) -> bool:
+    """Whether a measurement (raw) refers to the Job by its `spec.jobRef`."""
+    ref = (raw.get("spec") or {}).get("jobRef") or {}
+    return bool(ref.get("name") == job and ref.get("kind", JOB_KIND) == JOB_KIND)
+
+
+def goodput_of(raws: Iterable[Mapping[str, Any]], job: str) -> GoodputMeasurement | None:
+    """The Job's GoodputMeasurement: the first listed that refers to it (CRE's `findJobGoodputMeasurement`)."""
+    for raw in raws:
+        if measures(raw, job):
+            try:
+                return GoodputMeasurement.model_validate(raw)
+            except ValidationError as e:
+                name = (raw.get("metadata") or {}).get("name")
+                raise PermanentError(f"unreadable GoodputMeasurement {name}: {first_error(e)}") from None
+    return None
+
+
+def has_checkpoint(raws: Iterable[Mapping[str, Any]], job: str) -> bool:
+    """Whether a GoodputMeasurement of the Job reports `lastCheckpointStep > 0` (CRE's `hasCheckpoint`)."""
+    return any(measures(raw, job) and int((raw.get("status") or {}).get("lastCheckpointStep") or 0) > 0
+               for raw in raws)
+
+
+def reset_goodput(gm: GoodputMeasurement, group: str, now: datetime) -> WriteStatus:
+    """The status merge patch that restarts the stall detector's clocks (CRE's reset on a restart), not
+    locked (it sets the same fields whatever the measurement controller wrote in between) and best
+    effort (CRE logs a failed reset and restarts all the same)."""
+    reset = {"lastStepTimestamp": None, "avgStepTimeSec": "", "applicationStartTime": None, "startTime": rfc3339(now)}
+    return WriteStatus(cre_goodput(group), gm.metadata.namespace, gm.metadata.name, "", reset, best_effort=True)

@@ -1,0 +1,214 @@
+"""A succeeded Job's performance thresholds → its `ValidationFailed` condition, as CRE's Job controller
+decides them (`checkPerformanceThresholds`). Pure: `validate` reads the Job and its measurements and
+passes `now`.
+
+Only a Job with `spec.thresholds` is validated, once it is Succeeded and while it has no
+`ValidationFailed` condition (`functions.rules.checks.awaiting_validation`). In this order:
+1. a key CRE does not know ⇒ `True`/`UnknownThresholdKey`, at once;
+2. the measured values: from the Job's first BandwidthMeasurement (`spec.jobRef.name`) whose `Complete`
+   condition is True and that has `status.results` — `busBandwidthGBps` and `algBandwidthGBps`, the
+   largest `busBW` and `algBW` of the results (strings, parsed as Go's `%f` does, unreadable = 0) — and
+   from its first GoodputMeasurement whose `Complete` is True — `goodputRatio` (`status.result`),
+   `avgTFLOPsPerGPU` (`status.avgTFLOPSPerGPU`), `avgStepTimeSec`, each only when above 0;
+3. a key without a value ⇒ wait (the tick checks again) until `spec.measurementTimeout` (default 5m; a
+   value that is not a positive Go duration counts as the default) has passed since the Succeeded
+   condition's `lastTransitionTime` (strictly longer), then `True`/`MeasurementTimeout`;
+4. each threshold, by key in order, is a CEL expression on `value` (`functions.rules.cel`); the first
+   that fails decides: `ThresholdViolated`, or `InvalidThresholdExpression` when it does not compile,
+   does not return bool or fails to evaluate;
+5. all met ⇒ `False`/`ThresholdsMet`.
+Messages are CRE's, with Go's formatting: durations as Go prints them (`5m0s`, `1m30s`), a `%v` list as
+`[a b]`, `%q` quoting, `%.4f` and `%f` numbers. Where CRE's order is Go's map order (the missing keys),
+the keys are sorted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from events.types import Reason
+from functions.durations import positive_duration
+from functions.rules.cel import CelError, check, threshold
+
+BANDWIDTH_KEYS = ("busBandwidthGBps", "algBandwidthGBps")
+GOODPUT_KEYS = ("goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
+VALID_KEYS = (*BANDWIDTH_KEYS, *GOODPUT_KEYS)
+"""CRE's threshold registry, in its order (the order CRE's message lists them in)."""
+DEFAULT_MEASUREMENT_TIMEOUT = timedelta(minutes=5)
+ALL_MET = "All performance thresholds satisfied"
+_NOT_BOOL = "expression must return bool"
+_GO_FLOAT = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+_GOODPUT_FIELDS = (("goodputRatio", "result"), ("avgTFLOPsPerGPU", "avgTFLOPSPerGPU"),
+                   ("avgStepTimeSec", "avgStepTimeSec"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What `ValidationFailed` becomes: True (`failed`) or False, with CRE's reason and message."""
+
+    failed: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Measurements are missing and the timeout has not run out."""
+
+    missing: tuple[str, ...]
+    timeout: timedelta
+    left: timedelta
+
+    @property
+    def message(self) -> str:
+        return (f"waiting for measurement data for keys: {go_list(self.missing)} "
+                f"({go_duration(self.left)} of {go_duration(self.timeout)} left)")
+
+
+def decide_validation(thresholds: Mapping[str, str], measured: Mapping[str, float], succeeded_at: datetime | None,
+                      timeout: timedelta, now: datetime) -> Verdict | Waiting:
+    """The verdict on a succeeded Job's thresholds (not empty), or how long to wait for measurements.
+    `succeeded_at` is the Succeeded condition's lastTransitionTime (None: unreadable; CRE then counts
+    the timeout as run out)."""
+    if unknown := unknown_keys(thresholds):
+        return Verdict(True, Reason.UNKNOWN_THRESHOLD_KEY,
+                       f"unknown threshold key(s) [{', '.join(unknown)}]; valid keys: [{', '.join(VALID_KEYS)}]")
+    if missing := tuple(sorted(k for k in thresholds if k not in measured)):
+        waited = now - succeeded_at if succeeded_at is not None else None
+        if waited is not None and waited <= timeout:
+            return Waiting(missing, timeout, timeout - waited)
+        return Verdict(True, Reason.MEASUREMENT_TIMEOUT,
+                       f"Measurement data not available within {go_duration(timeout)} for keys: {go_list(missing)}")
+    for key in sorted(thresholds):
+        if violation := evaluate(key, thresholds[key], measured[key]):
+            return violation
+    return Verdict(False, Reason.THRESHOLDS_MET, ALL_MET)
+
+
+def unknown_keys(thresholds: Mapping[str, str]) -> list[str]:
+    return sorted(k for k in thresholds if k not in VALID_KEYS)
+
+
+def evaluate(key: str, expression: str, value: float) -> Verdict | None:
+    """The violation of one threshold by its measured value; None when it is met."""
+    if reason := check(expression, "value"):
+        return invalid(key, expression, reason if reason.startswith(_NOT_BOOL) else f"compile: {reason}")
+    try:
+        met = threshold(expression, value)
+    except CelError as e:
+        if str(e).startswith(_NOT_BOOL):  # compiled unchecked (see functions.rules.cel): cel-go rejects it compiling
+            return invalid(key, expression, str(e))
+        return Verdict(True, Reason.INVALID_THRESHOLD_EXPRESSION, f"Threshold {go_quote(key)}: evaluate threshold "
+                       f"expression {go_quote(expression)} with value={value:f}: {e}")
+    if met:
+        return None
+    return Verdict(True, Reason.THRESHOLD_VIOLATED,
+                   f"Threshold {go_quote(key)} violated: measured {value:.4f}, expression: {expression}")
+
+
+def invalid(key: str, expression: str, reason: str) -> Verdict:
+    return Verdict(True, Reason.INVALID_THRESHOLD_EXPRESSION,
+                   f"Threshold {go_quote(key)}: compile threshold expression {go_quote(expression)}: {reason}")
+
+
+def measured_values(job: str, goodput: Sequence[Mapping[str, Any]],
+                    bandwidth: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The values the Job's measurements (of any Job, in list order) give, by threshold key."""
+    values: dict[str, float] = {}
+    bm = next((m for m in bandwidth if measures(m, job) and complete(m) and _status(m).get("results")), None)
+    if bm is not None:
+        results = [r for r in _status(bm)["results"] if isinstance(r, Mapping)]
+        values["busBandwidthGBps"] = max([0.0, *(go_float(r.get("busBW")) for r in results)])
+        values["algBandwidthGBps"] = max([0.0, *(go_float(r.get("algBW")) for r in results)])
+    gm = next((m for m in goodput if measures(m, job) and complete(m)), None)
+    if gm is not None:
+        for key, field in _GOODPUT_FIELDS:
+            if (value := go_float(_status(gm).get(field))) > 0:
+                values[key] = value
+    return values
+
+
+def measures(measurement: Mapping[str, Any], job: str) -> bool:
+    return bool(((measurement.get("spec") or {}).get("jobRef") or {}).get("name") == job)
+
+
+def complete(measurement: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in _status(measurement).get("conditions") or [] if isinstance(c, Mapping))
+
+
+def measurement_timeout(value: str | None) -> timedelta:
+    """The Job's `spec.measurementTimeout`, or the default when it is unset or not a positive duration."""
+    return positive_duration(value, DEFAULT_MEASUREMENT_TIMEOUT)
+
+
+def succeeded_at(conditions: Sequence[Mapping[str, Any]]) -> datetime | None:
+    """The lastTransitionTime of the Job's Succeeded condition when it is True (None: not so, or unreadable)."""
+    cond = next((c for c in conditions if c.get("type") == "Succeeded" and c.get("status") == "True"), None)
+    try:
+        return datetime.fromisoformat(str((cond or {}).get("lastTransitionTime") or ""))
+    except ValueError:
+        return None
+
+
+def go_float(value: Any) -> float:
+    """A status string as CRE reads it (`fmt.Sscanf(s, "%f")`): the leading number, 0 when there is none."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    match = _GO_FLOAT.match(value) if isinstance(value, str) else None
+    return float(match.group(1)) if match else 0.0
+
+
+def go_duration(d: timedelta) -> str:
+    """Go's `time.Duration.String()`: `5m0s`, `1h0m0s`, `1m30s`, `1.5s`, `300ms`, `0s`."""
+    ns = ((d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds) * 1000
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-" if ns < 0 else ""), abs(ns)
+    if ns < 1_000_000_000:
+        unit, scale = ("ns", 1) if ns < 1000 else ("µs", 1000) if ns < 1_000_000 else ("ms", 1_000_000)
+        return f"{sign}{_fraction(ns, scale)}{unit}"
+    hours, rest = divmod(ns, 3600 * 1_000_000_000)
+    minutes, rest = divmod(rest, 60 * 1_000_000_000)
+    seconds = f"{_fraction(rest, 1_000_000_000)}s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}"
+    return f"{sign}{minutes}m{seconds}" if minutes else f"{sign}{seconds}"
+
+
+def go_list(items: Sequence[str]) -> str:
+    """Go's `%v` of a `[]string`: `[a b]`."""
+    return f"[{' '.join(items)}]"
+
+
+def go_quote(text: str) -> str:
+    """Go's `%q` of a string (printable characters kept, the others escaped)."""
+    escapes = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v"}
+    out = []
+    for ch in text:
+        if ch in escapes:
+            out.append(escapes[ch])
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _fraction(value: int, scale: int) -> str:
+    whole, part = divmod(value, scale)
+    if not part:
+        return str(whole)
+    return f"{whole}.{str(part).zfill(len(str(scale)) - 1).rstrip('0')}"
+
+
+def _status(measurement: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = measurement.get("status")
+    return status if isinstance(status, Mapping) else {}

@@ -1,0 +1,472 @@
+"""CRE's node health check (`nodehealth`, `functions.rules.nodehealth`): the merge into failedNodes,
+the message, CRE's Node defaults, the decision as a truth table; then on the real API server, Nodes
+created and patched (cordon, taints, labels, `nodes/status` conditions) under pods placed by
+`spec.nodeName`, reached through the resync tick's `dev.crefn.job.check` and through Node events."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from events.emitted import FailedNode, JobRef
+from events.envelope import Envelope
+from functions.context import Context
+from functions.gateway import Gateway
+from functions.handlers.nodehealth import Observed, decide, read
+from functions.plan import Delete, RecordEvent, WriteStatus
+from functions.resources import NODES, TRAINJOBS, cre_jobs
+from functions.rules.jobs import parse_job
+from functions.rules.nodehealth import evaluate, hardware_message, jobs_on_node, merge_failed_nodes, pod_nodes
+from functions.settings import Settings
+from functions.transport import send
+from localstack.apisource import apiserver_record
+from localstack.pods import create_pod, ensure_node, set_running, terminate
+from tests.support.helpers import cond, job, job_events, pod
+from tests.support.world import World
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+HW = "HardwareFailureDetected"
+DETAIL = "Hardware failure detected by node health check"
+CORDONED = "node.spec.unschedulable == true"
+
+
+def entry(name: str, reason: str = HW, message: str = DETAIL) -> FailedNode:
+    return FailedNode(name=name, reason=reason, message=message)
+
+
+# -- the merge, the message, the defaults (pure) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("existing", "unhealthy", "merged", "new"), [
+    ([], ["n2", "n1"], [entry("n1"), entry("n2")], ("n1", "n2")),
+    ([], ["n1", "n1", ""], [entry("n1")], ("n1",)),
+    ([entry("n1", message="earlier words")], ["n1"], [entry("n1", message="earlier words")], ()),
+    ([entry("n1", "WorkloadFailed", "boom")], ["n1"], [entry("n1"), entry("n1", "WorkloadFailed", "boom")], ("n1",)),
+    ([entry("n3"), entry("n1", "ThresholdViolation", "slow")], ["n2"],
+     [entry("n1", "ThresholdViolation", "slow"), entry("n2"), entry("n3")], ("n2",)),
+    ([entry("n1"), entry("n9")], [], [entry("n1"), entry("n9")], ()),
+    ([entry("n1"), entry("n1", message="duplicate"), entry("")], ["n1"], [entry("n1")], ()),
+], ids=["new-sorted", "deduplicated", "existing-entry-wins", "new-reason-for-a-listed-node-is-news",
+        "sorted-by-name-then-reason", "recovered-nodes-are-never-removed", "existing-duplicates-and-nameless-dropped"])
+def test_merge_into_failed_nodes(existing: list[FailedNode], unhealthy: list[str], merged: list[FailedNode],
+                                 new: tuple[str, ...]) -> None:
+    merge = merge_failed_nodes(existing, unhealthy)
+    assert list(merge.failed_nodes) == merged
+    assert merge.new == new
+
+
+@pytest.mark.parametrize(("entries", "message"), [
+    ([entry("gpu-2"), entry("gpu-1")], "Hardware failure detected on node(s): [gpu-1 gpu-2]"),
+    ([entry("gpu-1"), entry("gpu-1", "WorkloadFailed"), entry("gpu-0", "ThresholdViolation")],
+     "Hardware failure detected on node(s): [gpu-0 gpu-1]"),
+    ([entry("a")], "Hardware failure detected on node(s): [a]"),
+    ([], "Hardware failure detected on node(s): []"),
+], ids=["sorted", "distinct-names-of-every-reason", "one", "none-as-go-prints-a-nil-slice"])
+def test_the_message_names_the_merged_entries_as_go_prints_a_slice(entries: list[FailedNode], message: str) -> None:
+    assert hardware_message(entries) == message
+
+
+BARE = {"metadata": {"name": "bare"}}
+
+
+@pytest.mark.parametrize(("expression", "node", "unhealthy", "skipped"), [
+    (CORDONED, BARE, (), ()),
+    ("size(node.spec.taints) > 0 || size(node.status.conditions) > 0", BARE, (), ()),
+    ("'gpud.nvidia.com/unhealthy' in node.metadata.labels", BARE, (), ()),
+    (CORDONED, {"metadata": {"name": "bare"}, "spec": {"unschedulable": True}}, ("bare",), ()),
+    ("node.metadata.labels['gpu'] == 'bad'", BARE, (), ("bare",)),
+    ("node.metadata.labels[?'gpu'].orValue('ok') == 'bad'", {"metadata": {"labels": {"gpu": "bad"}}}, ("bare",), ()),
+], ids=["unschedulable-defaults-to-false", "lists-default-to-empty", "labels-default-to-empty", "cordoned",
+        "a-missing-key-skips-the-node", "optional-types"])
+def test_evaluation_fills_cres_node_defaults(expression: str, node: dict[str, Any], unhealthy: tuple[str, ...],
+                                            skipped: tuple[str, ...]) -> None:
+    result = evaluate(expression, {"bare": node})
+    assert result.unhealthy == unhealthy
+    assert tuple(name for name, _ in result.skipped) == skipped
+
+
+def test_nodes_are_those_of_live_placed_pods() -> None:
+    pods = [pod("a", node="n2", phase="Running"), pod("b", node="n1", phase="Pending"),
+            pod("c", node="n1", phase="Running"), pod("d", node="n3", phase="Succeeded"),
+            pod("e", node="n4", phase="Failed"), pod("f", node="", phase="Pending")]
+    assert pod_nodes(pods) == ("n1", "n2")
+
+
+def test_a_nodes_jobs_come_from_its_pods_labels() -> None:
+    def raw(ns: str, job_name: str | None, node: str = "n1") -> dict[str, Any]:
+        labels = {"nvcre.nvidia.com/job": job_name} if job_name else {}
+        return {"metadata": {"namespace": ns, "labels": labels}, "spec": {"nodeName": node}}
+    pods = [raw("b", "x"), raw("a", "y"), raw("a", "y"), raw("a", None), raw("a", "z", node="n2")]
+    assert jobs_on_node(pods, "n1", "nvcre.nvidia.com") == (JobRef(namespace="a", name="y"),
+                                                            JobRef(namespace="b", name="x"))
+    assert jobs_on_node(pods, "n1", "cre.nvidia.com") == ()
+
+
+# -- the decision (pure) ------------------------------------------------------------------------
+
+
+CAUSE = Envelope(id="c1", type="dev.crefn.job.check", source="/crefn/resync")
+REF = JobRef(name="llm", namespace="ns")
+RUNNING = [cond("InProgress", "True", "WorkloadRunning"), cond("Succeeded", "False", "NotApplicable"),
+           cond("Failed", "False", "NotApplicable")]
+TRAINJOB = {"metadata": {"name": "llm-workload", "namespace": "ns", "uid": "tj-uid",
+                         "labels": {"crefn.dev/attempt": "0"}}}
+
+
+def observed(expression: str | None = CORDONED, nodes: dict[str, dict[str, Any]] | None = None,
+             failed_nodes: list[dict[str, str]] | None = None, conditions: list[dict[str, Any]] | None = None,
+             trainjob: dict[str, Any] | None = None, unread: tuple[tuple[str, str], ...] = (),
+             managed: bool = True, gone: bool = False) -> Observed:
+    spec = {"nodeHealthMonitor": {"cel": {"expression": expression}}} if expression is not None else {}
+    state = job(RUNNING if conditions is None else conditions, spec=spec, workload_ref=True,
+                status={"failedNodes": failed_nodes or []})
+    if not managed:
+        state = parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, "nvcre.nvidia.com")
+    return Observed(CAUSE, REF, None if gone else state, nodes or {}, unread, trainjob)
+
+
+def cordoned(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"unschedulable": True}}
+
+
+def healthy(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}}
+
+
+REPORT, RESTART = Settings(), Settings(hardware_failure_action="restart")
+TERMINAL = [cond("InProgress", "False", "NotApplicable"), cond("Succeeded", "True", "WorkloadCompleted"),
+            cond("Failed", "False", "NotApplicable")]
+
+
+@pytest.mark.parametrize(("case", "settings", "effects", "replies"), [
+    (observed(gone=True), REPORT, [], False),
+    (observed(managed=False, nodes={"n1": cordoned("n1")}), REPORT, [], False),
+    (observed(conditions=TERMINAL, nodes={"n1": cordoned("n1")}), REPORT, [], False),
+    (observed(expression=None, nodes={"n1": cordoned("n1")}), REPORT, [], False),
+    (observed(expression="node.spec.unschedulable", nodes={"n1": cordoned("n1")}), REPORT, [], False),
+    (observed(expression="node.spec.(", nodes={"n1": cordoned("n1")}), REPORT, [], False),
+    (observed(nodes={}), REPORT, [], False),
+    (observed(nodes={"n1": healthy("n1")}), REPORT, [], False),
+    (observed(nodes={"n1": cordoned("n1")}), REPORT, [WriteStatus, RecordEvent], True),
+    (observed(nodes={"n1": cordoned("n1")}, failed_nodes=[{"name": "n1", "reason": HW, "message": DETAIL}]),
+     REPORT, [], False),
+    (observed(nodes={"n1": cordoned("n1")}, trainjob=TRAINJOB), RESTART, [WriteStatus, RecordEvent, Delete], True),
+    (observed(nodes={"n1": cordoned("n1")}, trainjob=TRAINJOB,
+              failed_nodes=[{"name": "n1", "reason": HW, "message": DETAIL}]), RESTART, [Delete], False),
+    (observed(nodes={"n1": cordoned("n1")}, trainjob={"metadata": {**TRAINJOB["metadata"],
+                                                                  "deletionTimestamp": "2026-11-30T11:00:00Z"}}),
+     RESTART, [WriteStatus, RecordEvent], True),
+    (observed(nodes={"n1": healthy("n1")}, trainjob=TRAINJOB), RESTART, [], False),
+    (observed(nodes={"n2": cordoned("n2")}, unread=(("n1", "not found"),)), REPORT, [WriteStatus, RecordEvent], True),
+], ids=["job-gone", "not-managed", "terminal", "no-monitor", "not-bool", "does-not-compile", "no-nodes",
+        "healthy", "new-failure", "nothing-new", "restart-deletes-the-trainjob",
+        "restart-deletes-again-on-a-listed-node", "restart-trainjob-already-going", "restart-healthy",
+        "unreadable-node-skipped"])
+def test_decision(case: Observed, settings: Settings, effects: list[type], replies: bool) -> None:
+    plan = decide(case, settings, NOW)
+    assert [type(e) for e in plan.effects] == effects
+    assert (plan.reply is not None) == replies
+
+
+def test_a_new_failure_is_one_write_its_warning_and_the_event() -> None:
+    plan = decide(observed(nodes={"n2": cordoned("n2"), "n1": cordoned("n1"), "n3": healthy("n3")},
+                           failed_nodes=[{"name": "n0", "reason": "WorkloadFailed", "message": "boom"}]), REPORT, NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, RecordEvent)
+    message = "Hardware failure detected on node(s): [n0 n1 n2]"
+    assert write.status["failedNodes"] == [{"name": "n0", "reason": "WorkloadFailed", "message": "boom"},
+                                           {"name": "n1", "reason": HW, "message": DETAIL},
+                                           {"name": "n2", "reason": HW, "message": DETAIL}]
+    hardware = next(c for c in write.status["conditions"] if c["type"] == "HardwareFailed")
+    assert (hardware["status"], hardware["reason"], hardware["message"]) == ("True", HW, message)
+    assert [c["type"] for c in write.status["conditions"]] == ["InProgress", "Succeeded", "Failed", "HardwareFailed"]
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", HW, message)
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.hardware.failed"
+    assert plan.reply.data_json() == {
+        "job": {"name": "llm", "namespace": "ns"}, "nodes": ["n1", "n2"], "message": message, "action": "report",
+        "failedNodes": [{"name": "n0", "reason": "WorkloadFailed", "message": "boom"},
+                        {"name": "n1", "reason": HW, "message": DETAIL},
+                        {"name": "n2", "reason": HW, "message": DETAIL}]}
+
+
+def test_a_second_failure_while_true_updates_the_message_without_an_event() -> None:
+    already = [cond("HardwareFailed", "True", HW, "Hardware failure detected on node(s): [n1]")]
+    plan = decide(observed(nodes={"n1": cordoned("n1"), "n2": cordoned("n2")}, conditions=RUNNING + already,
+                           failed_nodes=[{"name": "n1", "reason": HW, "message": DETAIL}]), REPORT, NOW)
+    (write,) = plan.effects
+    assert isinstance(write, WriteStatus)
+    hardware = next(c for c in write.status["conditions"] if c["type"] == "HardwareFailed")
+    assert hardware["message"] == "Hardware failure detected on node(s): [n1 n2]"
+    assert hardware["lastTransitionTime"] == already[0]["lastTransitionTime"]
+    assert plan.reply is not None and plan.reply.data_json()["nodes"] == ["n2"]
+
+
+def test_restart_deletes_the_attempts_trainjob_by_uid_after_the_write() -> None:
+    plan = decide(observed(nodes={"n1": cordoned("n1")}, trainjob=TRAINJOB), RESTART, NOW)
+    assert plan.effects[-1] == Delete(TRAINJOBS, "ns", "llm-workload", "tj-uid")
+    assert plan.reply is not None and plan.reply.data_json()["action"] == "restart"
+
+
+# -- on the real API server ---------------------------------------------------------------------
+
+
+def node_name(w: World, suffix: str) -> str:
+    return f"{w.ns}-{suffix}"
+
+
+def monitored(w: World, expression: str = CORDONED, name: str = "llm", max_restarts: int = 2) -> None:
+    """A managed Job with a node health monitor (immutable: it is set at creation), launched."""
+    trainjob = {"runtimeRef": {"name": "torch-distributed"},
+                "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 2}}
+    w.gw.create(w.jobs, w.ns, {"apiVersion": f"{w.group}/v1alpha1", "kind": "Job",
+                               "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+                               "spec": {"workload": {"trainJob": trainjob},
+                                        "checkpoint": {"pvcName": f"{name}-ckpt", "maxRestarts": max_restarts},
+                                        "nodeHealthMonitor": {"cel": {"expression": expression}}}})
+    w.settle()
+    assert w.job(name)["status"]["workloadRef"]["name"] == f"{name}-workload"
+
+
+def place(w: World, pod_name: str, node: str, job_name: str = "llm", attempt: int = 0, phase: str = "Running") -> None:
+    """A pod of the Job's attempt on `node` (created there, so Pending), then in `phase`."""
+    ensure_node(w.gw, node)
+    labels = {"nvcre.nvidia.com/job": job_name, "crefn.dev/attempt": str(attempt), "crefn.dev/managed": "true"}
+    create_pod(w.gw, w.ns, pod_name, labels, node=node)
+    if phase == "Running":
+        set_running(w.gw, w.ns, pod_name)
+    elif phase in ("Succeeded", "Failed"):
+        terminate(w.gw, w.ns, pod_name, {"node": (0, "Completed") if phase == "Succeeded" else (1, "Error")})
+
+
+def check_record(ns: str, job_name: str = "llm", checks: tuple[str, ...] = ("nodehealth",)) -> dict[str, Any]:
+    return {"attributes": {"specversion": "1.0", "id": f"check-{job_name}", "source": "/crefn/resync",
+                           "type": "dev.crefn.job.check", "subject": f"{ns}/{job_name}", "namespace": ns,
+                           "job": job_name, "partitionkey": f"{ns}/{job_name}"},
+            "data": {"job": {"name": job_name, "namespace": ns}, "attempt": 0, "checks": list(checks)}}
+
+
+def node_changed(w: World, node: str, verb: str = "update") -> None:
+    """The ApiServerSource `crefn-nodes` sends the Node as it is now; the Broker routes it."""
+    obj = w.gw.get(NODES, None, node)
+    assert obj is not None
+    w.broker.publish(apiserver_record(verb, obj, NODES, w.gw.host))
+    w.broker.drain()
+
+
+def hardware(w: World, job_name: str = "llm") -> tuple[str, str, str] | None:
+    found = [c for c in w.job(job_name)["status"].get("conditions") or [] if c["type"] == "HardwareFailed"]
+    return (found[0]["status"], found[0]["reason"], found[0]["message"]) if found else None
+
+
+def failed_nodes(w: World, job_name: str = "llm") -> list[tuple[str, str]]:
+    return [(n["name"], n["reason"]) for n in w.job(job_name)["status"].get("failedNodes") or []]
+
+
+def hardware_replies(w: World) -> list[dict[str, Any]]:
+    return [o.reply["data"] for o in w.answers("nodehealth") if o.reply
+            and o.reply["attributes"]["type"] == "dev.crefn.job.hardware.failed"]
+
+
+def test_the_tick_finds_a_cordoned_node_of_a_running_pod(world: Callable[..., World]) -> None:
+    w = world()
+    monitored(w)
+    n1, n2 = node_name(w, "gpu-1"), node_name(w, "gpu-2")
+    place(w, "llm-workload-node-0-0", n1)
+    place(w, "llm-workload-node-1-0", n2, phase="Pending")
+    w.settle()
+    w.tick(rounds=1)
+    assert hardware(w) is None and [o.status for o in w.answers("nodehealth")] == [202]
+    w.gw.patch(NODES, None, n2, {"spec": {"unschedulable": True}})
+    w.tick(rounds=1)
+    message = f"Hardware failure detected on node(s): [{n2}]"
+    assert hardware(w) == ("True", HW, message)
+    assert w.job()["status"]["failedNodes"] == [{"name": n2, "reason": HW, "message": DETAIL}]
+    assert w.final() == ("InProgress", "WorkloadRunning", 0)  # reported only: the workload keeps running
+    assert w.trainjob() is not None
+    warnings = [(e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["type"] == "Warning"]
+    assert warnings == [(HW, message)]
+    assert hardware_replies(w) == [{"job": {"name": "llm", "namespace": w.ns}, "nodes": [n2], "message": message,
+                                    "action": "report", "failedNodes": [{"name": n2, "reason": HW, "message": DETAIL}]}]
+
+    version = w.job()["metadata"]["resourceVersion"]
+    w.tick(rounds=1)  # nothing new: no write, no event
+    assert w.job()["metadata"]["resourceVersion"] == version
+    assert w.answers("nodehealth")[-1].status == 202 and len(hardware_replies(w)) == 1
+
+    w.gw.patch(NODES, None, n1, {"spec": {"unschedulable": True}})
+    w.gw.patch(NODES, None, n2, {"spec": {"unschedulable": False}})  # recovered: stays listed
+    w.tick(rounds=1)
+    both = f"Hardware failure detected on node(s): [{n1} {n2}]"
+    assert hardware(w) == ("True", HW, both)
+    assert failed_nodes(w) == [(n1, HW), (n2, HW)]
+    assert len([e for e in job_events(w.gw, w.ns) if e["type"] == "Warning"]) == 1  # the flip only
+    assert hardware_replies(w)[-1]["nodes"] == [n1]
+
+
+@pytest.mark.parametrize(("expression", "change"), [
+    ("node.spec.taints.exists(t, t.key == 'nvidia.com/gpu-unhealthy' && t.effect == 'NoSchedule')",
+     {"spec": {"taints": [{"key": "nvidia.com/gpu-unhealthy", "value": "xid-79", "effect": "NoSchedule"}]}}),
+    ("'gpud.nvidia.com/unhealthy' in node.metadata.labels",
+     {"metadata": {"labels": {"gpud.nvidia.com/unhealthy": "true"}}}),
+    ("node.status.conditions.exists(c, c.type == 'GPUHealthy' && c.status == 'False')",
+     {"status": {"conditions": [{"type": "GPUHealthy", "status": "False", "reason": "XidError"}]}}),
+    (CORDONED, {"spec": {"unschedulable": True}}),
+], ids=["taint", "label", "status-condition", "cordon"])
+def test_a_node_event_checks_the_jobs_with_pods_on_it(world: Callable[..., World], expression: str,
+                                                     change: dict[str, Any]) -> None:
+    w = world()
+    monitored(w, expression)
+    node = node_name(w, "gpu-1")
+    place(w, "llm-workload-node-0-0", node)
+    w.settle()
+    node_changed(w, node, "add")
+    assert hardware(w) is None and w.answers("nodehealth")[-1].status == 202
+    w.gw.patch(NODES, None, node, change, status="status" in change)
+    node_changed(w, node)
+    assert hardware(w) == ("True", HW, f"Hardware failure detected on node(s): [{node}]")
+    assert [o.trigger for o in w.answers("nodehealth")] == ["crefn-nodehealth-nodes"] * 2
+    assert hardware_replies(w)[0]["nodes"] == [node]
+
+
+def test_only_pods_of_the_current_attempt_running_or_pending_count(world: Callable[..., World]) -> None:
+    w = world()
+    monitored(w)
+    names = {s: node_name(w, s) for s in ("run", "wait", "done", "fail", "old")}
+    place(w, "p-run", names["run"])
+    place(w, "p-wait", names["wait"], phase="Pending")
+    place(w, "p-done", names["done"], phase="Succeeded")
+    place(w, "p-fail", names["fail"], phase="Failed")
+    place(w, "p-old", names["old"], attempt=1)  # not the Job's attempt (restartCount 0)
+    w.settle()
+    for node in names.values():
+        w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    w.tick(rounds=1)
+    assert failed_nodes(w) == sorted([(names["run"], HW), (names["wait"], HW)])
+
+
+def test_one_node_event_answers_for_one_job_the_tick_for_the_next(world: Callable[..., World]) -> None:
+    w = world()
+    monitored(w, name="llm")
+    monitored(w, name="llm2")
+    node = node_name(w, "shared")
+    place(w, "llm-p", node)
+    place(w, "llm2-p", node, job_name="llm2")
+    w.settle()
+    w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    node_changed(w, node)
+    assert hardware(w, "llm") is not None and hardware(w, "llm2") is None
+    assert [r["job"]["name"] for r in hardware_replies(w)] == ["llm"]
+    w.tick(rounds=1)
+    assert hardware(w, "llm2") == ("True", HW, f"Hardware failure detected on node(s): [{node}]")
+    assert [r["job"]["name"] for r in hardware_replies(w)] == ["llm", "llm2"]
+
+
+def test_a_node_without_workload_pods_and_a_wrong_kind(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                                       namespace: str) -> None:
+    url = functions()["nodehealth"]
+    node = f"{namespace}-idle"
+    ensure_node(gateway, node)
+    obj = gateway.get(NODES, None, node)
+    assert obj is not None
+    assert send(url, apiserver_record("update", obj, NODES, gateway.host)).status == 202
+    not_a_node = {**obj, "kind": "Pod"}
+    refused = send(url, apiserver_record("update", not_a_node, NODES, gateway.host))
+    assert refused.status == 400 and "expected v1/Node" in refused.text
+    assert send(url, check_record(namespace, "never-was")).status == 202
+    assert send(url, check_record(namespace, checks=("validation",))).status == 202
+
+
+@pytest.mark.parametrize("expression", ["node.spec.unschedulable", "node.spec.(", "nodes.spec.unschedulable == true"],
+                         ids=["not-bool", "syntax", "undeclared"])
+def test_a_bad_expression_changes_nothing_and_is_logged_once(world: Callable[..., World],
+                                                            functions: Callable[..., dict[str, str]],
+                                                            gateway: Gateway, caplog: pytest.LogCaptureFixture,
+                                                            expression: str) -> None:
+    w = world()
+    monitored(w, expression)
+    node = node_name(w, "gpu-1")
+    place(w, "llm-workload-node-0-0", node)
+    w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    w.settle()
+    answer = send(functions()["nodehealth"], check_record(w.ns))
+    assert answer.status == 202
+    assert hardware(w) is None and "failedNodes" not in w.job()["status"]
+    ctx = Context(Settings(), gateway)
+    with caplog.at_level(logging.WARNING, logger="crefn"):
+        for _ in range(3):
+            read(Envelope(id="c", type="dev.crefn.job.check", source="s"), JobRef(name="llm", namespace=w.ns), ctx)
+    rejected = [r for r in caplog.records if "node health expression rejected" in r.getMessage()]
+    assert len(rejected) == 1 and json.loads(rejected[0].getMessage())["expression"] == expression
+
+
+def test_a_terminal_job_is_untouched(world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:
+    w = world()
+    monitored(w)
+    node = node_name(w, "gpu-1")
+    place(w, "llm-workload-node-0-0", node)
+    w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    w.settle()
+    stamp = "2026-11-30T10:00:00Z"
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"conditions": [
+        {"type": t, "status": s, "reason": r, "message": "", "lastTransitionTime": stamp}
+        for t, s, r in (("InProgress", "False", "NotApplicable"), ("Succeeded", "True", "WorkloadCompleted"),
+                        ("Failed", "False", "NotApplicable"))]}}, status=True)
+    version = w.job()["metadata"]["resourceVersion"]
+    assert send(functions()["nodehealth"], check_record(w.ns)).status == 202
+    node_changed(w, node)
+    assert w.answers("nodehealth")[-1].status == 202
+    assert hardware(w) is None and w.job()["metadata"]["resourceVersion"] == version
+    w.tick(rounds=1)  # a terminal Job is not due for the check at all
+    assert not [r for r in w.resynced if r["attributes"]["type"] == "dev.crefn.job.check"]
+
+
+@pytest.mark.parametrize(("max_restarts", "final"), [(2, ("InProgress", "WorkloadRunning", 1)),
+                                                     (0, ("Failed", "WorkloadFailed", 0))],
+                         ids=["restarted", "no-restart-left"])
+def test_the_restart_action_deletes_the_trainjob_and_restart_decides(world: Callable[..., World],
+                                                                     functions: Callable[..., dict[str, str]],
+                                                                     max_restarts: int,
+                                                                     final: tuple[str, str, int]) -> None:
+    w = world(functions(CREFN_HARDWARE_FAILURE_ACTION="restart"))
+    monitored(w, max_restarts=max_restarts)
+    w.checkpoint_evidence()
+    node = node_name(w, "gpu-1")
+    place(w, "llm-workload-node-0-0", node)
+    w.settle()
+    uid = (w.trainjob() or {})["metadata"]["uid"]
+    w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    node_changed(w, node)
+    assert hardware_replies(w)[0]["action"] == "restart"
+    w.settle()
+    assert w.final() == final
+    assert hardware(w) == ("True", HW, f"Hardware failure detected on node(s): [{node}]")  # never cleared
+    if final[0] == "Failed":
+        failed = next(c for c in w.job()["status"]["conditions"] if c["type"] == "Failed")
+        assert failed["message"] == "Workload TrainJob/llm-workload was deleted"
+    trainjob = w.trainjob()
+    assert trainjob is None or trainjob["metadata"]["uid"] != uid
+
+
+def test_observe_mode_replies_and_writes_nothing(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                                 namespace: str) -> None:
+    jobs = cre_jobs("nvcre.nvidia.com")
+    gateway.create(jobs, namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}},
+                 "nodeHealthMonitor": {"cel": {"expression": CORDONED}}}})
+    node = f"{namespace}-gpu-1"
+    ensure_node(gateway, node)
+    gateway.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    create_pod(gateway, namespace, "llm-workload-node-0-0",
+               {"nvcre.nvidia.com/job": "llm", "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}, node=node)
+    answer = send(functions(CREFN_MODE="observe")["nodehealth"], check_record(namespace))
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.job.hardware.failed"
+    assert json.loads(answer.body)["nodes"] == [node]
+    stored = gateway.get(jobs, namespace, "llm") or {}
+    assert "failedNodes" not in (stored.get("status") or {}) and not job_events(gateway, namespace)

@@ -1,0 +1,340 @@
+"""`validate`: a succeeded Job's thresholds become its `ValidationFailed` condition. The decision as a
+table (pure, with `now`), then on the real API server with the GoodputMeasurement and
+BandwidthMeasurement CRDs: the success path (`job.condition.changed`), the tick path (`job.check`), a
+back-dated success for the measurement timeout, the Events, failedNodes from the group-nodes
+annotation, and the WorkloadRun that mirrors the verdict. No test sleeps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from events.emitted import ConditionSummary, JobCheckData, JobConditionChangedData, JobRef
+from events.envelope import Envelope, to_outbound
+from events.types import EventType
+from functions.handlers.validate import Observed, cre_bandwidth, decide
+from functions.plan import RecordEvent, WriteStatus
+from functions.resources import cre_goodput, cre_workloadruns
+from functions.rules.jobs import JobState, parse_job
+from functions.settings import Settings
+from functions.transport import send
+from localstack.apisource import apiserver_record
+from tests.support.helpers import NOW, cond, job, job_events
+from tests.support.world import World
+
+GROUP = "nvcre.nvidia.com"
+NODES = "gpu-b, gpu-a,gpu-b"
+VIOLATED = 'Threshold "busBandwidthGBps" violated: measured 350.0000, expression: value >= 400'
+UNAVAILABLE = "Measurement data not available within"
+SUCCEEDED = cond("Succeeded", "True", "WorkloadCompleted", "done", ltt="2026-11-30T11:58:00Z")
+
+
+# -- the decision --------------------------------------------------------------------------------
+
+def check_event(checks: list[str]) -> Envelope:
+    data = JobCheckData(job=JobRef(name="llm", namespace="ns"), attempt=0, checks=checks)
+    return Envelope(id="1", type=EventType.JOB_CHECK, source="/crefn/resync", data=data.model_dump(by_alias=True))
+
+
+def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = None, skip: str = "") -> Observed:
+    return Observed(check_event(["validation"]), JobRef(name="llm", namespace="ns"), state, (),
+                    tuple(bandwidth or ()), skip)
+
+
+def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str, Any]] | None = None,
+             nodes: str = NODES, failed_nodes: list[dict[str, str]] | None = None,
+             managed: bool = True) -> JobState:
+    state = job(conditions if conditions is not None else [SUCCEEDED],
+                annotations={f"{GROUP}/group-nodes": nodes} if nodes else {},
+                spec={"thresholds": {"busBandwidthGBps": "value >= 400"} if thresholds is None else thresholds},
+                status={"failedNodes": failed_nodes or []})
+    if managed:
+        return state
+    return parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, GROUP)
+
+
+def bandwidth(bus: str) -> dict[str, Any]:
+    return {"spec": {"jobRef": {"kind": "Job", "name": "llm"}},
+            "status": {"conditions": [{"type": "Complete", "status": "True"}],
+                       "results": [{"sizeBytes": 1, "busBW": bus, "algBW": "1", "samples": 1}]}}
+
+
+def test_a_violation_writes_validation_failed_attributes_the_group_nodes_and_warns() -> None:
+    plan = decide(observed(awaiting(), [bandwidth("350")]), Settings(), NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, RecordEvent)
+    assert write.resource_version == "" and write.res.plural == "jobs"
+    assert write.status["failedNodes"] == [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED}
+                                           for n in ("gpu-a", "gpu-b")]
+    conditions = {c["type"]: c for c in write.status["conditions"]}
+    assert conditions["Succeeded"] == SUCCEEDED  # the Job stays Succeeded
+    fields = ("status", "reason", "message", "lastTransitionTime")
+    assert {k: conditions["ValidationFailed"][k] for k in fields} == {
+        "status": "True", "reason": "ThresholdViolated", "message": VIOLATED,
+        "lastTransitionTime": "2026-11-30T12:00:00Z"}
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "ThresholdViolated", VIOLATED)
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.validation"
+    assert plan.reply.data.model_dump(mode="json", by_alias=True) == {
+        "job": {"name": "llm", "namespace": "ns"}, "failed": True, "reason": "ThresholdViolated", "message": VIOLATED,
+        "failedNodes": [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED} for n in ("gpu-a", "gpu-b")]}
+
+
+def test_an_earlier_attribution_is_kept() -> None:
+    earlier = [{"name": "gpu-z", "reason": "HardwareFailureDetected", "message": "node gpu-z failed"}]
+    plan = decide(observed(awaiting(failed_nodes=earlier), [bandwidth("350")]), Settings(), NOW)
+    write = plan.effects[0]
+    assert isinstance(write, WriteStatus) and "failedNodes" not in write.status
+    assert plan.reply is not None and plan.reply.data.model_dump(by_alias=True)["failedNodes"] == earlier
+
+
+@pytest.mark.parametrize("nodes", ["", " , "], ids=["no-annotation", "empty-annotation"])
+def test_no_group_nodes_no_failed_nodes(nodes: str) -> None:
+    write = decide(observed(awaiting(nodes=nodes), [bandwidth("350")]), Settings(), NOW).effects[0]
+    assert isinstance(write, WriteStatus) and "failedNodes" not in write.status
+
+
+def test_thresholds_met_is_false_with_a_normal_event_and_no_nodes() -> None:
+    plan = decide(observed(awaiting(), [bandwidth("450")]), Settings(), NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, RecordEvent)
+    assert "failedNodes" not in write.status
+    validation = next(c for c in write.status["conditions"] if c["type"] == "ValidationFailed")
+    assert (validation["status"], validation["reason"], validation["message"]) == (
+        "False", "ThresholdsMet", "All performance thresholds satisfied")
+    assert (event.body["type"], event.body["reason"]) == ("Normal", "ThresholdsMet")
+    assert plan.reply is not None and plan.reply.data.model_dump(by_alias=True)["failed"] is False
+
+
+@pytest.mark.parametrize(("state", "skip", "reason"), [
+    (None, "", "Job ns/llm is gone"),
+    (awaiting(managed=False), "", "Job ns/llm is not managed"),
+    (awaiting(thresholds={}), "", "Job ns/llm is not awaiting validation (no thresholds)"),
+    (awaiting(conditions=[cond("InProgress", "True", "WorkloadRunning")]), "", "Job ns/llm is not awaiting validation"),
+    (awaiting(conditions=[SUCCEEDED, cond("Failed", "True", "JobTimedOut")]), "",
+     "Job ns/llm is not awaiting validation"),
+    (awaiting(conditions=[SUCCEEDED, cond("ValidationFailed", "False", "ThresholdsMet")]), "",
+     "Job ns/llm is not awaiting validation"),
+    (awaiting(thresholds={"goodputRatio": "value > 0.9"}), "",
+     "Job ns/llm: waiting for measurement data for keys: [goodputRatio] (3m0s of 5m0s left)"),
+    (awaiting(), "not a validation check", "not a validation check"),
+], ids=["gone", "not-managed", "no-thresholds", "not-succeeded", "dual-true-reads-failed", "already-validated",
+        "waiting", "skipped"])
+def test_nothing_to_write(state: JobState | None, skip: str, reason: str) -> None:
+    plan = decide(observed(state, skip=skip), Settings(), NOW)
+    assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+
+
+def test_observe_mode_still_answers() -> None:
+    plan = decide(observed(awaiting(), [bandwidth("350")]), Settings(mode="observe"), NOW)
+    assert plan.reply is not None  # apply skips the writes in observe mode; the verdict is still published
+
+
+# -- on the real API server ----------------------------------------------------------------------
+
+def stamp(delta: timedelta = timedelta(0)) -> str:
+    return (datetime.now(UTC) + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def with_thresholds(w: World, thresholds: dict[str, str], timeout: str | None = None, nodes: str = "") -> None:
+    w.create_job(nodes=nodes)
+    spec: dict[str, Any] = {"thresholds": thresholds}
+    if timeout:
+        spec["measurementTimeout"] = timeout
+    w.gw.patch(w.jobs, w.ns, "llm", {"spec": spec})
+
+
+def complete_condition() -> list[dict[str, str]]:
+    return [{"type": "Complete", "status": "True", "reason": "JobSucceeded", "message": "measured",
+             "lastTransitionTime": stamp()}]
+
+
+def measure_bandwidth(w: World, bus: list[str], name: str = "llm-bandwidth", job_name: str = "llm") -> None:
+    res = cre_bandwidth(GROUP)
+    w.gw.create(res, w.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement",
+                            "metadata": {"name": name},
+                            "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": job_name},
+                                     "logProfileRef": "nccl-tests", "testType": "all_reduce"}})
+    results = [{"sizeBytes": 1 << (20 + i), "busBW": b, "algBW": str(float(b) / 2), "samples": 5}
+               for i, b in enumerate(bus)]
+    w.gw.patch(res, w.ns, name, {"status": {"conditions": complete_condition(), "results": results}}, status=True)
+
+
+def measure_goodput(w: World, complete: bool = True, **status: str) -> None:
+    res = cre_goodput(GROUP)
+    w.gw.create(res, w.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "GoodputMeasurement",
+                            "metadata": {"name": "llm-goodput"},
+                            "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": "llm"},
+                                     "logProfileRef": "megatron"}})
+    conditions = complete_condition() if complete else []
+    w.gw.patch(res, w.ns, "llm-goodput", {"status": {"conditions": conditions, **status}}, status=True)
+
+
+def validation(w: World, name: str = "llm") -> tuple[str, str, str] | None:
+    found = [c for c in w.job(name)["status"]["conditions"] if c["type"] == "ValidationFailed"]
+    return (found[0]["status"], found[0]["reason"], found[0]["message"]) if found else None
+
+
+def succeed(w: World) -> None:
+    w.settle()
+    w.trainer("run")
+    w.settle()
+    w.trainer("complete")
+    w.settle()
+    assert w.final()[:2] == ("Succeeded", "WorkloadCompleted")
+
+
+def back_date_success(w: World, by: timedelta) -> None:
+    conditions = w.job()["status"]["conditions"]
+    for c in conditions:
+        if c["type"] == "Succeeded":
+            c["lastTransitionTime"] = stamp(-by)
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"conditions": conditions}}, status=True)
+
+
+def verdicts(w: World) -> list[dict[str, Any]]:
+    return [o.reply["data"] for o in w.answers("validate") if o.reply]
+
+
+def checks_sent(w: World) -> list[list[str]]:
+    return [r["data"]["checks"] for r in w.resynced if r["attributes"]["type"] == "dev.crefn.job.check"]
+
+
+def test_on_success_a_violation_fails_validation_and_the_job_stays_succeeded(world: Callable[..., World]) -> None:
+    w = world()
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400", "goodputRatio": "value >= 0.9"}, nodes="gpu-2,gpu-1")
+    measure_bandwidth(w, ["120.5", "350", "349.99"])
+    measure_goodput(w, result="0.95", avgTFLOPSPerGPU="410", avgStepTimeSec="2.5")
+    succeed(w)
+    assert validation(w) == ("True", "ThresholdViolated", VIOLATED)
+    assert w.final()[:2] == ("Succeeded", "WorkloadCompleted")
+    assert w.job()["status"]["failedNodes"] == [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED}
+                                                for n in ("gpu-1", "gpu-2")]
+    events = [(e["type"], e["reason"], e["message"]) for e in job_events(w.gw, w.ns)]
+    assert [e for e in events if e[1] not in ("WorkloadCreated", "WorkloadCompleted")] == [
+        ("Warning", "ThresholdViolated", VIOLATED)]
+    assert [v["reason"] for v in verdicts(w)] == ["ThresholdViolated"]
+    assert all(o.status in (200, 202) for o in w.answers("validate"))
+    w.tick(rounds=1)  # validated: no check any more, nothing written twice
+    assert checks_sent(w) == [] and len(verdicts(w)) == 1
+
+
+def test_measurements_arriving_later_are_validated_on_the_tick(world: Callable[..., World]) -> None:
+    w = world()
+    with_thresholds(w, {"busBandwidthGBps": "value >= 300", "avgTFLOPsPerGPU": "value > 400"})
+    succeed(w)
+    assert validation(w) is None  # waiting: the success event found no measurements
+    assert [(o.status, o.reply) for o in w.answers("validate") if o.final] == [(202, None)]
+    measure_goodput(w, complete=False, avgTFLOPSPerGPU="410")  # provisional: not used
+    measure_bandwidth(w, ["310"])
+    w.tick(rounds=1)
+    assert checks_sent(w) == [["validation"]] and validation(w) is None
+    w.gw.patch(cre_goodput(GROUP), w.ns, "llm-goodput", {"status": {"conditions": complete_condition()}},
+               status=True)
+    w.tick(rounds=1)
+    assert validation(w) == ("False", "ThresholdsMet", "All performance thresholds satisfied")
+    assert "failedNodes" not in w.job()["status"]
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["reason"] == "ThresholdsMet"] \
+        == [("Normal", "ThresholdsMet", "All performance thresholds satisfied")]
+    assert [(v["failed"], v["reason"]) for v in verdicts(w)] == [(False, "ThresholdsMet")]
+
+
+@pytest.mark.parametrize(("timeout", "waited", "message"), [
+    (None, timedelta(minutes=6), f"{UNAVAILABLE} 5m0s for keys: [avgStepTimeSec goodputRatio]"),
+    ("90s", timedelta(minutes=2), f"{UNAVAILABLE} 1m30s for keys: [avgStepTimeSec goodputRatio]"),
+    ("1h", timedelta(minutes=30), None),
+], ids=["default-5m", "spec-90s", "spec-1h-not-yet"])
+def test_missing_measurements_time_out(timeout: str | None, waited: timedelta, message: str | None,
+                                       world: Callable[..., World]) -> None:
+    w = world()
+    with_thresholds(w, {"goodputRatio": "value >= 0.9", "avgStepTimeSec": "value < 3", "algBandwidthGBps": "value > 1"},
+                    timeout=timeout, nodes="gpu-1")
+    measure_bandwidth(w, ["10"])
+    measure_goodput(w, result="0", avgStepTimeSec="")  # complete, but no values above 0
+    succeed(w)
+    assert validation(w) is None
+    back_date_success(w, waited)
+    w.tick(rounds=1)
+    if message is None:
+        assert validation(w) is None and checks_sent(w) == [["validation"]]
+        return
+    assert validation(w) == ("True", "MeasurementTimeout", message)
+    assert w.job()["status"]["failedNodes"] == [{"name": "gpu-1", "reason": "ThresholdViolation", "message": message}]
+    assert [(e["type"], e["reason"]) for e in job_events(w.gw, w.ns) if e["reason"] == "MeasurementTimeout"] == [
+        ("Warning", "MeasurementTimeout")]
+
+
+def test_an_unknown_key_fails_at_once(world: Callable[..., World]) -> None:
+    w = world()
+    with_thresholds(w, {"busBandwidth": "value > 1", "goodputRatio": "value > 0.5"})
+    succeed(w)
+    assert validation(w) == ("True", "UnknownThresholdKey", "unknown threshold key(s) [busBandwidth]; valid keys: "
+                             "[busBandwidthGBps, algBandwidthGBps, goodputRatio, avgTFLOPsPerGPU, avgStepTimeSec]")
+
+
+def test_an_invalid_expression_is_reported(world: Callable[..., World]) -> None:
+    w = world()
+    with_thresholds(w, {"algBandwidthGBps": "value + 1.0"})
+    measure_bandwidth(w, ["400"])
+    succeed(w)
+    assert validation(w) == ("True", "InvalidThresholdExpression", 'Threshold "algBandwidthGBps": compile threshold '
+                             'expression "value + 1.0": expression must return bool, got double')
+
+
+def test_events_of_other_jobs_and_kinds_write_nothing(world: Callable[..., World],
+                                                      functions: Callable[..., dict[str, str]]) -> None:
+    w = world()
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400"})
+    w.settle()
+    url, ref = functions()["validate"], JobRef(name="llm", namespace=w.ns)
+    running = JobConditionChangedData(job=ref, new=ConditionSummary(type="InProgress", reason="WorkloadRunning"))
+    nodehealth = JobCheckData(job=ref, attempt=0, checks=["nodehealth"])
+    for data, kind in ((running, EventType.JOB_CONDITION_CHANGED), (nodehealth, EventType.JOB_CHECK)):
+        answer = send(url, to_outbound(kind, "test", w.ns, "llm", data, None))
+        assert answer.status == 202, answer.text
+    early = JobCheckData(job=ref, attempt=0, checks=["validation"])  # not Succeeded yet (a stale or forged check)
+    assert send(url, to_outbound(EventType.JOB_CHECK, "test", w.ns, "llm", early, None)).status == 202
+    assert validation(w) is None
+    garbage = send(url, to_outbound(EventType.JOB_CHECK, "test", w.ns, "llm", running, None))
+    assert garbage.status == 400
+
+
+# -- the WorkloadRun mirror ----------------------------------------------------------------------
+
+def run_condition(w: World) -> tuple[str, str, str]:
+    run = w.gw.get(cre_workloadruns(GROUP), w.ns, "wr") or {}
+    true = [c for c in run["status"]["conditions"] if c["status"] == "True"]
+    assert len(true) == 1, run["status"]
+    return true[0]["type"], true[0]["reason"], true[0]["message"]
+
+
+@pytest.mark.parametrize(("bus", "expected"), [
+    ("350", ("Failed", "WorkflowValidationFailed",
+             'Threshold "busBandwidthGBps" violated: measured 350.0000, expression: value >= 400'), ),
+    ("450", ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
+], ids=["violated", "met"])
+def test_a_workloadrun_waits_for_the_verdict_and_mirrors_it(bus: str, expected: tuple[str, str, str],
+                                                            world: Callable[..., World],
+                                                            functions: Callable[..., dict[str, str]]) -> None:
+    w = world()
+    runs = cre_workloadruns(GROUP)
+    run = w.gw.create(runs, w.ns, {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "WorkloadRun",
+        "metadata": {"name": "wr", "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 2, "gpusPerNode": 4,
+                 "framework": {"exec": {"command": ["true"]}}, "thresholds": {"busBandwidthGBps": "value >= 400"}}})
+    assert send(functions()["workloadrun"], apiserver_record("add", run, runs, w.gw.host)).status == 202
+    w.settle()
+    w.trainer("complete", job="wr")
+    w.settle()
+    assert w.final("wr")[0] == "Succeeded"
+    kind, reason, message = run_condition(w)
+    assert (kind, reason) == ("InProgress", "WorkflowCreated") and message.startswith("Workflow wr created; Job wr: ")
+    measure_bandwidth(w, [bus], name="wr-bandwidth", job_name="wr")
+    w.tick(rounds=1)
+    assert validation(w, "wr") is not None
+    assert run_condition(w) == expected
+    mirrors = [o for o in w.broker.outcomes if o.trigger == "crefn-workloadrun-validations"]
+    assert mirrors and all(o.status == 202 for o in mirrors if o.final)
