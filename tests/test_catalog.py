@@ -119,3 +119,26 @@ def test_settings_reject_bad_values(monkeypatch: pytest.MonkeyPatch, var: str, v
 
 def test_phase_enum_is_closed() -> None:
     assert [p.value for p in Phase] == ["Pending", "Running", "Succeeded", "Failed"]
+
+
+EMITTED = sorted((Path(__file__).parents[1] / "events" / "samples" / "emitted").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", EMITTED, ids=[p.stem for p in EMITTED])
+def test_emitted_samples_follow_their_model_and_schema(path: Path) -> None:
+    """The samples of the verdict events (recorded from the local stack) are what the catalog says."""
+    import jsonschema
+
+    record = json.loads(path.read_text())
+    attrs = record["attributes"]
+    event_type = EventType(attrs["type"])
+    assert path.stem == event_type.value
+    assert set(EXTENSIONS[event_type]) <= set(attrs)
+    DATA_MODELS[event_type].model_validate(record["data"])
+    jsonschema.validate(record["data"], schema_documents()[f"{event_type.value}.json"])
+
+
+def test_every_verdict_event_type_has_a_sample() -> None:
+    verdicts = {EventType.JOB_DEADLINE, EventType.JOB_CHECK, EventType.WORKLOAD_STALLED,
+                EventType.JOB_HARDWARE_FAILED, EventType.JOB_VALIDATION}
+    assert {p.stem for p in EMITTED} >= {t.value for t in verdicts}
