@@ -30,7 +30,7 @@ test: venv kube-apiserver
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
 ## The inner loop: everything that needs no API server.
-test-fast: venv
+test-fast: venv deps
 	@$(PY) -m pytest -m "not kube" $(PYTEST_ARGS)
 
 ## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).

@@ -7,7 +7,10 @@ now. PagerDuty Events v2 takes `{routing_key, event_action: trigger|resolve, ded
 answers 202; the dedup key `<namespace>/<job>/<alertname>` makes re-sends idempotent. Slack incoming
 webhooks take `{"text", "attachments"}` and answer 200 `ok`, or 429 with `Retry-After` when throttled.
 Duplicates: a redelivered event re-sends every alert; Alertmanager (labels) and PagerDuty (dedup
-key) absorb them, Slack shows the message again and the CloudEvents sink receives it again.
+key) absorb them, Slack shows the message again and the CloudEvents sink receives it again. A
+`Restated` alert (a Job update repeating a state) goes only where a repeat changes nothing (`meant_for`).
+Each batch sent to a sink is counted (`crefn_alert_deliveries_total`) by the sink's name and its
+result: delivered, refused, unavailable or throttled.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from typing import Any, Protocol
 from events.emitted import AlertData
 from events.envelope import to_outbound
 from events.types import EventType
-from functions.errors import CrefnError, PermanentError, TemporaryError, Unavailable
-from functions.rules.alerting import dedup_key
+from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable
+from functions.metrics import count_delivery
+from functions.rules.alerting import Restated, dedup_key
 from functions.settings import Settings
 from functions.transport import deliver, post_json
 
@@ -119,19 +123,41 @@ def configured_sinks(settings: Settings) -> list[AlertSink]:
     return sinks
 
 
+def meant_for(sink: AlertSink, alerts: Sequence[AlertData]) -> list[AlertData]:
+    """The alerts a sink is sent: all but the `Restated` ones, which only Alertmanager takes (the same labels
+    again change nothing) and PagerDuty when they resolve (a trigger re-sent after its incident was resolved
+    opens a new one; Slack and a CloudEvents sink show every message)."""
+    if isinstance(sink, Alertmanager):
+        return list(alerts)
+    resolves = isinstance(sink, PagerDuty)
+    return [a for a in alerts if not isinstance(a, Restated) or (resolves and a.status == "resolved")]
+
+
 def notify(sinks: Sequence[AlertSink], alerts: Sequence[AlertData]) -> str:
     """Send to every sink, even when one fails: `TemporaryError` (503) when any is worth a retry,
     naming those that got the alerts; `PermanentError` when a sink refused them; else a summary."""
     failures: list[tuple[AlertSink, CrefnError]] = []
-    for sink in sinks:
+    served = [(sink, batch) for sink in sinks if (batch := meant_for(sink, alerts))]
+    for sink, batch in served:
         try:
-            sink.send(alerts)
+            sink.send(batch)
         except (TemporaryError, PermanentError) as e:
             failures.append((sink, e))
+            count_delivery(sink.name, delivery_result(e))
+        else:
+            count_delivery(sink.name, "delivered")
     names = ", ".join(f"{a.alertname} {a.status}" for a in alerts)
     text = "; ".join(str(e) for _, e in failures)
     if any(isinstance(e, TemporaryError) for _, e in failures):
         raise Unavailable(f"alert sinks failed: {text} (delivered to the others: {names})")
     if failures:
         raise PermanentError(f"alert sinks refused: {text}")
-    return f"sent to {len(sinks)} sinks: {names}"
+    return f"sent to {len(served)} sinks: {names}"
+
+
+def delivery_result(error: CrefnError) -> str:
+    """The `result` of a delivery that failed: throttled (429), unavailable (down, unreachable, 5xx) or
+    refused (any other answer: the payload will never be taken)."""
+    if isinstance(error, Throttled):
+        return "throttled"
+    return "unavailable" if isinstance(error, TemporaryError) else "refused"

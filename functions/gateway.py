@@ -5,7 +5,9 @@ SDK's `ApiClient` (authentication, TLS, kubeconfig or in-cluster config) to the 
 so every kind — CRDs included — is handled the same way. API answers become the typed errors of
 `functions.errors` here, once (`error_of`): 404 → `NotFound`, 409 → `Conflict` (`AlreadyExists` when
 the server says so), 429 → `Throttled`, 5xx and unreachable → `Unavailable`, other 4xx →
-`PermanentError`. Response bodies are trimmed to one line; the cause is chained.
+`PermanentError`. Response bodies are trimmed to one line; the cause is chained. Every call is counted
+(`crefn_kube_requests_total`): its verb and resource read from the REST path (`kube_call_of`), its
+HTTP status, or `error` when the API server could not be reached.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from functions.errors import (
     Throttled,
     Unavailable,
 )
+from functions.metrics import count_kube_request
 from functions.resources import Resource
 
 JsonObj = dict[str, Any]
@@ -199,8 +202,9 @@ class Gateway:
         timeout: float | None = None,
         accept: str = "application/json",
     ) -> Any:
-        """One HTTP call; answers of 400 and above become our error kinds here."""
+        """One HTTP call, counted; answers of 400 and above become our error kinds here."""
         headers = {"Accept": accept, "Content-Type": content_type}
+        verb, resource = kube_call_of(method, path, query or [])
         try:
             request = self._api.param_serialize(
                 method, path, query_params=query or [], header_params=headers, body=body,
@@ -208,12 +212,36 @@ class Gateway:
             )
             resp = self._api.call_api(*request, _request_timeout=timeout or self._timeout)
         except ApiException as e:
+            count_kube_request(verb, resource, str(e.status) if e.status else "error")
             raise error_of(int(e.status or 0), str(e.reason or ""), e.body, method, path) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
+            count_kube_request(verb, resource, "error")
             raise Unavailable(f"Kubernetes API unreachable: {type(e).__name__}") from e
+        count_kube_request(verb, resource, str(resp.status))
         if resp.status >= 400:
             raise error_of(resp.status, str(resp.reason or ""), resp.read(), method, path)
         return resp
+
+
+VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update"}
+
+
+def kube_call_of(method: str, path: str, query: list[tuple[str, Any]]) -> tuple[str, str]:
+    """The Kubernetes verb and resource (`plural`, or `plural/subresource`) of a REST call:
+    `/api/v1/namespaces/ml/pods/p/log` → (`get`, `pods/log`)."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:]  # past /api/<version> or /apis/<group>/<version>
+    if parts[:1] == ["namespaces"] and len(parts) > 2 and parts[2:] not in (["status"], ["finalize"]):
+        parts = parts[2:]  # a namespaced resource (not a namespace's own subresource)
+    plural, named, sub = (parts[:1] or [""])[0], len(parts) > 1, "/".join(parts[2:])
+    if method == "GET":
+        watch = any(k == "watch" and str(v).lower() in ("1", "true") for k, v in query)
+        verb = "watch" if watch else "get" if named else "list"
+    elif method == "DELETE":
+        verb = "delete" if named else "deletecollection"
+    else:
+        verb = VERBS.get(method, method.lower())
+    return verb, f"{plural}/{sub}" if sub else plural
 
 
 def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -> CrefnError:

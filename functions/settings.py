@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     hardware_failure_action: Literal["report", "restart"] = "report"
     """On a node health failure: report it (CRE's Job tier), or also delete the TrainJob so that `restart`
     decides (what CRE's Workflow causes)."""
+    alert_transition_window_seconds: int = Field(default=90, gt=0)
+    """How recent a condition's `lastTransitionTime` must be for the alert a Job update derives from it to be
+    announced (Slack, a PagerDuty trigger, a CloudEvent) rather than only restated to Alertmanager: one tick
+    (60 s) and some delivery delay."""
 
     @field_validator("default_timeout_per_job", mode="before")
     @classmethod

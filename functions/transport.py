@@ -9,7 +9,9 @@
 - The answers. `respond()` serves one request: parse → handler → answer. The handler returns a plan
   (`reply` → 200 with the event, none → 202 with its `reason` logged); an error becomes its answer
   through `ANSWERS`, one table looked up by class; anything else is a bug: 500, process kept alive.
-  One JSON log line per request.
+  One JSON log line per request, and the request counted (`functions.metrics`): its event type, its
+  answer, its duration and, when the handler ran, its decision (`decision_of`). `GET /metrics` is
+  never an event: it answers the process's metrics. `scrape()` serves the `metrics` target.
 - The outbound HTTP client. `post()` for raw answers (replay counts them), `deliver()` for a
   CloudEvent that must be accepted (`K_SINK`, a CloudEvents alert sink) and `post_json()` for the
   alert sinks' JSON APIs; answers that are not accepted become the errors of `functions.errors` by
@@ -35,6 +37,7 @@ from cloudevents.http import from_http
 from flask import Request, Response
 
 from events.envelope import Envelope, InvalidEvent, Outbound
+from events.types import ApiServerType, EventType
 from functions.errors import (
     AlreadyExists,
     Conflict,
@@ -46,6 +49,7 @@ from functions.errors import (
     Throttled,
     Unavailable,
 )
+from functions.metrics import Exposition, count_decision, count_event, expose_process
 
 Record = dict[str, Any]
 ANSWERS: dict[type[Exception], int] = {
@@ -68,6 +72,10 @@ CORE_ATTRIBUTES = frozenset({"id", "type", "source", "subject", "specversion", "
                              "time"})
 TRACE_ATTRIBUTES = ("traceparent", "tracestate")
 SPEC_VERSIONS = frozenset({"1.0", "0.3"})
+METRICS_PATH = "/metrics"
+SCRAPE_METHODS = frozenset({"GET", "HEAD"})
+KNOWN_TYPES = frozenset({*EventType, *ApiServerType})
+"""Event types counted by name in `crefn_events_total`; any other is counted as `other`."""
 log = logging.getLogger("crefn")
 
 
@@ -183,40 +191,86 @@ def answer_for(error: Exception) -> int | None:
 
 
 def respond(request: Request, handler: Callable[[Envelope], Reply], function: str) -> Response:
-    """Serve one request: parse → handler → answer (SPEC §4.3)."""
+    """Serve one request: parse → handler → answer (SPEC §4.3); `GET /metrics`: the process's metrics."""
+    if request.method in SCRAPE_METHODS and request.path == METRICS_PATH:
+        return _exposed(expose_process(request.headers.get("Accept", "")))
     started = time.monotonic()
     env: Envelope | None = None
     try:
         env = parse_request(request)
         outcome = handler(env)
-    except (CrefnError, InvalidEvent) as e:
+    except (CrefnError, InvalidEvent) as e:  # with no Envelope the handler never ran: nothing was decided
         status = answer_for(e) or 500
-        return _answer(function, env, started, status, one_line(str(e)))
+        return _answer(function, env, started, status, one_line(str(e)), decision_of(e) if env else "")
     except Exception as e:  # a bug: answer 500, keep the process alive
         log.error(json.dumps({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
-        return _answer(function, env, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"))
+        return _answer(function, env, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"),
+                       "error:internal" if env else "")
     if outcome.reply is None:
-        return _answer(function, env, started, 202, outcome.reason)
+        return _answer(function, env, started, 202, outcome.reason, "nothing")
     headers, body = encode(outcome.reply)
-    _log(function, env, started, 200, f"replied {outcome.reply.type}")
+    _log(function, env, started, 200, f"replied {outcome.reply.type}", decision_of(outcome.reply))
     return Response(body, status=200, headers=headers)
 
 
-def _answer(function: str, env: Envelope | None, started: float, status: int, reason: str) -> Response:
-    _log(function, env, started, status, reason)
+def decision_of(made: Outbound | Exception) -> str:
+    """The `decision` label of `crefn_decisions_total`: `reply:<type without dev.crefn.>`, or what an
+    error means: `wait` (NotYet), `conflict`, `gone` (NotFound), else `error:<class>`."""
+    if isinstance(made, Outbound):
+        return f"reply:{made.type.removeprefix('dev.crefn.')}"
+    for cls, word in ((NotYet, "wait"), (Conflict, "conflict"), (NotFound, "gone")):
+        if isinstance(made, cls):
+            return word
+    return f"error:{type(made).__name__}"
+
+
+def scrape(request: Request, collect: Callable[[str], Exposition], function: str) -> Response:
+    """Serve a scrape target: `GET /metrics` → what `collect(accept)` renders; an error of ours (the API
+    unreachable, or refusing) → 503 with one line; another path → 404; another method → 405."""
+    if request.method not in SCRAPE_METHODS:
+        return Response(f"{request.method} is not allowed: scrape with GET {METRICS_PATH}\n", status=405,
+                        mimetype="text/plain", headers={"Allow": ", ".join(sorted(SCRAPE_METHODS))})
+    if request.path != METRICS_PATH:
+        return Response(f"not found: {one_line(request.path, 100)} (the metrics are at {METRICS_PATH})\n",
+                        status=404, mimetype="text/plain")
+    try:
+        exposition = collect(request.headers.get("Accept", ""))
+    except CrefnError as e:
+        log.warning(json.dumps({"function": function, "status": 503, "reason": one_line(str(e))}))
+        return Response(one_line(str(e)) + "\n", status=503, mimetype="text/plain")
+    except Exception as e:  # a bug: answer 500, keep the process alive
+        log.error(json.dumps({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
+        return Response(one_line(f"internal error: {type(e).__name__}: {e}") + "\n", status=500,
+                        mimetype="text/plain")
+    return _exposed(exposition)
+
+
+def _exposed(exposition: Exposition) -> Response:
+    return Response(exposition.body, status=200, content_type=exposition.content_type)
+
+
+def _answer(function: str, env: Envelope | None, started: float, status: int, reason: str,
+            decision: str) -> Response:
+    _log(function, env, started, status, reason, decision)
     if status == 202:
         return Response(b"", status=202)
     return Response(reason + "\n", status=status, mimetype="text/plain")
 
 
-def _log(function: str, env: Envelope | None, started: float, status: int, reason: str) -> None:
+def _log(function: str, env: Envelope | None, started: float, status: int, reason: str, decision: str) -> None:
+    """One JSON log line, and the request counted: its type, answer and duration; its decision if any."""
+    seconds = time.monotonic() - started
     level = logging.WARNING if status >= 400 else logging.INFO
     if status >= 500 and status != 503:
         level = logging.ERROR
     record = {"function": function, "status": status, "reason": reason, "id": env.id if env else None,
               "type": env.type if env else None, "subject": env.subject if env else None,
-              "ms": round((time.monotonic() - started) * 1000, 1)}
+              "ms": round(seconds * 1000, 1)}
     log.log(level, json.dumps(record))
+    event_type = "none" if env is None else env.type if env.type in KNOWN_TYPES else "other"
+    count_event(function, event_type, status, seconds)
+    if decision:
+        count_decision(function, decision)
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -92,6 +92,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
             code = 0 if ok else 1
         if keep:
             print(f"KUBECONFIG={stack.cluster.kubeconfig}", file=out)
+            if stack.prometheus is not None:
+                print(f"PROMETHEUS={stack.prometheus.url}", file=out)
             print(f"BROKER={stack.broker.url}", file=out, flush=True)
             print("the stack stays up; Ctrl-C stops everything", file=out, flush=True)
             with contextlib.suppress(KeyboardInterrupt):

@@ -2,8 +2,10 @@
 `knative/`; every function served by functions-framework on loopback, each authenticated as its own
 ServiceAccount; stand-ins for the Knative parts: a Broker that routes with the Triggers and delivery
 settings of `knative/base`, an ApiServerSource per source of `knative/base` (Resource mode,
-LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); and a real
-Alertmanager for the `alert` function unless the user named one.
+LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); a real
+Alertmanager for the `alert` function unless the user named one; and, when Debian's `prometheus` is
+installed, a real Prometheus scraping every function and the `metrics` target with the rules of the
+monitoring overlay (`localstack.prometheus`).
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ from typing import Any
 from events.types import CRE_GROUP_DEFAULT
 from functions.errors import AlreadyExists, Unavailable
 from functions.gateway import Gateway
-from functions.registry import TARGETS
-from functions.resources import Resource
+from functions.registry import METRICS, TARGETS
+from functions.resources import NAMESPACES, Resource
 from functions.transport import send
 from localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.apiserver import LocalCluster, free_port
 from localstack.apisource import WatchSource
 from localstack.broker import LocalBroker, triggers_from_manifests
-from localstack.manifests import render, service_account_user
+from localstack.manifests import NAMESPACE, render, service_account_user
+from localstack.prometheus import LocalPrometheus, PrometheusError, find_prometheus
 from localstack.serving import ServedFunction
 from localstack.timeline import Timeline
 
@@ -65,6 +68,7 @@ class Stack:
     out_dir: Path
     group: str
     alertmanager: LocalAlertmanager | None = None
+    prometheus: LocalPrometheus | None = None
 
     def quiet(self) -> bool:
         return self.broker.wait_idle(timeout=0.5, quiet=0.3)
@@ -97,6 +101,34 @@ def start_alertmanager(stack: contextlib.ExitStack, work_dir: Path, timeline: Ti
     stack.callback(alertmanager.stop)
     timeline.say(f"      Alertmanager on {alertmanager.url} (its notifications show as !! lines)")
     return alertmanager
+
+
+def start_prometheus(stack: contextlib.ExitStack, cluster: LocalCluster, work_dir: Path, out_dir: Path,
+                     timeline: Timeline, settings: dict[str, str],
+                     functions: dict[str, ServedFunction]) -> LocalPrometheus | None:
+    """A local Prometheus (when one is installed) scraping every served function and the `metrics`
+    target, served here as its own ServiceAccount: it answers scrapes only, so only Prometheus needs it."""
+    try:
+        find_prometheus()
+    except PrometheusError as e:
+        timeline.say(f"      {e}; nothing is scraped")
+        return None
+    gw = cluster.gateway()
+    try:
+        with contextlib.suppress(AlreadyExists):
+            gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    finally:
+        gw.close()
+    cluster.service_account_gateway(NAMESPACE, f"crefn-{METRICS}").close()
+    env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user(f"crefn-{METRICS}")))}
+    metrics = ServedFunction(METRICS, env, out_dir / f"function-{METRICS}.log")
+    stack.callback(metrics.stop)
+    targets = {**{t: f.url for t, f in functions.items()}, METRICS: metrics.start().url}
+    prometheus = LocalPrometheus(work_dir / "prometheus", targets).start()
+    stack.callback(prometheus.stop)
+    timeline.say(f"      Prometheus on {prometheus.url}: scrapes every function and the {METRICS} target, "
+                 "with the rules of knative/overlays/monitoring")
+    return prometheus
 
 
 def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
@@ -163,6 +195,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             served = ServedFunction(target, env, out_dir / f"function-{target}.log")
             stack.callback(served.stop)
             functions[target] = served.start()
+        prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions)
         say("[3/5] starting the Broker with the Triggers and delivery of knative/base")
         triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
         broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
@@ -182,4 +215,4 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         say(f"[5/5] PingSource: resync every {ping_interval:g}s")
         ticker = Ticker(functions["resync"].url, ping_interval)
         stack.callback(ticker.stop)
-        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager)
+        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus)

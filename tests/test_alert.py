@@ -1,12 +1,13 @@
 """The `alert` function with real sinks: a real Prometheus Alertmanager (with a webhook receiver), and
-local HTTP receivers checking the Slack and PagerDuty payloads against their documented shapes."""
+local HTTP receivers checking the Slack and PagerDuty payloads against their documented shapes. Job
+updates carry the Job as the API server stores it, written by the test (standing for CRE)."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,34 @@ def job_deleted(gateway: Gateway, ns: str, job: dict[str, Any]) -> dict[str, Any
     from localstack.apisource import apiserver_record
 
     return apiserver_record("delete", job, JOBS, gateway.host)
+
+
+def job_updated(gateway: Gateway, job: dict[str, Any]) -> dict[str, Any]:
+    from localstack.apisource import apiserver_record
+
+    return apiserver_record("update", job, JOBS, gateway.host)
+
+
+def rfc3339(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cre_writes(gateway: Gateway, ns: str, name: str, conditions: list[tuple[str, str, str]],
+               since: datetime | None = None, **status: Any) -> dict[str, Any]:
+    """A managed Job whose status another writer (CRE) sets: (type, status, reason) since `since`."""
+    if gateway.get(JOBS, ns, name) is None:
+        gateway.create(JOBS, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                  "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+                                  "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
+    at = rfc3339(since or datetime.now(UTC))
+    return gateway.patch(JOBS, ns, name, {"status": {**status, "conditions": [
+        {"type": t, "status": s, "reason": r, "message": f"{r} (CRE)", "observedGeneration": 1,
+         "lastTransitionTime": at} for t, s, r in conditions]}}, status=True)
+
+
+def listed(alertmanager: LocalAlertmanager, ns: str, alertname: str) -> list[dict[str, Any]]:
+    return [a for a in alertmanager.alerts() if a["labels"].get("namespace") == ns
+            and a["labels"]["alertname"] == alertname]
 
 
 def create_failed_job(gateway: Gateway, ns: str, restarts: int, max_restarts: int) -> dict[str, Any]:
@@ -238,3 +267,65 @@ def test_api_away_still_pages_then_asks_for_a_retry(serve: Callable[..., ServedF
     answer = send(url, failed(namespace, restarts=2, job="away"))
     assert answer.status == 503 and "the Job's restart budget is unknown" in answer.text
     assert "CREJobFailed" in ours(alertmanager.alerts(), namespace)
+
+
+EXCLUSIVE_FAILED = [("InProgress", "False", "NotApplicable"), ("Succeeded", "False", "NotApplicable")]
+RUNNING = [("InProgress", "True", "WorkloadRunning"), ("Succeeded", "False", "NotApplicable"),
+           ("Failed", "False", "NotApplicable")]
+
+
+def test_in_observe_mode_cre_verdicts_page_from_the_job_and_both_paths_make_one_alert(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+        alertmanager: LocalAlertmanager, webhook: Receiver) -> None:
+    url = alert_fn(serve, cluster, CREFN_MODE="observe", CREFN_ALERTMANAGER_URL=alertmanager.url)
+    timed_out = cre_writes(gateway, namespace, "llm", [*EXCLUSIVE_FAILED, ("Failed", "True", "JobTimedOut")])
+    assert send(url, job_updated(gateway, timed_out)).status == 202
+    (alert,) = listed(alertmanager, namespace, "CREJobFailed")
+    assert alert["labels"] == {"alertname": "CREJobFailed", "severity": "critical", "namespace": namespace,
+                               "job": "llm", "reason": "JobTimedOut"}
+    assert "JobTimedOut (CRE)" in alert["annotations"]["description"]
+    assert wait_until(lambda: "CREJobFailed" in notified(webhook, namespace, "firing"), 15)
+    # the project's own decision (its timeout, computed in observe mode) and a later update: the same alert
+    decided = failed(namespace)
+    decided["data"]["new"] = {"type": "Failed", "reason": "JobTimedOut", "message": "Job exceeded timeoutPerJob"}
+    assert send(url, decided).status == 202
+    assert send(url, job_updated(gateway, timed_out)).status == 202
+    assert len(listed(alertmanager, namespace, "CREJobFailed")) == 1
+
+    hardware = cre_writes(gateway, namespace, "gpu", [*RUNNING, ("HardwareFailed", "True", "HardwareFailureDetected")],
+                          failedNodes=[{"name": "gpu-3", "reason": "HardwareFailureDetected", "message": "unhealthy"}])
+    assert send(url, job_updated(gateway, hardware)).status == 202
+    (alert,) = listed(alertmanager, namespace, "CREJobHardwareFailed")
+    assert alert["labels"] == {"alertname": "CREJobHardwareFailed", "severity": "warning", "namespace": namespace,
+                               "job": "gpu", "reason": "HardwareFailureDetected"}
+    assert "gpu-3" in alert["annotations"]["summary"]
+    decided = event("dev.crefn.job.hardware.failed", {
+        "job": {"name": "gpu", "namespace": namespace}, "nodes": ["gpu-3"],
+        "message": "Hardware failure detected on node(s): [gpu-3]"}, namespace, "gpu")
+    assert send(url, decided).status == 202
+    assert len(listed(alertmanager, namespace, "CREJobHardwareFailed")) == 1
+    assert wait_until(lambda: "CREJobHardwareFailed" in notified(webhook, namespace, "firing"), 15)
+
+
+def test_chat_gets_a_fresh_cre_verdict_once_and_an_old_one_never(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+        receivers: tuple[Receiver, Receiver]) -> None:
+    slack, pagerduty = receivers
+    url = alert_fn(serve, cluster, CREFN_MODE="observe", CREFN_SLACK_WEBHOOK_URL=slack.url,
+                   CREFN_PAGERDUTY_URL=pagerduty.url, CREFN_PAGERDUTY_ROUTING_KEY="k")
+    fresh = cre_writes(gateway, namespace, "fresh", [*EXCLUSIVE_FAILED, ("Failed", "True", "WorkloadStalled")])
+    assert send(url, job_updated(gateway, fresh)).status == 202
+    (message,) = slack.bodies
+    assert message["text"] == f"CRITICAL: CRE Job {namespace}/fresh failed (WorkloadStalled)"
+    (trigger,) = pagerduty.bodies
+    assert (trigger["event_action"], trigger["dedup_key"]) == ("trigger", f"{namespace}/fresh/CREJobFailed")
+    old = cre_writes(gateway, namespace, "old", [*EXCLUSIVE_FAILED, ("Failed", "True", "WorkloadStalled")],
+                     since=datetime.now(UTC) - timedelta(minutes=10))
+    assert send(url, job_updated(gateway, old)).status == 202
+    # a running Job has nothing to say
+    assert send(url, job_updated(gateway, cre_writes(gateway, namespace, "quiet", RUNNING))).status == 202
+    assert len(slack.bodies) == 1 and len(pagerduty.bodies) == 1
+    # manage mode: the project wrote the verdict and its decision event announced it; the update adds nothing
+    managed = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=slack.url)
+    assert send(managed, job_updated(gateway, fresh)).status == 202
+    assert len(slack.bodies) == 1

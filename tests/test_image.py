@@ -1,6 +1,6 @@
 """The image's contents and entrypoint without a container engine: the wheel the Dockerfile installs
 holds what the functions need and nothing of the dev stack, and the Dockerfile's CMD, run as written
-against that installed copy, serves every target."""
+against that installed copy, serves every target (the event functions and `metrics`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.registry import TARGETS
-from functions.transport import send
+from functions.registry import METRICS, SERVED
+from functions.transport import post, send
 from localstack.apiserver import free_port, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
@@ -64,7 +64,7 @@ DOCKER_CMD = next(json.loads(line.removeprefix("CMD ")) for line in (REPO / "Doc
                   if line.startswith("CMD "))
 
 
-@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("target", sorted(SERVED))
 def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Path, target: str,
                                                                        tmp_path: Path) -> None:
     port = free_port()
@@ -73,7 +73,10 @@ def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Pat
     try:
         assert wait_for_port(port, alive=lambda: proc.poll() is None), "the CMD did not serve"
         sample = load_sample("trainjob-resource-update-complete")
-        if target == "phase":
+        if target == METRICS:  # answers scrapes only (a scrape needs an API server: see test_metrics)
+            answer = post(f"http://127.0.0.1:{port}/metrics", {}, b"")
+            assert answer.status == 405 and answer.headers["allow"] == "GET, HEAD", answer.text
+        elif target == "phase":
             answer = send(f"http://127.0.0.1:{port}/", sample)
             assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
         else:  # our transport answers, with this target's own idea of what it accepts

@@ -1,5 +1,6 @@
 """Every function over HTTP, fed random and mutated events: the answer is always one of SPEC §4.3's
-(never 500, never a crash). The Kubernetes API is unreachable here, so reads answer 503."""
+(never 500, never a crash). The Kubernetes API is unreachable here, so reads answer 503. Every target
+answers `GET /metrics`; the `metrics` target, fed any method and path, only its documented answers."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.registry import TARGETS
-from functions.transport import send
+from functions.registry import METRICS, SERVED, TARGETS
+from functions.transport import Answer, send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.helpers import unreachable_kubeconfig
@@ -44,7 +45,7 @@ def servers(serve: Callable[..., ServedFunction], tmp_path_factory: pytest.TempP
     kubeconfig = unreachable_kubeconfig(Path(tmp_path_factory.mktemp("kc")) / "kubeconfig")
     env = {"CREFN_KUBECONFIG": str(kubeconfig), "CREFN_KUBE_TIMEOUT_SECONDS": "1", "CREFN_LOG_LEVEL": "ERROR",
            "K_SINK": "http://127.0.0.1:9/", "CREFN_ALERTMANAGER_URL": "http://127.0.0.1:9"}
-    return {target: serve(target, **env).url for target in TARGETS}
+    return {target: serve(target, **env).url for target in SERVED}
 
 
 def mutate(obj: Any, path: list[str], value: Any) -> Any:
@@ -66,4 +67,38 @@ def test_every_answer_is_a_documented_one(servers: dict[str, str], target: str, 
     answer = send(servers[target], {"attributes": attrs, "data": mutate(base, path, value)}, structured=structured)
     assert answer.status in ALLOWED, (target, answer.status, answer.text)
     if answer.status >= 400:
+        assert answer.text and "\n" not in answer.text
+
+
+def request(url: str, method: str) -> Answer:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=30) as resp:
+            return Answer(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_every_function_answers_get_metrics(servers: dict[str, str], target: str) -> None:
+    answer = request(servers[target] + "metrics", "GET")
+    assert answer.status == 200 and answer.headers["content-type"].startswith("text/plain")
+    assert "# TYPE crefn_events_total counter" in answer.text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+       path=st.sampled_from(["metrics", "", "metrics/", "x", "metrics?x=1", "a/b"]))
+def test_the_metrics_target_answers_only_its_documented_answers(servers: dict[str, str], method: str,
+                                                                path: str) -> None:
+    answer = request(servers[METRICS] + path, method)
+    assert answer.status in {404, 405, 503}, (method, path, answer.status, answer.text)
+    if method not in ("GET", "HEAD"):
+        assert answer.status == 405 and answer.headers["allow"] == "GET, HEAD"
+    elif path.split("?")[0] == "metrics":
+        assert answer.status == 503  # the API server is unreachable here
+    if method != "HEAD":
         assert answer.text and "\n" not in answer.text

@@ -1,26 +1,31 @@
 """`knative/` tested like code: it lints, renders (base and every overlay), validates (core kinds
-against Kubernetes' schemas, Knative kinds against the project's models), and its wiring holds
-together with the code (Triggers, sources, targets, settings, RBAC)."""
+against Kubernetes' schemas, Knative and Prometheus Operator kinds against the project's models), and
+its wiring holds together with the code (Triggers, sources, targets, settings, RBAC, the monitors)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import kubernetes_validate
 import pytest
+from pydantic import Field, model_validator
 
 from events.types import EventType
 from functions import main
-from functions.registry import TARGETS
+from functions.registry import SERVED, TARGETS
 from functions.settings import Settings
-from localstack.manifests import KNATIVE, OVERLAYS, render
-from tests.support.knative_models import KNATIVE_MODELS
+from localstack.manifests import KNATIVE, render
+from localstack.manifests import OVERLAYS as STACK_OVERLAYS
+from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
 
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
+MONITORING = "overlays/monitoring"
+OVERLAYS = (*STACK_OVERLAYS, MONITORING)
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
 
 
@@ -48,8 +53,8 @@ def test_renders_and_every_object_is_valid(overlay: str) -> None:
         if (doc["kind"] in CORE_KINDS and "/" not in doc["apiVersion"]) or doc["apiVersion"].startswith("rbac."):
             kubernetes_validate.validate(doc, "1.37.0", strict=True)
         else:
-            assert key in KNATIVE_MODELS, f"no check for {key}"
-            KNATIVE_MODELS[key].model_validate(doc)
+            assert key in MODELS, f"no check for {key}"
+            MODELS[key].model_validate(doc)
         assert doc["metadata"].get("namespace", "crefn-system") == "crefn-system" or doc["kind"] == "Namespace"
 
 
@@ -148,14 +153,14 @@ def test_services_name_real_targets_and_known_settings(overlay: str) -> None:
         env = {e["name"]: e["value"] for e in container["env"]}
         assert set(env) <= FRAMEWORK_ENV | known, name
         if "FUNCTION_TARGET" in env:
-            assert env["FUNCTION_TARGET"] in TARGETS and callable(getattr(main, env["FUNCTION_TARGET"]))
+            assert env["FUNCTION_TARGET"] in SERVED and callable(getattr(main, env["FUNCTION_TARGET"]))
             assert name == f"crefn-{env['FUNCTION_TARGET']}"
             assert spec["serviceAccountName"] == name
         else:
             assert container["args"][:2] == ["cre-fn", "record"]
         assert int(env["THREADS"]) == spec["containerConcurrency"]
         assert container["securityContext"]["runAsNonRoot"] is True
-    assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == set(TARGETS)
+    assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == SERVED
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -236,3 +241,126 @@ def test_readme_rbac_matrix_matches_the_roles() -> None:
                 actual.add((role["metadata"]["name"].removeprefix("crefn-"),
                             f"{res} ({rule['apiGroups'][0] or 'core'})", ", ".join(rule["verbs"])))
     assert documented == actual
+
+
+# -- the monitoring overlay: the Prometheus Operator's kinds (monitoring.coreos.com/v1), the fields we set
+
+DURATION = r"^(0|([0-9]+(ms|s|m|h|d|w|y))+)$"
+
+
+class Relabeling(Strict):
+    sourceLabels: list[str] = Field(default_factory=list)
+    regex: str = "(.*)"
+    action: Literal["replace", "keep", "drop"] = "replace"
+    targetLabel: str | None = None
+
+
+class PodMetricsEndpoint(Strict):
+    port: str
+    path: str = Field(pattern="^/")
+    interval: str = Field(pattern=DURATION)
+    honorLabels: bool = False
+    relabelings: list[Relabeling] = Field(default_factory=list)
+
+
+class PodMonitorSpec(Strict):
+    selector: Selector
+    podMetricsEndpoints: list[PodMetricsEndpoint] = Field(min_length=1)
+
+
+class PodMonitor(Strict):
+    apiVersion: Literal["monitoring.coreos.com/v1"]
+    kind: Literal["PodMonitor"]
+    metadata: Meta
+    spec: PodMonitorSpec
+
+
+class Rule(Strict):
+    alert: str | None = None
+    record: str | None = None
+    expr: str = Field(min_length=1)
+    for_: str | None = Field(default=None, alias="for", pattern=DURATION)
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def alert_or_record(self) -> Rule:
+        assert (self.alert is None) != (self.record is None), "a rule is an alert or a record"
+        assert self.alert or (self.for_ is None and not self.annotations), "a record has no for or annotations"
+        return self
+
+
+class RuleGroup(Strict):
+    name: str = Field(min_length=1)
+    rules: list[Rule] = Field(min_length=1)
+
+
+class PrometheusRuleSpec(Strict):
+    groups: list[RuleGroup] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def unique_groups(self) -> PrometheusRuleSpec:
+        assert len({g.name for g in self.groups}) == len(self.groups), "group names are unique"
+        return self
+
+
+class PrometheusRule(Strict):
+    apiVersion: Literal["monitoring.coreos.com/v1"]
+    kind: Literal["PrometheusRule"]
+    metadata: Meta
+    spec: PrometheusRuleSpec
+
+
+MODELS: dict[str, type[Strict]] = {**KNATIVE_MODELS, "monitoring.coreos.com/v1/PodMonitor": PodMonitor,
+                                   "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule}
+KNATIVE_POD_LABEL = "serving.knative.dev/service"
+KNATIVE_USER_PORT = "user-port"  # the name Knative gives the user container's port on every revision pod
+
+
+def scraped(endpoint: dict[str, Any], pod_labels: dict[str, str]) -> bool:
+    """Whether a pod survives the endpoint's keep/drop relabelings (Prometheus anchors every regex)."""
+    meta = {f"__meta_kubernetes_pod_label_{k.replace('.', '_').replace('/', '_').replace('-', '_')}": v
+            for k, v in pod_labels.items()}
+    for step in endpoint.get("relabelings") or []:
+        value = ";".join(meta.get(s, "") for s in step.get("sourceLabels") or [])
+        matched = re.fullmatch(step.get("regex", "(.*)"), value) is not None
+        if (step.get("action") == "keep" and not matched) or (step.get("action") == "drop" and matched):
+            return False
+    return True
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if not {"Exists": key in labels, "DoesNotExist": key not in labels, "In": labels.get(key) in values,
+                "NotIn": labels.get(key) not in values}[op]:
+            return False
+    return True
+
+
+def test_monitoring_scrapes_every_function_pod_and_the_metrics_pod_once() -> None:
+    docs = RENDERED[MONITORING]
+    assert set(by_name(docs, "Service")) == set(by_name(RENDERED["base"], "Service"))
+    monitors = by_name(docs, "PodMonitor")
+    assert set(monitors) == {"crefn-functions", "crefn-metrics"}
+    for name in by_name(docs, "Service"):
+        pod = {KNATIVE_POD_LABEL: name, "serving.knative.dev/revision": f"{name}-00001"}
+        scrapers = {m for m, doc in monitors.items() if selects(doc["spec"]["selector"], pod)
+                    and any(scraped(e, pod) for e in doc["spec"]["podMetricsEndpoints"])}
+        assert scrapers == {"crefn-metrics" if name == "crefn-metrics" else "crefn-functions"}, name
+    other = {KNATIVE_POD_LABEL: "someone-else"}
+    assert not any(scraped(e, other) for e in monitors["crefn-functions"]["spec"]["podMetricsEndpoints"])
+
+
+def test_monitors_use_knatives_port_name_and_keep_the_job_gauges_labels() -> None:
+    docs = RENDERED[MONITORING]
+    for service in by_name(docs, "Service").values():  # one port: Knative serves it as user-port
+        assert service["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 8080}]
+    for monitor in by_name(docs, "PodMonitor").values():
+        for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+            assert (endpoint["port"], endpoint["path"]) == (KNATIVE_USER_PORT, "/metrics")
+            # nvcre_job_* carry the CRE Job's namespace and job: only the metrics pod's labels are honoured
+            assert endpoint.get("honorLabels", False) == (monitor["metadata"]["name"] == "crefn-metrics")
+    assert [r["metadata"]["name"] for r in of_kind(docs, "PrometheusRule")] == ["crefn"]

@@ -1,24 +1,29 @@
-"""`alert`: `job.condition.changed`, `job.restarted`, `job.hardware.failed`, `job.validation` and CRE Job
-deletes → alerts (SPEC §8).
+"""`alert`: `job.condition.changed`, `job.restarted`, `job.hardware.failed`, `job.validation`, CRE Job
+updates and deletes → alerts (SPEC §8).
 
-read: the event, and for a change to `Failed` the Job (its restart budget). decide: the alerts
-(`functions.rules.alerts`) as one `Notify`. Every configured sink is tried (`functions.alertsinks`):
-one that is down or throttled makes the answer 503, naming it, so the Broker retries (the others
-have the alerts already; Alertmanager and PagerDuty absorb the duplicates); one that refuses the
-payload is a configuration error: 400 when no sink needs a retry. No sink configured: 202. When the
-Job cannot be read for its restart budget (API away), `CREJobFailed` is sent anyway and the answer
-is 503, so the retry adds `CREJobRestartsExhausted` if it applies.
+read: the event, and for a change to `Failed` the Job (its restart budget); a Job update or delete
+carries the Job (Resource mode). decide: the alerts (`functions.rules.alerting`) as one `Notify`. A Job
+update raises what its stored conditions say, whoever wrote them (CRE's own verdicts in observe mode):
+a state that began within `CREFN_ALERT_TRANSITION_WINDOW_SECONDS` is announced to every sink unless the
+project wrote it (manage mode, a managed Job: its decision event announced it); the rest is restated,
+for the sinks that deduplicate it (`functions.alertsinks.meant_for`); none of them configured: 202.
+Every configured sink is tried: one that is down or throttled makes the answer 503, naming it, so the
+Broker retries (the others have the alerts already; Alertmanager and PagerDuty absorb the duplicates);
+one that refuses the payload is a configuration error: 400 when no sink needs a retry. No sink
+configured: 202. When the Job cannot be read for its restart budget (API away), `CREJobFailed` is sent
+anyway and the answer is 503, so the retry adds `CREJobRestartsExhausted` if it applies.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from events.emitted import JobConditionChangedData, JobHardwareFailedData, JobRestartedData, JobValidationData
 from events.envelope import Envelope, ResourceChange, parse_apiserver_event, parse_data
 from events.types import ApiServerType, EventType
+from functions.alertsinks import configured_sinks, meant_for
 from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError, TemporaryError
@@ -28,16 +33,17 @@ from functions.rules.alerting import (
     on_condition_changed,
     on_hardware_failed,
     on_job_deleted,
+    on_job_state,
     on_restarted,
     on_validation,
 )
-from functions.rules.jobs import parse_job
+from functions.rules.jobs import JobState, is_managed, parse_job
 from functions.settings import Settings
 
 FUNCTION = "alert"
 ACCEPTS = frozenset({EventType.JOB_CONDITION_CHANGED.value, EventType.JOB_RESTARTED.value,
                      EventType.JOB_HARDWARE_FAILED.value, EventType.JOB_VALIDATION.value,
-                     ApiServerType.RESOURCE_DELETE.value})
+                     ApiServerType.RESOURCE_UPDATE.value, ApiServerType.RESOURCE_DELETE.value})
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class Observed:
     hardware: JobHardwareFailedData | None = None
     validation: JobValidationData | None = None
     deleted_job: dict[str, Any] | None = None
+    updated_job: JobState | None = None
     max_restarts: int | None = None
     missing: str = ""
     """What could not be read (the Job's restart budget when the API is away)."""
@@ -70,9 +77,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if env.type == EventType.JOB_VALIDATION:
         return Observed(validation=parse_data(env, JobValidationData))
     change = parse_apiserver_event(env)
-    if not isinstance(change, ResourceChange) or change.verb != "delete":
+    if not isinstance(change, ResourceChange) or change.verb not in ("update", "delete"):
         raise PermanentError(f"unknown event type {env.type!r} for this function")
-    return Observed(deleted_job=parse_job(change.object, ctx.settings.cre_group).raw)
+    state = parse_job(change.object, ctx.settings.cre_group)
+    return Observed(updated_job=state) if change.verb == "update" else Observed(deleted_job=state.raw)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
@@ -84,6 +92,9 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         alerts = on_hardware_failed(observed.hardware, now)
     elif observed.validation is not None:
         alerts = on_validation(observed.validation, now)
+    elif (state := observed.updated_job) is not None:
+        announced = not settings.observe and is_managed(state.job.metadata.labels, settings)
+        alerts = on_job_state(state, now, timedelta(seconds=settings.alert_transition_window_seconds), announced)
     else:
         assert observed.deleted_job is not None
         alerts = on_job_deleted(observed.deleted_job, now)
@@ -91,6 +102,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return nothing("no alert to raise or resolve")
     if not settings.alert_sinks_configured:
         return nothing(f"{len(alerts)} alerts, no sink configured")
+    if not any(meant_for(sink, alerts) for sink in configured_sinks(settings)):
+        return nothing(f"{len(alerts)} alerts restated, no sink that takes them is configured")
     notify = Notify(tuple(alerts))
     return Plan((notify, Wait(observed.missing)) if observed.missing else (notify,))
 

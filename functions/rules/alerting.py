@@ -12,17 +12,28 @@
 - `job.validation` → `CREJobValidationFailed` (warning) when the thresholds were not met, resolved when
   they were.
 - A Job delete (the ApiServerSource sends the Job as last seen) → everything it had raised resolved.
+- A CRE Job update (`on_job_state`; the ApiServerSource sends the Job as it is now, not what changed) →
+  the alerts of the states its stored conditions say, whoever wrote them (CRE next to an observing
+  project): `Failed` True (any reason) → `CREJobFailed` (and `CREJobRestartsExhausted`),
+  `HardwareFailed` / `ValidationFailed` True → their warnings, `InProgress`/`WorkloadSchedulingBlocked` →
+  `CREJobSchedulingBlocked`; and the resolves of the states it left (pods placed or a verdict after a
+  block, `HardwareFailed` / `ValidationFailed` False, the restart warning on a verdict). A state that
+  began within the window is announced; anything else is `Restated` (what a sink may have been told).
 Labels are `alertname`, `severity`, `namespace`, `job`, `reason`: Alertmanager identifies an alert by
-its labels, so a resolve carries the same `reason` as the firing alert did.
+its labels, so a resolve carries the same `reason` as the firing alert did. Both paths build their
+alerts with the same functions (same labels and texts), so they make one alert in Alertmanager; that
+is why they share this module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from events.emitted import (
     AlertData,
+    FailedNode,
     FailureInfo,
     JobConditionChangedData,
     JobHardwareFailedData,
@@ -31,7 +42,10 @@ from events.emitted import (
     JobValidationData,
 )
 from events.types import Reason
-from functions.rules.conditions import true_exclusive
+from functions.rules.attempts import current_workload_ref
+from functions.rules.conditions import TERMINAL, true_exclusive
+from functions.rules.jobs import JobState
+from functions.rules.running import scheduling_grace
 
 FAILED = "CREJobFailed"
 RESTARTED = "CREJobRestarted"
@@ -79,35 +93,46 @@ def failure_text(failure: FailureInfo | None) -> str:
 
 def on_condition_changed(data: JobConditionChangedData, max_restarts: int | None, now: datetime) -> list[AlertData]:
     ns, job, new = data.job.namespace, data.job.name, data.new
-    where = f"{ns}/{job}"
     alerts: list[AlertData] = []
     if new.type == "Failed":
-        nodes = ", ".join(n.name for n in data.failed_nodes) or "none recorded"
-        workload = f" (TrainJob {data.workload.name})" if data.workload else ""
-        description = (f"Job {where} failed{workload}: {new.message or new.reason}. Reason: {new.reason}. "
-                       f"Restarts used: {restarts_text(data.restart_count, max_restarts)}. Failed nodes: {nodes}."
-                       f"{failure_text(data.failure)}")
-        where_failed = (f": {data.failure.reason or 'Error'} on {data.failure.node_name}"
-                        if data.failure and data.failure.pod_name and data.failure.node_name else "")
-        alerts.append(make_alert(FAILED, "critical", "firing", ns, job, new.reason,
-                            f"CRE Job {where} failed ({new.reason}){where_failed}", description, now,
-                            now + FAILED_ALERT_TTL))
-        if max_restarts and data.restart_count >= max_restarts:
-            alerts.append(make_alert(EXHAUSTED, "critical", "firing", ns, job, new.reason,
-                                f"CRE Job {where} failed after all {max_restarts} checkpoint restarts",
-                                description, now, now + FAILED_ALERT_TTL))
+        alerts += failed_alerts(data, max_restarts, now)
         if data.restart_count:
             alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
     elif new.type == "Succeeded" and data.restart_count:
         alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
     if new.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
-        alerts.append(make_alert(BLOCKED, "warning", "firing", ns, job, new.reason,
-                                 f"CRE Job {where}: its pods cannot be scheduled",
-                                 f"Job {where}: {new.message}. The Job's clocks are paused until the pods are "
-                                 "placed.", now, now + FAILED_ALERT_TTL))
+        alerts.append(blocked_alert(ns, job, new.message, now))
     elif data.previous is not None and data.previous.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
         alerts.append(resolved(BLOCKED, "warning", ns, job, Reason.WORKLOAD_SCHEDULING_BLOCKED, now))
     return alerts
+
+
+def failed_alerts(data: JobConditionChangedData, max_restarts: int | None, since: datetime) -> list[AlertData]:
+    """`CREJobFailed` for a Failed verdict, and `CREJobRestartsExhausted` when the restart budget is spent."""
+    ns, job, new = data.job.namespace, data.job.name, data.new
+    where = f"{ns}/{job}"
+    nodes = ", ".join(n.name for n in data.failed_nodes) or "none recorded"
+    workload = f" (TrainJob {data.workload.name})" if data.workload else ""
+    description = (f"Job {where} failed{workload}: {new.message or new.reason}. Reason: {new.reason}. "
+                   f"Restarts used: {restarts_text(data.restart_count, max_restarts)}. Failed nodes: {nodes}."
+                   f"{failure_text(data.failure)}")
+    where_failed = (f": {data.failure.reason or 'Error'} on {data.failure.node_name}"
+                    if data.failure and data.failure.pod_name and data.failure.node_name else "")
+    alerts = [make_alert(FAILED, "critical", "firing", ns, job, new.reason,
+                         f"CRE Job {where} failed ({new.reason}){where_failed}", description, since,
+                         since + FAILED_ALERT_TTL)]
+    if max_restarts and data.restart_count >= max_restarts:
+        alerts.append(make_alert(EXHAUSTED, "critical", "firing", ns, job, new.reason,
+                                 f"CRE Job {where} failed after all {max_restarts} checkpoint restarts",
+                                 description, since, since + FAILED_ALERT_TTL))
+    return alerts
+
+
+def blocked_alert(ns: str, job: str, message: str, since: datetime) -> AlertData:
+    return make_alert(BLOCKED, "warning", "firing", ns, job, Reason.WORKLOAD_SCHEDULING_BLOCKED,
+                      f"CRE Job {ns}/{job}: its pods cannot be scheduled",
+                      f"Job {ns}/{job}: {message}. The Job's clocks are paused until the pods are placed.", since,
+                      since + FAILED_ALERT_TTL)
 
 
 def on_hardware_failed(data: JobHardwareFailedData, now: datetime) -> list[AlertData]:
@@ -125,11 +150,15 @@ def on_validation(data: JobValidationData, now: datetime) -> list[AlertData]:
     ns, job = data.job.namespace, data.job.name
     if not data.failed:
         return [resolved(VALIDATION, "warning", ns, job, "ValidationFailed", now)]
-    nodes = ", ".join(n.name for n in data.failed_nodes) or "none recorded"
-    return [make_alert(VALIDATION, "warning", "firing", ns, job, "ValidationFailed",
-                       f"CRE Job {ns}/{job} succeeded but failed validation ({data.reason})",
-                       f"Job {ns}/{job}: {data.message}. Reason: {data.reason}. Nodes: {nodes}.", now,
-                       now + FAILED_ALERT_TTL)]
+    return [validation_alert(ns, job, data.reason, data.message, data.failed_nodes, now)]
+
+
+def validation_alert(ns: str, job: str, reason: str, message: str, failed_nodes: Sequence[FailedNode],
+                     since: datetime) -> AlertData:
+    nodes = ", ".join(n.name for n in failed_nodes) or "none recorded"
+    return make_alert(VALIDATION, "warning", "firing", ns, job, "ValidationFailed",
+                      f"CRE Job {ns}/{job} succeeded but failed validation ({reason})",
+                      f"Job {ns}/{job}: {message}. Reason: {reason}. Nodes: {nodes}.", since, since + FAILED_ALERT_TTL)
 
 
 def on_restarted(data: JobRestartedData, now: datetime) -> list[AlertData]:
@@ -169,3 +198,99 @@ def on_job_deleted(job: dict[str, Any], now: datetime) -> list[AlertData]:
 def resolved(name: str, severity: Severity, ns: str, job: str, reason: str, now: datetime) -> AlertData:
     return make_alert(name, severity, "resolved", ns, job, reason, f"{name} resolved for CRE Job {ns}/{job}",
                  f"Job {ns}/{job} was deleted or has moved on.", now, now)
+
+
+class Restated(AlertData):
+    """An alert a Job update restates rather than announces: a state that began before the window, one the
+    project's own decision announced already, or a state left (its alert may never have been raised). For the
+    sinks where the repeat changes nothing: Alertmanager (same labels), and PagerDuty for a resolve only (a
+    trigger re-sent after a responder resolved the incident opens a new one). Not for chat."""
+
+    @classmethod
+    def of(cls, alert: AlertData) -> Restated:
+        return cls.model_validate(alert.model_dump())
+
+
+INDEPENDENT = {"HardwareFailed": (HARDWARE, Reason.HARDWARE_FAILURE_DETECTED),
+               "ValidationFailed": (VALIDATION, "ValidationFailed")}
+"""The independent conditions that raise an alert while True: the alert's name and `reason` label."""
+Timed = tuple[AlertData, datetime | None]
+
+
+def on_job_state(state: JobState, now: datetime, window: timedelta, announced: bool) -> list[AlertData]:
+    """The alerts of the states a Job's stored conditions say, and the resolves of the states it left within
+    `window` (older ones were resolved then). A state that began within `window` is announced to every sink,
+    unless `announced` (the project wrote it and its decision event raised the alert); anything else is
+    `Restated`, so a Job updated again and again changes nothing. Pure and idempotent."""
+
+    def fresh(at: datetime | None) -> bool:
+        return at is not None and now - at <= window
+
+    return ([a if fresh(at) and not announced else Restated.of(a) for a, at in held_states(state, now)
+             if a.ends_at is None or a.ends_at > now]
+            + [Restated.of(a) for a, at in left_states(state, now) if fresh(at)])
+
+
+def held_states(state: JobState, now: datetime) -> list[Timed]:
+    """The alerts of the states the Job is in, each with the time the state began (None: unknown)."""
+    job, ns, name = state.job, state.ref.namespace, state.ref.name
+    status, true = job.status, state.true_condition
+    held: list[Timed] = []
+    if true is not None and true.type == "Failed":
+        at = transition(state, "Failed")
+        data = JobConditionChangedData(job=state.ref, new=true, restart_count=status.restart_count,
+                                       workload=current_workload_ref(job) if status.workload_ref else None,
+                                       failed_nodes=status.failed_nodes, failure=status.failure_log)
+        checkpoint = job.spec.checkpoint
+        held += [(a, at) for a in failed_alerts(data, checkpoint.max_restarts if checkpoint else None, at or now)]
+    if true is not None and true.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        at = blocked_at(state)
+        held.append((blocked_alert(ns, name, true.message, at or now), at))
+    for cond in status.conditions:
+        at = cond.last_transition_time
+        if cond.type == "HardwareFailed" and cond.status == "True":
+            held.append((hardware_alert(ns, name, cond.message, status.failed_nodes, at or now), at))
+        elif cond.type == "ValidationFailed" and cond.status == "True":
+            held.append((validation_alert(ns, name, cond.reason, cond.message, status.failed_nodes, at or now), at))
+    return held
+
+
+def left_states(state: JobState, now: datetime) -> list[Timed]:
+    """The resolves of the states the Job has left, each with the time it left them (None: not known)."""
+    ns, name = state.ref.namespace, state.ref.name
+    status, true = state.job.status, state.true_condition
+    left: list[Timed] = []
+    if true is not None and true.type in TERMINAL and status.restart_count:  # the verdict supersedes the restart
+        left.append((resolved(RESTARTED, "warning", ns, name, RESTART_REASON, now), transition(state, true.type)))
+    if true is not None and true.reason != Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        at = (status.scheduling_resumed_time if true.type == "InProgress"  # the pods were placed
+              else transition(state, true.type) if status.scheduling_blocked_since else None)  # a verdict ended it
+        left.append((resolved(BLOCKED, "warning", ns, name, Reason.WORKLOAD_SCHEDULING_BLOCKED, now), at))
+    for cond in status.conditions:
+        if cond.type in INDEPENDENT and cond.status == "False":
+            alertname, reason = INDEPENDENT[cond.type]
+            left.append((resolved(alertname, "warning", ns, name, reason, now), cond.last_transition_time))
+    return left
+
+
+def transition(state: JobState, cond_type: str) -> datetime | None:
+    return next((c.last_transition_time for c in state.job.status.conditions if c.type == cond_type), None)
+
+
+def blocked_at(state: JobState) -> datetime | None:
+    """When the Job began to say `WorkloadSchedulingBlocked`. A reason change inside `InProgress` keeps the
+    condition's `lastTransitionTime`, so it is the marker plus the grace (the condition is written on the
+    first check past it), or the condition's own time when that is later."""
+    marker = state.job.status.scheduling_blocked_since
+    times = [t for t in (transition(state, "InProgress"), marker + scheduling_grace(state) if marker else None)
+             if t is not None]
+    return max(times, default=None)
+
+
+def hardware_alert(ns: str, job: str, message: str, failed_nodes: Sequence[FailedNode], since: datetime) -> AlertData:
+    """`CREJobHardwareFailed` as the Job's `HardwareFailed` condition says it."""
+    unhealthy = [n.name for n in failed_nodes if n.reason == Reason.HARDWARE_FAILURE_DETECTED]
+    return make_alert(HARDWARE, "warning", "firing", ns, job, Reason.HARDWARE_FAILURE_DETECTED,
+                      f"CRE Job {ns}/{job}: hardware failure on {', '.join(unhealthy) or 'a node'}",
+                      f"Job {ns}/{job}: {message}. Failed nodes: "
+                      f"{', '.join(n.name for n in failed_nodes) or 'none recorded'}.", since, since + FAILED_ALERT_TTL)

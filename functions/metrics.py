@@ -1,0 +1,169 @@
+"""Prometheus metrics: the only module that imports `prometheus_client`.
+
+Two kinds, because a Knative function scaled to zero keeps no numbers:
+- The process's counters (`ProcessMetrics`): what this process answered, decided, asked the Kubernetes
+  API and delivered to alert sinks. The transport, the gateway and the alert sinks count into them;
+  every function target answers `GET /metrics` with them. They are made on first use (not at import)
+  and live as long as the process: gunicorn's threads share them (prometheus_client locks every
+  value); with several gunicorn workers each worker would have its own, which is why the Services run
+  `WORKERS=1`. No `_created` series are exposed.
+- The Jobs' state (`expose_jobs`), computed at scrape time by the `metrics` target from one LIST of the
+  managed Jobs: a fresh registry per scrape, nothing kept between scrapes, so a deleted Job's series
+  go with it (CRE deletes them with the Job). Names and labels are CRE's (`pkg/controller/metrics.go`:
+  `nvcre_job_status`, `nvcre_job_failed_nodes`), so CRE's dashboards and alerts read them unchanged;
+  `crefn_job_restarts` and `crefn_job_info` are the project's own. `nvcre_job_status` is 1 for the
+  Job's True exclusive condition, read as CRE reads it since ADR-086 (Failed > Succeeded > InProgress,
+  `rules.conditions.true_exclusive`), 0 for the other two; a Job with none True has three 0s.
+
+The exposition format follows the scraper's `Accept` header (Prometheus text or OpenMetrics).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+
+from functions.rules.conditions import true_exclusive
+
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""Seconds; the last bucket is the Services' request timeout."""
+JOB_STATES = (("in_progress", "InProgress"), ("succeeded", "Succeeded"), ("failed", "Failed"))
+"""`nvcre_job_status`'s `status` label values (CRE's) and the exclusive condition each stands for."""
+
+
+@dataclass(frozen=True)
+class Exposition:
+    body: bytes
+    content_type: str
+
+
+class ProcessMetrics:
+    """The counters of one process, in a registry of their own."""
+
+    def __init__(self) -> None:
+        disable_created_metrics()
+        self.registry = CollectorRegistry()
+        self.events = Counter(
+            "crefn_events_total", "Requests a function answered (GET /metrics is not one), by event type and "
+            "HTTP answer.", ("function", "type", "answer"), registry=self.registry)
+        self.duration = Histogram(
+            "crefn_request_duration_seconds", "Time from a request's arrival to its answer.", ("function",),
+            buckets=DURATION_BUCKETS, registry=self.registry)
+        self.decisions = Counter(
+            "crefn_decisions_total", "What the handler made of an event: reply:<type>, nothing, wait, conflict, "
+            "gone or error:<class>.", ("function", "decision"), registry=self.registry)
+        self.kube_requests = Counter(
+            "crefn_kube_requests_total", "Kubernetes API calls, by verb, resource (plural[/subresource]) and "
+            "HTTP status (error when the API server could not be reached).", ("verb", "resource", "code"),
+            registry=self.registry)
+        self.deliveries = Counter(
+            "crefn_alert_deliveries_total", "Batches of alerts sent to a sink, by result: delivered, refused, "
+            "unavailable or throttled.", ("sink", "result"), registry=self.registry)
+
+
+_made = threading.Lock()
+
+
+def process() -> ProcessMetrics:
+    """This process's counters, made on first use (once, whichever thread asks first)."""
+    with _made:
+        return _process()
+
+
+@functools.cache
+def _process() -> ProcessMetrics:
+    return ProcessMetrics()
+
+
+def count_event(function: str, event_type: str, answer: int, seconds: float) -> None:
+    metrics = process()
+    metrics.events.labels(function, event_type, str(answer)).inc()
+    metrics.duration.labels(function).observe(seconds)
+
+
+def count_decision(function: str, decision: str) -> None:
+    process().decisions.labels(function, decision).inc()
+
+
+def count_kube_request(verb: str, resource: str, code: str) -> None:
+    process().kube_requests.labels(verb, resource, code).inc()
+
+
+def count_delivery(sink: str, result: str) -> None:
+    process().deliveries.labels(sink, result).inc()
+
+
+def expose_process(accept: str = "") -> Exposition:
+    """The process's counters in the format the scraper accepts."""
+    return expose(process().registry, accept)
+
+
+def expose_jobs(jobs: Iterable[Mapping[str, Any]], accept: str = "") -> Exposition:
+    """The Jobs' state (from a LIST, read now), then this process's own counters."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(JobStates(tuple(jobs)))
+    registry.register(Families(process().registry))
+    return expose(registry, accept)
+
+
+def expose(registry: CollectorRegistry, accept: str) -> Exposition:
+    encoder, content_type = choose_encoder(accept)
+    return Exposition(encoder(registry), content_type)
+
+
+class Families:
+    """Another registry's families, collected into this one."""
+
+    def __init__(self, source: CollectorRegistry) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.source.collect()
+
+
+class JobStates:
+    """The Jobs' state gauges, from the Jobs as listed (only what is read here: name, namespace,
+    `status.conditions`, `status.restartCount`, `status.failedNodes`)."""
+
+    def __init__(self, jobs: tuple[Mapping[str, Any], ...]) -> None:
+        self.jobs = jobs
+
+    def collect(self) -> Iterator[Metric]:
+        status = GaugeMetricFamily(
+            "nvcre_job_status", "1 for the CRE Job's True exclusive condition (Failed outranks Succeeded outranks "
+            "InProgress), 0 for the other two.", labels=("namespace", "job", "status"))
+        failed_nodes = GaugeMetricFamily(
+            "nvcre_job_failed_nodes", "Nodes in the CRE Job's status.failedNodes.", labels=("namespace", "job"))
+        restarts = GaugeMetricFamily(
+            "crefn_job_restarts", "The CRE Job's status.restartCount.", labels=("namespace", "job"))
+        info = GaugeMetricFamily(
+            "crefn_job_info", "1 per CRE Job: the reason of its True exclusive condition and its attempt "
+            "(restartCount).", labels=("namespace", "job", "reason", "attempt"))
+        for job in self.jobs:
+            meta, st = _mapping(job.get("metadata")), _mapping(job.get("status"))
+            where = [str(meta.get("namespace", "")), str(meta.get("name", ""))]
+            conditions = [c for c in st.get("conditions") or () if isinstance(c, Mapping)]
+            true = true_exclusive([dict(c) for c in conditions])
+            for label, cond_type in JOB_STATES:
+                status.add_metric([*where, label], 1.0 if true is not None and true.type == cond_type else 0.0)
+            nodes = st.get("failedNodes")
+            failed_nodes.add_metric(where, float(len(nodes) if isinstance(nodes, list) else 0))
+            attempt = _count(st.get("restartCount"))
+            restarts.add_metric(where, float(attempt))
+            info.add_metric([*where, true.reason if true is not None else "", str(attempt)], 1.0)
+        yield from (status, failed_nodes, restarts, info)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -1,0 +1,197 @@
+"""The PrometheusRule `crefn` (`knative/overlays/monitoring`) run by promtool: its groups, taken from
+the rendered overlay, are written to a rules file; `promtool check rules` accepts it, and `promtool
+test rules` runs each row below (input series → the alerts expected at one time), every alert firing
+in one row at least and quiet in another. A missing promtool fails these tests."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from functions.metrics import JobStates, ProcessMetrics
+from localstack.prometheus import find_promtool, rule_groups, write_rules
+
+GROUPS = rule_groups()
+RULES = {r["alert"]: r for g in GROUPS for r in g["rules"] if "alert" in r}
+RECORDS = [r["record"] for g in GROUPS for r in g["rules"] if "record" in r]
+
+JOB = {"namespace": "ml", "job": "llama"}
+PING = {"function": "resync", "type": "dev.knative.sources.ping"}
+DEAD = {"function": "dead-letters", "type": "dev.crefn.job.condition.changed", "answer": "202"}
+
+
+def series(name: str, labels: dict[str, str]) -> str:
+    return name + "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+@dataclass(frozen=True)
+class Fired:
+    labels: dict[str, str]
+    summary: str
+
+
+@dataclass(frozen=True)
+class Case:
+    alert: str
+    input: dict[str, str]  # series → promtool's expanding notation, one value per interval
+    at: str  # the evaluation time
+    fired: list[Fired] = field(default_factory=list)
+    interval: str = "1m"
+
+
+CASES = {
+    "hardware failure: failed nodes for 1m fire": Case(
+        "NVCREHardwareFailure", {series("nvcre_job_failed_nodes", JOB): "2x10"}, "1m",
+        [Fired(JOB, "CRE Job ml/llama has 2 failed node(s)")]),
+    "hardware failure: pending before 1m": Case(
+        "NVCREHardwareFailure", {series("nvcre_job_failed_nodes", JOB): "2x10"}, "30s", interval="30s"),
+    "hardware failure: no failed nodes": Case(
+        "NVCREHardwareFailure", {series("nvcre_job_failed_nodes", JOB): "0x10"}, "5m"),
+    "job stuck: in progress for 6h fires": Case(
+        "NVCREJobStuck", {series("nvcre_job_status", {**JOB, "status": "in_progress"}): "1x400"}, "6h",
+        [Fired({**JOB, "status": "in_progress"}, "CRE Job ml/llama has been in progress for more than 6h")]),
+    "job stuck: in progress for 5h59m is quiet": Case(
+        "NVCREJobStuck", {series("nvcre_job_status", {**JOB, "status": "in_progress"}): "1x400"}, "5h59m"),
+    "job stuck: succeeded after 5h is quiet": Case(
+        "NVCREJobStuck", {series("nvcre_job_status", {**JOB, "status": "in_progress"}): "1x300 0x100",
+                          series("nvcre_job_status", {**JOB, "status": "succeeded"}): "0x300 1x100"}, "6h40m"),
+    "function errors: half the answers 503 for 15m fire": Case(
+        "CREFnFunctionErrors", {
+            series("crefn_events_total", {"function": "launch", "type": "t", "answer": "503"}): "0+5x30",
+            series("crefn_events_total", {"function": "launch", "type": "t", "answer": "200"}): "0+5x30",
+            series("crefn_events_total", {"function": "phase", "type": "t", "answer": "200"}): "0+9x30"},
+        "15m", [Fired({"function": "launch"}, "launch answers 50% of its events with 5xx")]),
+    "function errors: a restart grace's minute of 503s is quiet": Case(
+        "CREFnFunctionErrors", {
+            series("crefn_events_total", {"function": "launch", "type": "t", "answer": "503"}): "0 6x30",
+            series("crefn_events_total", {"function": "launch", "type": "t", "answer": "200"}): "0+1x30"},
+        "15m"),
+    "function errors: 5% of 503s are quiet": Case(
+        "CREFnFunctionErrors", {
+            series("crefn_events_total", {"function": "status", "type": "t", "answer": "503"}): "0+1x30",
+            series("crefn_events_total", {"function": "status", "type": "t", "answer": "202"}): "0+19x30"},
+        "20m"),
+    "dead letters: the first one, long after the recorder started, fires": Case(
+        "CREFnDeadLetters", {series("crefn_events_total", DEAD): "_x20 1x20"}, "25m",
+        [Fired({"type": DEAD["type"]}, "1 dev.crefn.job.condition.changed event(s) dead-lettered in the last "
+                                       "10 minutes")]),
+    "dead letters: growing fires": Case(
+        "CREFnDeadLetters", {series("crefn_events_total", DEAD): "0+1x40",
+                             series("crefn_events_total", {**DEAD, "answer": "400"}): "0+1x40"}, "30m",
+        [Fired({"type": DEAD["type"]}, "10 dev.crefn.job.condition.changed event(s) dead-lettered in the last "
+                                       "10 minutes")]),
+    "dead letters: none for 10 minutes is quiet": Case(
+        "CREFnDeadLetters", {series("crefn_events_total", DEAD): "_x5 3x40"}, "30m"),
+    "dead letters: a function's own answers are not dead letters": Case(
+        "CREFnDeadLetters", {series("crefn_events_total", {**DEAD, "function": "alert"}): "0+1x40"}, "30m"),
+    "dead letters: what the recorder refused is not a dead letter": Case(
+        "CREFnDeadLetters", {series("crefn_events_total", {**DEAD, "type": "none", "answer": "400"}): "_x20 1x20"},
+        "25m"),
+    "resync: ticks answered 503 for 5 minutes fire": Case(
+        "CREFnResyncFailing", {series("crefn_events_total", {**PING, "answer": "202"}): "0+1x10 10x20",
+                               series("crefn_events_total", {**PING, "answer": "503"}): "0x10 1+1x20"}, "16m",
+        [Fired({}, "resync has not completed a tick for 5 minutes while ticks arrive")]),
+    "resync: a pod that never answered 202 fires": Case(
+        "CREFnResyncFailing", {series("crefn_events_total", {**PING, "answer": "400"}): "0+1x20"}, "10m",
+        [Fired({}, "resync has not completed a tick for 5 minutes while ticks arrive")]),
+    "resync: failing for 2 minutes is quiet": Case(
+        "CREFnResyncFailing", {series("crefn_events_total", {**PING, "answer": "202"}): "0+1x10 10x20",
+                               series("crefn_events_total", {**PING, "answer": "503"}): "0x10 1+1x20"}, "12m"),
+    "resync: every tick answered 202 is quiet": Case(
+        "CREFnResyncFailing", {series("crefn_events_total", {**PING, "answer": "202"}): "0+1x30"}, "20m"),
+    "resync: no ticks arriving is quiet": Case(
+        "CREFnResyncFailing", {series("crefn_events_total", {**PING, "answer": "202"}): "7x30",
+                               series("crefn_events_total", {**PING, "answer": "503"}): "3x30"}, "20m"),
+    "alert sink: refused once, nothing delivered, fires after 5m": Case(
+        "CREFnAlertSinkFailing", {
+            series("crefn_alert_deliveries_total", {"sink": "slack", "result": "refused"}): "_x20 1x20",
+            series("crefn_alert_deliveries_total", {"sink": "alertmanager", "result": "delivered"}): "0+1x40"},
+        "26m", [Fired({"sink": "slack"}, "alert sink slack: 1 failed, none delivered in 10 minutes")]),
+    "alert sink: pending for its first 5 minutes": Case(
+        "CREFnAlertSinkFailing", {
+            series("crefn_alert_deliveries_total", {"sink": "slack", "result": "refused"}): "_x20 1x20"}, "23m"),
+    "alert sink: unavailable, then delivered by a retry, is quiet": Case(
+        "CREFnAlertSinkFailing", {
+            series("crefn_alert_deliveries_total", {"sink": "pagerduty", "result": "unavailable"}): "_x20 2x20",
+            series("crefn_alert_deliveries_total", {"sink": "pagerduty", "result": "delivered"}): "4x21 5x20"},
+        "27m"),
+    "alert sink: every delivery made is quiet": Case(
+        "CREFnAlertSinkFailing", {
+            series("crefn_alert_deliveries_total", {"sink": "slack", "result": "delivered"}): "0+1x40"}, "30m"),
+}
+
+
+def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([find_promtool(), *map(str, args)], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def rules_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_rules(tmp_path_factory.mktemp("rules") / "crefn.rules.yml", GROUPS)
+
+
+def test_promtool_checks_the_rules(rules_file: Path) -> None:
+    result = promtool("check", "rules", rules_file)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(RULES) + len(RECORDS)} rules found" in result.stdout
+
+
+def test_the_rules_are_cres_documented_alerts_and_the_projects() -> None:
+    assert set(RULES) == {"NVCREHardwareFailure", "NVCREJobStuck", "CREFnFunctionErrors", "CREFnDeadLetters",
+                          "CREFnResyncFailing", "CREFnAlertSinkFailing"}
+    cre = {(a, RULES[a]["expr"], RULES[a]["for"], RULES[a]["labels"]["severity"])
+           for a in ("NVCREHardwareFailure", "NVCREJobStuck")}
+    assert cre == {("NVCREHardwareFailure", "nvcre_job_failed_nodes > 0", "1m", "warning"),
+                   ("NVCREJobStuck", 'nvcre_job_status{status="in_progress"} == 1', "6h", "warning")}
+    for rule in RULES.values():
+        assert rule["labels"]["severity"] in ("warning", "critical")
+        assert set(rule["annotations"]) == {"summary", "description"}
+        assert "{{" not in rule["annotations"]["description"]  # only the summary is a template
+
+
+def test_every_metric_the_rules_read_is_one_the_functions_expose() -> None:
+    exposed = {f"{m.name}_total" if m.type == "counter" else m.name
+               for source in (ProcessMetrics().registry, JobStates(())) for m in source.collect()}
+    names = re.compile(r"(?<![:\w])(?:nvcre|crefn)_[a-z_]+(?![:\w])")  # not the recorded level:name:op
+    read = {name for g in GROUPS for r in g["rules"] for name in names.findall(r["expr"])}
+    assert read and read <= exposed, read - exposed
+
+
+def test_every_alert_has_a_row_firing_and_a_row_quiet() -> None:
+    assert {c.alert for c in CASES.values() if c.fired} == set(RULES)
+    assert {c.alert for c in CASES.values() if not c.fired} == set(RULES)
+
+
+def unit_test(rules_file: Path, case: Case) -> dict[str, Any]:
+    rule = RULES[case.alert]
+    return {
+        "rule_files": [str(rules_file)],
+        "evaluation_interval": case.interval,
+        "tests": [{
+            "interval": case.interval,
+            "input_series": [{"series": s, "values": v} for s, v in case.input.items()],
+            "alert_rule_test": [{
+                "eval_time": case.at,
+                "alertname": case.alert,
+                "exp_alerts": [{"exp_labels": {**f.labels, **rule["labels"]},
+                                "exp_annotations": {"summary": f.summary,
+                                                    "description": rule["annotations"]["description"]}}
+                               for f in case.fired],
+            }],
+        }],
+    }
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_promtool_unit_test(rules_file: Path, tmp_path: Path, case: Case) -> None:
+    test_file = tmp_path / "test.yml"
+    test_file.write_text(yaml.safe_dump(unit_test(rules_file, case), sort_keys=False))
+    result = promtool("test", "rules", test_file)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout

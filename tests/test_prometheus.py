@@ -1,0 +1,140 @@
+"""The local Prometheus (`localstack.prometheus`) against the real API server: it scrapes a served
+function, the served `metrics` target (as its ServiceAccount) and the dead-letter recorder; the Job
+gauges keep the CRE Job's `namespace` and `job` labels; every rule of the PrometheusRule evaluates; the
+recorder's first dead letter fires CREFnDeadLetters; a copy of CRE's NVCREHardwareFailure with a 1s
+`for` in a test-only group fires while the real one (1m) and NVCREJobStuck (6h) are pending; the demo
+summary's lines show them. A missing prometheus fails these tests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.errors import AlreadyExists
+from functions.gateway import Gateway
+from functions.resources import NAMESPACES, cre_jobs
+from functions.transport import send
+from localstack.apiserver import LocalCluster
+from localstack.manifests import NAMESPACE, service_account_user
+from localstack.prometheus import LocalPrometheus, print_summary, rule_groups
+from localstack.samples import load_sample
+from localstack.serving import ServedFunction
+from localstack.trainer import wait_until
+
+JOBS = cre_jobs("nvcre.nvidia.com")
+GROUPS = rule_groups()
+HARDWARE = next(r for g in GROUPS for r in g["rules"] if r.get("alert") == "NVCREHardwareFailure")
+SHORT_FOR = {"name": "test-short-for",
+             "rules": [{**HARDWARE, "for": "1s", "labels": {**HARDWARE["labels"], "group": "test-short-for"}}]}
+
+
+def metrics_kubeconfig(cluster: LocalCluster) -> str:
+    """A kubeconfig of the ServiceAccount crefn-metrics (bound as knative/base binds it)."""
+    gw = cluster.gateway()
+    try:
+        with contextlib.suppress(AlreadyExists):
+            gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    finally:
+        gw.close()
+    cluster.service_account_gateway(NAMESPACE, "crefn-metrics").close()
+    return str(cluster.kubeconfig_for(service_account_user("crefn-metrics")))
+
+
+def create_job(gateway: Gateway, ns: str, name: str, status: dict[str, Any]) -> None:
+    gateway.create(JOBS, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                              "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+                              "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
+    gateway.patch(JOBS, ns, name, {"status": status}, status=True)
+
+
+def condition(type_: str, reason: str, status: str = "True") -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason, "message": "m", "observedGeneration": 1,
+            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+@pytest.fixture
+def prometheus(serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+               recorder: tuple[str, Path], tmp_path: Path) -> Iterator[LocalPrometheus]:
+    """Prometheus scraping `phase` (after one event), `metrics`, with a Job in `namespace` running on
+    two failed nodes, and the dead-letter recorder (`cre-fn record`), after its first dead letter."""
+    create_job(gateway, namespace, "train", {"conditions": [
+        condition("InProgress", "WorkloadRunning"), condition("Succeeded", "NotApplicable", "False"),
+        condition("Failed", "NotApplicable", "False")],
+        "failedNodes": [{"name": "gpu-1", "reason": "HardwareFailureDetected"},
+                        {"name": "gpu-2", "reason": "HardwareFailureDetected"}]})
+    phase = serve("phase", CREFN_KUBECONFIG=str(cluster.kubeconfig_for(service_account_user("crefn-phase"))),
+                  CREFN_LOG_LEVEL="ERROR")
+    sample = load_sample("trainjob-resource-add")
+    sample["attributes"]["id"] = str(uuid.uuid4())
+    assert send(phase.url, sample).status == 200
+    assert send(recorder[0], load_sample("trainjob-resource-update-failed")).status == 202
+    metrics = serve("metrics", CREFN_KUBECONFIG=metrics_kubeconfig(cluster), CREFN_LOG_LEVEL="ERROR")
+    targets = {"phase": phase.url, "metrics": metrics.url, "dead-letters": recorder[0]}
+    local = LocalPrometheus(tmp_path / "prometheus", targets, groups=[*GROUPS, SHORT_FOR], interval=0.5).start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+def test_scrapes_a_function_and_the_job_gauges_with_their_own_labels(prometheus: LocalPrometheus,
+                                                                     namespace: str) -> None:
+    def up() -> set[tuple[str, str, str]]:
+        return {(s["metric"]["job"], s["metric"]["service"], s["value"][1]) for s in prometheus.query("up")}
+
+    # the first scrape of `metrics` also builds its Kubernetes connection: it may time out once
+    assert wait_until(lambda: up() == {("crefn-functions", "crefn-phase", "1"), ("crefn-metrics", "crefn-metrics", "1"),
+                                       ("crefn-functions", "crefn-dead-letters", "1")}, 20, interval=0.5), [
+        (t["scrapeUrl"], t["lastError"]) for t in prometheus.api("targets")["activeTargets"]]
+    status = prometheus.query(f'nvcre_job_status{{namespace="{namespace}"}}')
+    assert {(s["metric"]["job"], s["metric"]["status"], s["value"][1]) for s in status} == {
+        ("train", "in_progress", "1"), ("train", "succeeded", "0"), ("train", "failed", "0")}
+    assert all(s["metric"]["service"] == "crefn-metrics" for s in status)
+    nodes = prometheus.query(f'nvcre_job_failed_nodes{{namespace="{namespace}", job="train"}}')
+    assert [s["value"][1] for s in nodes] == ["2"]
+    answered = prometheus.query('crefn_events_total{function="phase"}')
+    assert {(s["metric"]["type"], s["metric"]["answer"], s["metric"]["job"]) for s in answered} >= {
+        ("dev.knative.apiserver.resource.add", "200", "crefn-functions")}
+    dead = prometheus.query('crefn_events_total{function="dead-letters"}')
+    assert [(s["metric"]["type"], s["metric"]["answer"], s["value"][1]) for s in dead] == [
+        ("dev.knative.apiserver.resource.update", "202", "1")]
+
+
+def test_every_rule_evaluates_and_a_short_for_copy_of_cres_alert_fires(prometheus: LocalPrometheus,
+                                                                        namespace: str) -> None:
+    def ours() -> list[dict[str, Any]]:
+        return [a for a in prometheus.alerts() if a["labels"].get("namespace") == namespace]
+
+    assert wait_until(lambda: any(a["state"] == "firing" for a in ours()), 30, interval=0.5), prometheus.alerts()
+    states = {(a["labels"]["alertname"], a["labels"].get("group", ""), a["state"]) for a in ours()}
+    assert states == {("NVCREHardwareFailure", "test-short-for", "firing"), ("NVCREHardwareFailure", "", "pending"),
+                      ("NVCREJobStuck", "", "pending")}
+    fired = next(a for a in ours() if a["state"] == "firing")
+    assert fired["labels"]["job"] == "train" and fired["labels"]["severity"] == "warning"
+    assert fired["annotations"]["summary"] == f"CRE Job {namespace}/train has 2 failed node(s)"
+    dead_letters = [(a["labels"]["type"], a["state"], a["annotations"]["summary"])
+                    for a in prometheus.alerts() if a["labels"]["alertname"] == "CREFnDeadLetters"]
+    assert dead_letters == [("dev.knative.apiserver.resource.update", "firing",  # the first one counts, for: 0
+                             "1 dev.knative.apiserver.resource.update event(s) dead-lettered in the last 10 minutes")]
+    groups = prometheus.api("rules")["groups"]
+    assert sorted(g["name"] for g in groups) == sorted([*(g["name"] for g in GROUPS), "test-short-for"])
+    assert wait_until(lambda: all(r["health"] == "ok" for g in prometheus.api("rules")["groups"] for r in g["rules"]),
+                      10, interval=0.5), prometheus.api("rules")
+
+    out = io.StringIO()
+    print_summary(prometheus, namespace, out)
+    text = out.getvalue()
+    assert f"   Prometheus ({prometheus.url}):" in text
+    assert 'nvcre_job_status{job="train", status="in_progress"} 1' in text
+    assert 'nvcre_job_failed_nodes{job="train"} 2' in text
+    assert re.search(r"crefn_events_total: .*phase 200x[1-9]", text)  # the served phase is the session's
+    assert f"NVCREHardwareFailure (warning, firing) {namespace}/train" in text
+    assert text.count("NVCRE") == 3  # this namespace's three, none of another's
