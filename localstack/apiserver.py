@@ -33,7 +33,7 @@ import yaml
 from events.types import CRE_GROUP_DEFAULT
 from functions.errors import AlreadyExists
 from functions.gateway import Gateway
-from functions.resources import CRDS, Resource
+from functions.resources import CRDS, NAMESPACES, Resource
 from localstack.admission import Webhook
 from localstack.crds import fallback_crds, load_upstream, with_group
 from localstack.kubelet import StandInKubelet
@@ -257,10 +257,16 @@ class LocalCluster:
             gw.close()
 
     def service_account_gateway(self, namespace: str, name: str) -> Gateway:
-        """A gateway authenticated as ServiceAccount `namespace/name` (created when missing) with a token
-        from the TokenRequest API: an identity with no rights but those RBAC binds to it."""
+        """A gateway authenticated as ServiceAccount `namespace/name` (see `service_account_kubeconfig`)."""
+        return Gateway.connect(str(self.service_account_kubeconfig(namespace, name)))
+
+    def service_account_kubeconfig(self, namespace: str, name: str) -> Path:
+        """A kubeconfig of ServiceAccount `namespace/name` (namespace and account created when missing)
+        with a token from the TokenRequest API: an identity with no rights but those RBAC binds to it."""
         gw = self.gateway()
         try:
+            with contextlib.suppress(AlreadyExists):
+                gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
             with contextlib.suppress(AlreadyExists):
                 gw.create(SERVICE_ACCOUNTS, namespace, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                         "metadata": {"name": name}})
@@ -268,8 +274,7 @@ class LocalCluster:
                 "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
         finally:
             gw.close()
-        user = f"system:serviceaccount:{namespace}:{name}"
-        return Gateway.connect(str(self._write_kubeconfig(user, request["status"]["token"])))
+        return self._write_kubeconfig(f"system:serviceaccount:{namespace}:{name}", request["status"]["token"])
 
     def write_kubeconfig(self, user: str) -> Path:
         return self._write_kubeconfig(user, self.tokens[user])

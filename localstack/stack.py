@@ -21,7 +21,7 @@ from events.types import CRE_GROUP_DEFAULT
 from functions.errors import AlreadyExists, Unavailable
 from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
-from functions.resources import NAMESPACES, Resource
+from functions.resources import Resource
 from functions.transport import send
 from localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.apiserver import LocalCluster, free_port
@@ -113,14 +113,7 @@ def start_prometheus(stack: contextlib.ExitStack, cluster: LocalCluster, work_di
     except PrometheusError as e:
         timeline.say(f"      {e}; nothing is scraped")
         return None
-    gw = cluster.gateway()
-    try:
-        with contextlib.suppress(AlreadyExists):
-            gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    finally:
-        gw.close()
-    cluster.service_account_gateway(NAMESPACE, f"crefn-{METRICS}").close()
-    env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user(f"crefn-{METRICS}")))}
+    env = {**settings, "CREFN_KUBECONFIG": str(cluster.service_account_kubeconfig(NAMESPACE, f"crefn-{METRICS}"))}
     metrics = ServedFunction(METRICS, env, out_dir / f"function-{METRICS}.log")
     stack.callback(metrics.stop)
     targets = {**{t: f.url for t, f in functions.items()}, METRICS: metrics.start().url}

@@ -19,10 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from events.emitted import AlertData, JobRef
 from functions.alertsinks import Alertmanager, CloudEventsSink, PagerDuty, Slack, notify
-from functions.errors import AlreadyExists, PermanentError, Unavailable
+from functions.errors import PermanentError, Unavailable
 from functions.gateway import Gateway, kube_call_of
 from functions.metrics import expose_process
-from functions.resources import NAMESPACES, PODS, cre_jobs
+from functions.resources import PODS, cre_jobs
 from functions.transport import Answer, post, send
 from localstack.apiserver import LocalCluster, free_port
 from localstack.manifests import NAMESPACE, service_account_user
@@ -96,15 +96,7 @@ def create_job(gateway: Gateway, ns: str, name: str, status: dict[str, Any] | No
 @pytest.fixture(scope="module")
 def metrics_kubeconfig(cluster: LocalCluster) -> str:
     """A kubeconfig of the ServiceAccount crefn-metrics, bound as knative/base binds it."""
-    gw = cluster.gateway()
-    try:
-        with contextlib.suppress(AlreadyExists):
-            gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    finally:
-        gw.close()
-    identity = cluster.service_account_gateway(NAMESPACE, "crefn-metrics")
-    identity.close()
-    return str(cluster.kubeconfig_for(f"system:serviceaccount:{NAMESPACE}:crefn-metrics"))
+    return str(cluster.service_account_kubeconfig(NAMESPACE, "crefn-metrics"))
 
 
 @pytest.fixture

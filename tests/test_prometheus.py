@@ -7,7 +7,6 @@ summary's lines show them. A missing prometheus fails these tests."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import re
 import uuid
@@ -18,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from functions.errors import AlreadyExists
 from functions.gateway import Gateway
-from functions.resources import NAMESPACES, cre_jobs
+from functions.resources import cre_jobs
 from functions.transport import send
 from localstack.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
@@ -38,14 +36,7 @@ SHORT_FOR = {"name": "test-short-for",
 
 def metrics_kubeconfig(cluster: LocalCluster) -> str:
     """A kubeconfig of the ServiceAccount crefn-metrics (bound as knative/base binds it)."""
-    gw = cluster.gateway()
-    try:
-        with contextlib.suppress(AlreadyExists):
-            gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    finally:
-        gw.close()
-    cluster.service_account_gateway(NAMESPACE, "crefn-metrics").close()
-    return str(cluster.kubeconfig_for(service_account_user("crefn-metrics")))
+    return str(cluster.service_account_kubeconfig(NAMESPACE, "crefn-metrics"))
 
 
 def create_job(gateway: Gateway, ns: str, name: str, status: dict[str, Any]) -> None:
