@@ -38,6 +38,7 @@ from flask import Request, Response
 
 from events.envelope import Envelope, InvalidEvent, Outbound
 from events.types import ApiServerType, EventType
+from functions import tracing
 from functions.errors import (
     AlreadyExists,
     Conflict,
@@ -191,26 +192,41 @@ def answer_for(error: Exception) -> int | None:
 
 
 def respond(request: Request, handler: Callable[[Envelope], Reply], function: str) -> Response:
-    """Serve one request: parse → handler → answer (SPEC §4.3); `GET /metrics`: the process's metrics."""
+    """Serve one request: parse → handler → answer (SPEC §4.3); `GET /metrics`: the process's metrics.
+
+    The request is one span (`functions.tracing`): a child of the caller's `traceparent`, and the
+    parent of every event the handler emits (the Envelope it gets carries the span's own)."""
     if request.method in SCRAPE_METHODS and request.path == METRICS_PATH:
         return _exposed(expose_process(request.headers.get("Accept", "")))
     started = time.monotonic()
-    env: Envelope | None = None
     try:
         env = parse_request(request)
-        outcome = handler(env)
-    except (CrefnError, InvalidEvent) as e:  # with no Envelope the handler never ran: nothing was decided
-        status = answer_for(e) or 500
-        return _answer(function, env, started, status, one_line(str(e)), decision_of(e) if env else "")
+    except (CrefnError, InvalidEvent) as e:
+        span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
+        return _answer(function, None, span, started, answer_for(e) or 500, one_line(str(e)), "")
     except Exception as e:  # a bug: answer 500, keep the process alive
-        log.error(json.dumps({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
-        return _answer(function, env, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"),
-                       "error:internal" if env else "")
+        span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
+        return _bug(function, None, span, started, e)
+    span = tracing.begin(env.traceparent, env.tracestate, function)
+    env = env.model_copy(update={"traceparent": span.traceparent})
+    try:
+        outcome = handler(env)
+    except (CrefnError, InvalidEvent) as e:
+        return _answer(function, env, span, started, answer_for(e) or 500, one_line(str(e)), decision_of(e))
+    except Exception as e:  # a bug: answer 500, keep the process alive
+        return _bug(function, env, span, started, e)
     if outcome.reply is None:
-        return _answer(function, env, started, 202, outcome.reason, "nothing")
+        return _answer(function, env, span, started, 202, outcome.reason, "nothing")
     headers, body = encode(outcome.reply)
-    _log(function, env, started, 200, f"replied {outcome.reply.type}", decision_of(outcome.reply))
+    _log(function, env, span, started, 200, f"replied {outcome.reply.type}", decision_of(outcome.reply),
+         outcome.reply.subject)
     return Response(body, status=200, headers=headers)
+
+
+def _bug(function: str, env: Envelope | None, span: tracing.Span, started: float, e: Exception) -> Response:
+    log.error(tracing.log_line({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
+    return _answer(function, env, span, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"),
+                   "error:internal" if env else "")
 
 
 def decision_of(made: Outbound | Exception) -> str:
@@ -236,10 +252,10 @@ def scrape(request: Request, collect: Callable[[str], Exposition], function: str
     try:
         exposition = collect(request.headers.get("Accept", ""))
     except CrefnError as e:
-        log.warning(json.dumps({"function": function, "status": 503, "reason": one_line(str(e))}))
+        log.warning(tracing.log_line({"function": function, "status": 503, "reason": one_line(str(e))}))
         return Response(one_line(str(e)) + "\n", status=503, mimetype="text/plain")
     except Exception as e:  # a bug: answer 500, keep the process alive
-        log.error(json.dumps({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
+        log.error(tracing.log_line({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
         return Response(one_line(f"internal error: {type(e).__name__}: {e}") + "\n", status=500,
                         mimetype="text/plain")
     return _exposed(exposition)
@@ -249,28 +265,54 @@ def _exposed(exposition: Exposition) -> Response:
     return Response(exposition.body, status=200, content_type=exposition.content_type)
 
 
-def _answer(function: str, env: Envelope | None, started: float, status: int, reason: str,
+def _answer(function: str, env: Envelope | None, span: tracing.Span, started: float, status: int, reason: str,
             decision: str) -> Response:
-    _log(function, env, started, status, reason, decision)
+    _log(function, env, span, started, status, reason, decision)
     if status == 202:
         return Response(b"", status=202)
     return Response(reason + "\n", status=status, mimetype="text/plain")
 
 
-def _log(function: str, env: Envelope | None, started: float, status: int, reason: str, decision: str) -> None:
-    """One JSON log line, and the request counted: its type, answer and duration; its decision if any."""
+def _log(function: str, env: Envelope | None, span: tracing.Span, started: float, status: int, reason: str,
+         decision: str, job: str = "") -> None:
+    """One JSON log line, the request counted (its type, answer and duration; its decision if any) and
+    its span ended."""
     seconds = time.monotonic() - started
     level = logging.WARNING if status >= 400 else logging.INFO
     if status >= 500 and status != 503:
         level = logging.ERROR
     record = {"function": function, "status": status, "reason": reason, "id": env.id if env else None,
               "type": env.type if env else None, "subject": env.subject if env else None,
-              "ms": round(seconds * 1000, 1)}
+              "ms": round(seconds * 1000, 1), "trace_id": span.trace_id}
     log.log(level, json.dumps(record))
     event_type = "none" if env is None else env.type if env.type in KNOWN_TYPES else "other"
     count_event(function, event_type, status, seconds)
     if decision:
         count_decision(function, decision)
+    if span.sdk is not None:
+        attributes: dict[str, str | int] = {"crefn.function": function, "http.response.status_code": status,
+                                            "crefn.decision": decision or "none"}
+        if env is not None:
+            attributes |= {"cloudevents.event_type": env.type, "cloudevents.event_id": env.id,
+                           "cloudevents.event_source": env.source, "crefn.job": job or job_of(env)}
+        tracing.end(span, attributes, reason if status >= 500 else "")
+    else:
+        tracing.end(span, {})
+
+
+def job_of(env: Envelope) -> str:
+    """`namespace/name` of the CRE Job an event concerns, as far as the event itself says."""
+    if env.extensions.get("namespace") and env.extensions.get("job"):
+        return f"{env.extensions['namespace']}/{env.extensions['job']}"
+    obj: dict[str, Any] = env.data if isinstance(env.data, dict) else {}
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    namespace, labels = str(meta.get("namespace") or ""), meta.get("labels")
+    if obj.get("kind") == "Job" and namespace and meta.get("name"):
+        return f"{namespace}/{meta['name']}"
+    for key, value in (labels.items() if isinstance(labels, dict) else ()):
+        if key.endswith("/job") and namespace:
+            return f"{namespace}/{value}"
+    return ""
 
 
 def one_line(text: str, limit: int = 300) -> str:

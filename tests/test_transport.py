@@ -54,7 +54,10 @@ def test_a_reply_is_binary_mode_with_the_trace_carried(client: Any, structured: 
     resp = post(client, event("reply"), structured)
     assert resp.status_code == 200 and resp.headers["content-type"] == "application/json"
     assert resp.headers["ce-type"] == "dev.crefn.workload.created" and resp.headers["ce-id"] != "e1"
-    assert resp.headers["ce-traceparent"] == resp.headers["traceparent"] == event("reply")["attributes"]["traceparent"]
+    assert resp.headers["ce-traceparent"] == resp.headers["traceparent"]
+    version, trace_id, span_id, flags = resp.headers["traceparent"].split("-")
+    assert (version, trace_id, flags) == ("00", "0af7651916cd43dd8448eb211c80319c", "01")  # the caller's trace
+    assert span_id != "b7ad6b7169203331" and len(span_id) == 16  # this request's span, a child of the caller's
     assert json.loads(resp.get_data())["workload"]["name"] == "w"
 
 

@@ -31,7 +31,6 @@ replied for.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from typing import Any
 from events.emitted import JobCheckData, JobHardwareFailedData, JobRef
 from events.envelope import Envelope, InvalidEvent, Outbound, parse_apiserver_event, parse_data, to_outbound
 from events.types import MANAGED_LABEL, ApiServerType, EventType, Reason
+from functions import tracing
 from functions.apply import run
 from functions.context import Context
 from functions.errors import CrefnError, Unavailable
@@ -101,7 +101,7 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
         else:
             why = "not found"
         if node is None:
-            log.warning(json.dumps({"function": FUNCTION, "job": state.where, "node": name, "skipped": why}))
+            log.warning(tracing.log_line({"function": FUNCTION, "job": state.where, "node": name, "skipped": why}))
             unread.append((name, why))
         else:
             nodes[name] = node
@@ -117,7 +117,7 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
 @functools.lru_cache(maxsize=4096)
 def log_rejected(uid: str, expression: str, where: str, error: str) -> None:
     """Once per Job and expression for as long as the process lives (the tick asks every minute)."""
-    log.warning(json.dumps({"function": FUNCTION, "job": where, "expression": expression,
+    log.warning(tracing.log_line({"function": FUNCTION, "job": where, "expression": expression,
                             "error": f"node health expression rejected: {error}"}))
 
 
@@ -202,7 +202,7 @@ def on_node(env: Envelope, ctx: Context) -> Outcome:
 def answered(outcome: Outcome) -> Outcome:
     """The reason of an answer with an event is logged here (the transport logs only the reply's type)."""
     if outcome.reply is not None and outcome.reason:
-        log.info(json.dumps({"function": FUNCTION, "replied": outcome.reply.type, "reason": outcome.reason}))
+        log.info(tracing.log_line({"function": FUNCTION, "replied": outcome.reply.type, "reason": outcome.reason}))
     return outcome
 
 

@@ -20,7 +20,6 @@ re-read with a GET, as in every handler.
 
 from __future__ import annotations
 
-import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 from events.emitted import JobCheckData, JobDeadlineData
 from events.envelope import Envelope, to_outbound
 from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType, EventType
+from functions import tracing
 from functions.apply import run
 from functions.context import Context
 from functions.errors import CrefnError, NotYet, PermanentError, Unavailable
@@ -153,7 +153,7 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
         results = list(pool.map(lambda raw: resync_job(raw, trainjobs, sink, ctx), jobs))
     sent = [r for r in results if r.event]
     failed = [r for r in results if r.error]
-    log.info(json.dumps({"function": FUNCTION, "jobs": len(results), "sent": len(sent), "failed": len(failed),
+    log.info(tracing.log_line({"function": FUNCTION, "jobs": len(results), "sent": len(sent), "failed": len(failed),
                          "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
     text = f"resync: {len(results)} jobs, {len(sent)} events sent, {len(failed)} failed"
     if failed:
