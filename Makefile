@@ -36,7 +36,7 @@ test-fast: venv deps
 ## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).
 BENCH_JOBS ?= 1000
 BENCH_JSON ?=
-bench: venv kube-apiserver
+bench: venv deps kube-apiserver
 	@BENCH_JOBS=$(BENCH_JOBS) BENCH_JSON=$(BENCH_JSON) $(PY) -m localstack.bench
 
 check: venv

@@ -11,9 +11,10 @@ The transport turns a request into an `Envelope` (the SDK object never leaves it
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from events.emitted import EventData, WorkloadPhaseData
 from events.types import EVENT_SOURCE_PREFIX, ApiServerType, EventType
@@ -26,25 +27,24 @@ class InvalidEvent(ValueError):
     """The event can never be handled (unknown type, data of the wrong shape): a permanent error."""
 
 
-class Envelope(BaseModel):
-    """A received CloudEvent: its attributes and its decoded `data`."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Envelope:
+    """A received CloudEvent: its attributes and its decoded `data` (plain data: the transport checks
+    the attributes; the handlers validate `data` against the model its type calls for)."""
 
     id: str
     type: str
     source: str
     subject: str = ""
-    extensions: Mapping[str, str] = Field(default_factory=dict)
+    extensions: Mapping[str, str] = field(default_factory=dict)
     data: Any = None
     traceparent: str = ""
     tracestate: str = ""
 
 
-class Outbound(BaseModel):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Outbound:
     """An event to emit: the transport adds `id`, `time` and `specversion` and renders binary mode."""
-
-    model_config = ConfigDict(frozen=True)
 
     type: str
     source: str

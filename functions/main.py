@@ -6,7 +6,11 @@ Each target is a plain HTTP function; the transport parses the CloudEvent and ma
 Knative's retry API, and answers `GET /metrics` with the process's metrics. The `metrics` target
 handles no event: on `GET /metrics` it lists the managed Jobs (one paged LIST across namespaces) and
 answers with their state. Settings and the Kubernetes connection are built once per process, on the
-first request, never at import time.
+first request, never at import time. Importing this module loads functions-framework and nothing
+else: functions-framework imports it in gunicorn's arbiter, before it forks the worker, so whatever
+is imported here would be held twice. The transport, the settings and the target's own handler are
+imported by the worker on its first request, and only those: a process serving `phase` never loads
+the other handlers, nor the Kubernetes client, which only the gateway imports when a read needs it.
 """
 
 from __future__ import annotations
@@ -14,22 +18,26 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
-from events.types import MANAGED_LABEL
-from functions import transport
-from functions.context import Context
-from functions.metrics import Exposition, expose_jobs
-from functions.registry import METRICS, TARGETS, Target
-from functions.resources import cre_jobs
-from functions.settings import Settings
+from functions.registry import HANDLERS, METRICS, SERVED
+
+if TYPE_CHECKING:
+    from functions.context import Context
+    from functions.metrics import Exposition
+
+_lock = threading.Lock()
 
 
 @functools.cache
 def context() -> Context:
+    from functions.context import Context
+    from functions.settings import Settings
+
     settings = Settings()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -40,43 +48,52 @@ def context() -> Context:
     return Context(settings)
 
 
-def serve(target: Target) -> Callable[[Any], Any]:
-    """An HTTP function for functions-framework, registered under the target's name."""
-
-    def respond(request: Any) -> Any:
+@functools.cache
+def responder(name: str) -> Callable[[Any], Any]:
+    """What serves the target's requests, made on the first one (the imports happen here)."""
+    with _lock:  # one thread builds the settings and the connection; the others wait for them
         ctx = context()
-        return transport.respond(request, lambda env: target.handle(env, ctx), target.name)
+    from functions import transport
 
-    respond.__name__ = respond.__qualname__ = target.name
-    return functions_framework.http(respond)
+    if name == METRICS:
+        return lambda request: transport.scrape(request, scrape_jobs, name)
+    from functions.registry import TARGETS
+
+    target = TARGETS[name]
+    return lambda request: transport.respond(request, lambda env: target.handle(env, ctx), name)
 
 
 def scrape_jobs(accept: str) -> Exposition:
     """The managed Jobs' state (`crefn.dev/managed=true`, or every Job with `CREFN_MANAGE_ALL`), read now."""
+    from events.types import MANAGED_LABEL
+    from functions.metrics import expose_jobs
+    from functions.resources import cre_jobs
+
     ctx = context()
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
     return expose_jobs(ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), None, label_selector=selector), accept)
 
 
-def scraped(name: str, collect: Callable[[str], Exposition]) -> Callable[[Any], Any]:
-    """An HTTP function for functions-framework that answers Prometheus scrapes only."""
+def serve(name: str) -> Callable[[Any], Any]:
+    """An HTTP function for functions-framework, registered under the target's name."""
 
     def respond(request: Any) -> Any:
-        return transport.scrape(request, collect, name)
+        return responder(name)(request)
 
     respond.__name__ = respond.__qualname__ = name
     return functions_framework.http(respond)
 
 
-phase = serve(TARGETS["phase"])
-launch = serve(TARGETS["launch"])
-status = serve(TARGETS["status"])
-restart = serve(TARGETS["restart"])
-timeout = serve(TARGETS["timeout"])
-measurements = serve(TARGETS["measurements"])
-nodehealth = serve(TARGETS["nodehealth"])
-validate = serve(TARGETS["validate"])
-resync = serve(TARGETS["resync"])
-workloadrun = serve(TARGETS["workloadrun"])
-alert = serve(TARGETS["alert"])
-metrics = scraped(METRICS, scrape_jobs)
+def __getattr__(name: str) -> Callable[[Any], Any]:
+    """functions-framework looks the target up by name (PEP 562)."""
+    if name not in SERVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _lock:
+        if name not in globals():
+            globals()[name] = serve(name)
+    function: Callable[[Any], Any] = globals()[name]
+    return function
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *HANDLERS, METRICS})

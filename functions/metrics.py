@@ -20,7 +20,6 @@ The exposition format follows the scraper's `Accept` header (Prometheus text or 
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -69,27 +68,34 @@ class ProcessMetrics:
 
 
 _made = threading.Lock()
+_metrics: list[ProcessMetrics] = []
+_children: dict[tuple[str, ...], tuple[Any, ...]] = {}
+"""Labelled series by label values, so a request does not look them up (under the family's lock) again."""
 
 
 def process() -> ProcessMetrics:
     """This process's counters, made on first use (once, whichever thread asks first)."""
-    with _made:
-        return _process()
-
-
-@functools.cache
-def _process() -> ProcessMetrics:
-    return ProcessMetrics()
+    if not _metrics:
+        with _made:
+            if not _metrics:
+                _metrics.append(ProcessMetrics())
+    return _metrics[0]
 
 
 def count_event(function: str, event_type: str, answer: int, seconds: float) -> None:
-    metrics = process()
-    metrics.events.labels(function, event_type, str(answer)).inc()
-    metrics.duration.labels(function).observe(seconds)
+    key = ("event", function, event_type, str(answer))
+    if (series := _children.get(key)) is None:
+        metrics = process()
+        series = _children[key] = (metrics.events.labels(*key[1:]), metrics.duration.labels(function))
+    series[0].inc()
+    series[1].observe(seconds)
 
 
 def count_decision(function: str, decision: str) -> None:
-    process().decisions.labels(function, decision).inc()
+    key = ("decision", function, decision)
+    if (series := _children.get(key)) is None:
+        series = _children[key] = (process().decisions.labels(function, decision),)
+    series[0].inc()
 
 
 def count_kube_request(verb: str, resource: str, code: str) -> None:

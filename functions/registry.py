@@ -7,26 +7,20 @@ manifest tests (a Trigger may route only what its target accepts). `functions.ma
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from types import ModuleType
+from typing import TYPE_CHECKING
 
-from events.envelope import Envelope
-from functions.context import Context
-from functions.handlers import (
-    alert,
-    launch,
-    measurements,
-    nodehealth,
-    phase,
-    restart,
-    resync,
-    status,
-    timeout,
-    validate,
-    workloadrun,
-)
-from functions.plan import Outcome
+if TYPE_CHECKING:
+    from events.envelope import Envelope
+    from functions.context import Context
+    from functions.plan import Outcome
+
+HANDLERS = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
+            "workloadrun", "alert")
+"""Every event target, each the module `functions.handlers.<name>` (its FUNCTION, ACCEPTS and handle)."""
 
 
 @dataclass(frozen=True)
@@ -36,13 +30,30 @@ class Target:
     accepts: frozenset[str]
 
 
-def _target(module: ModuleType) -> Target:
+@functools.cache
+def _target(name: str) -> Target:
+    module = importlib.import_module(f"functions.handlers.{name}")
     return Target(module.FUNCTION, module.handle, module.ACCEPTS)
 
 
-TARGETS: dict[str, Target] = {t.name: t for t in map(_target, (
-    phase, launch, measurements, status, restart, timeout, nodehealth, validate, resync, workloadrun, alert))}
+class Targets(Mapping[str, Target]):
+    """name → Target, importing a handler's module only when its target is looked up: a served
+    function loads its own handler and what it needs, not the other ten."""
+
+    def __getitem__(self, name: str) -> Target:
+        if name not in HANDLERS:
+            raise KeyError(name)
+        return _target(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(HANDLERS)
+
+    def __len__(self) -> int:
+        return len(HANDLERS)
+
+
+TARGETS: Mapping[str, Target] = Targets()
 METRICS = "metrics"
 """The scrape target: `GET /metrics` → the managed Jobs' state, listed at scrape time."""
-SERVED: frozenset[str] = frozenset({*TARGETS, METRICS})
+SERVED: frozenset[str] = frozenset({*HANDLERS, METRICS})
 """Every target `functions.main` serves, each a Knative Service `crefn-<target>`."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 import traceback
 import urllib.error
@@ -129,7 +130,9 @@ def decode_binary(headers: Mapping[str, str], body: bytes) -> Record:
     return {"attributes": attrs, "data": data}
 
 
-def to_envelope(record: Record, headers: Mapping[str, str] | None = None) -> Envelope:
+def to_envelope(record: Record, headers: Mapping[str, str] | None = None, traceparent: str = "") -> Envelope:
+    """The Envelope of a decoded record; `traceparent`, when given, replaces the event's own (the
+    transport passes the span of the request being served)."""
     attrs = record["attributes"]
     for required in ("id", "source", "type"):
         if not isinstance(attrs.get(required), str) or not attrs[required]:
@@ -139,24 +142,40 @@ def to_envelope(record: Record, headers: Mapping[str, str] | None = None) -> Env
         id=attrs["id"], type=attrs["type"], source=attrs["source"], subject=str(attrs.get("subject") or ""),
         extensions={k: str(v) for k, v in attrs.items() if k not in CORE_ATTRIBUTES and k not in TRACE_ATTRIBUTES},
         data=record.get("data"),
-        traceparent=str(attrs.get("traceparent") or headers.get("traceparent") or ""),
+        traceparent=traceparent or str(attrs.get("traceparent") or headers.get("traceparent") or ""),
         tracestate=str(attrs.get("tracestate") or headers.get("tracestate") or ""),
     )
 
 
 def to_record(out: Outbound) -> Record:
     """An outbound event as a record, with a fresh id and the current time."""
-    attrs: dict[str, str] = {"specversion": "1.0", "id": str(uuid.uuid4()), "type": out.type, "source": out.source,
-                             "subject": out.subject, "time": datetime.now(UTC).isoformat(),
-                             "datacontenttype": "application/json", **out.extensions}
-    for name in TRACE_ATTRIBUTES:
-        if value := getattr(out, name):
-            attrs[name] = value
-    return {"attributes": attrs, "data": out.data_json()}
+    return {"attributes": {**_attributes(out), "datacontenttype": "application/json"}, "data": out.data_json()}
+
+
+def _attributes(out: Outbound) -> dict[str, str]:
+    """An outbound event's attributes but `datacontenttype`: a fresh id, the current time, its trace."""
+    attrs: dict[str, str] = {"specversion": "1.0", "id": new_id(), "type": out.type, "source": out.source,
+                             "subject": out.subject, "time": datetime.now(UTC).isoformat(), **out.extensions}
+    if out.traceparent:
+        attrs["traceparent"] = out.traceparent
+    if out.tracestate:
+        attrs["tracestate"] = out.tracestate
+    return attrs
+
+
+def new_id() -> str:
+    """A fresh event id: a random (version 4) UUID from `random`, no system call per event."""
+    return str(uuid.UUID(int=random.getrandbits(128), version=4))
 
 
 def encode(event: Record | Outbound, structured: bool = False) -> tuple[dict[str, str], bytes]:
     """HTTP headers and body of a CloudEvent: binary mode (`ce-*` headers), or structured."""
+    if isinstance(event, Outbound) and not structured:
+        headers = {f"ce-{k}": v for k, v in _attributes(event).items()}
+        headers["content-type"] = "application/json"
+        if event.traceparent:
+            headers["traceparent"] = event.traceparent
+        return headers, event.data.model_dump_json(by_alias=True).encode()
     record = to_record(event) if isinstance(event, Outbound) else event
     attrs = dict(record["attributes"])
     data = record.get("data")
@@ -175,12 +194,23 @@ def encode(event: Record | Outbound, structured: bool = False) -> tuple[dict[str
 # -- serving ------------------------------------------------------------------------------------
 
 
-def parse_request(request: Request) -> Envelope:
-    """Turn an HTTP request into an `Envelope`; raise PermanentError with a one-line reason."""
+def parse_request(request: Request) -> tuple[Record, dict[str, str]]:
+    """An HTTP request's CloudEvent as a record, with the request's headers (lower-case names); raise
+    PermanentError with a one-line reason."""
     if request.method != "POST":
         raise PermanentError(f"expected a CloudEvent in a POST request, got {request.method}")
-    headers = dict(request.headers)
-    return to_envelope(decode(headers, request.get_data()), {k.lower(): v for k, v in headers.items()})
+    headers = headers_of(request.environ)
+    return decode(headers, request.get_data()), headers
+
+
+def headers_of(environ: Mapping[str, Any]) -> dict[str, str]:
+    """A WSGI request's headers, lower-case, read from the environ directly (not through werkzeug's view)."""
+    headers = {key[5:].lower().replace("_", "-"): value for key, value in environ.items()
+               if key.startswith("HTTP_")}
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(key):
+            headers[key.lower().replace("_", "-")] = environ[key]
+    return headers
 
 
 def answer_for(error: Exception) -> int | None:
@@ -200,15 +230,17 @@ def respond(request: Request, handler: Callable[[Envelope], Reply], function: st
         return _exposed(expose_process(request.headers.get("Accept", "")))
     started = time.monotonic()
     try:
-        env = parse_request(request)
+        record, headers = parse_request(request)
+        attrs = record["attributes"]
+        span = tracing.begin(str(attrs.get("traceparent") or headers.get("traceparent") or ""),
+                             str(attrs.get("tracestate") or headers.get("tracestate") or ""), function)
+        env = to_envelope(record, headers, span.traceparent)
     except (CrefnError, InvalidEvent) as e:
         span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
         return _answer(function, None, span, started, answer_for(e) or 500, one_line(str(e)), "")
     except Exception as e:  # a bug: answer 500, keep the process alive
         span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
         return _bug(function, None, span, started, e)
-    span = tracing.begin(env.traceparent, env.tracestate, function)
-    env = env.model_copy(update={"traceparent": span.traceparent})
     try:
         outcome = handler(env)
     except (CrefnError, InvalidEvent) as e:
@@ -281,10 +313,11 @@ def _log(function: str, env: Envelope | None, span: tracing.Span, started: float
     level = logging.WARNING if status >= 400 else logging.INFO
     if status >= 500 and status != 503:
         level = logging.ERROR
-    record = {"function": function, "status": status, "reason": reason, "id": env.id if env else None,
-              "type": env.type if env else None, "subject": env.subject if env else None,
-              "ms": round(seconds * 1000, 1), "trace_id": span.trace_id}
-    log.log(level, json.dumps(record))
+    if log.isEnabledFor(level):
+        record = {"function": function, "status": status, "reason": reason, "id": env.id if env else None,
+                  "type": env.type if env else None, "subject": env.subject if env else None,
+                  "ms": round(seconds * 1000, 1), "trace_id": span.trace_id}
+        log.log(level, json.dumps(record))
     event_type = "none" if env is None else env.type if env.type in KNOWN_TYPES else "other"
     count_event(function, event_type, status, seconds)
     if decision:

@@ -2,9 +2,10 @@
 with ratios (and written as JSON with `make bench BENCH_JSON=FILE`). Figures are reported, never
 asserted.
 
-- phase over HTTP: throughput with 16 concurrent keep-alive clients posting the sample TrainJob
-  update (binary mode), against the floor: a no-op functions-framework function served by the same
-  binary (`localstack/noop.py`); alternating rounds, best of each.
+- phase over HTTP: throughput (answers 2xx per second) with 16 concurrent keep-alive connections
+  posting the sample TrainJob update (binary mode) for 5 s, by wrk, against the floor: a no-op
+  functions-framework function served by the same binary (`localstack/noop.py`); alternating
+  rounds, best of each.
 - memory: resident set of the served process tree (gunicorn's arbiter and worker) after the load.
 - cold start: process start → first answer, phase against the floor.
 - phase in process: parse + adapter per call, against parsing alone.
@@ -14,17 +15,17 @@ asserted.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from events.objects import TrainJob
 from functions.rules.adapter import decide_phase
@@ -34,34 +35,35 @@ from localstack.serving import ServedFunction
 
 NOOP = Path(__file__).with_name("noop.py")
 CLIENTS = 16
-REQUESTS = 3000
-ROUNDS = 2
+DURATION = 5
+ROUNDS = 3
 
 
-def throughput(url: str, headers: dict[str, str], body: bytes, n: int = REQUESTS, clients: int = CLIENTS) -> float:
-    """Requests per second with `clients` keep-alive connections posting `n` requests in all."""
-    parsed = urlparse(url)
-    left = [n]
-    lock = threading.Lock()
+def throughput(url: str, headers: dict[str, str], body: bytes, seconds: float = DURATION,
+               clients: int = CLIENTS) -> float:
+    """Requests per second answered 2xx with `clients` keep-alive connections, for `seconds`, by wrk
+    (one thread: the served worker, GIL-bound, gets the other core)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("make bench needs wrk, the load generator: run `make deps`")
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(f'wrk.method = "POST"\nwrk.body = {lua_string(body.decode())}\n')
+        for name, value in headers.items():
+            script.write(f"wrk.headers[{lua_string(name)}] = {lua_string(value)}\n")
+    try:
+        out = subprocess.run([wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(script.name)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = int(failed.group(1)) if failed else 0
+    return rate * (total - errors) / total if total else 0.0
 
-    def worker() -> None:
-        conn = http.client.HTTPConnection(parsed.hostname or "127.0.0.1", parsed.port, timeout=30)
-        while True:
-            with lock:
-                if left[0] <= 0:
-                    break
-                left[0] -= 1
-            conn.request("POST", "/", body=body, headers=headers)
-            conn.getresponse().read()
-        conn.close()
 
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return n / (time.perf_counter() - start)
+def lua_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def tree_rss_mib(pid: int) -> float:
@@ -107,7 +109,7 @@ def http_figures(rows: list[dict[str, Any]]) -> None:
     floor_rps, phase_rps, floor_rss, phase_rss = 0.0, 0.0, 0.0, 0.0
     with ServedFunction("noop", env, source=NOOP) as floor, ServedFunction("phase", env) as phase:
         for url in (floor.url, phase.url):
-            throughput(url, headers, body, n=300)  # warm up
+            throughput(url, headers, body, seconds=1)  # warm up
         for _ in range(ROUNDS):
             floor_rps = max(floor_rps, throughput(floor.url, headers, body))
             phase_rps = max(phase_rps, throughput(phase.url, headers, body))

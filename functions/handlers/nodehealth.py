@@ -118,7 +118,7 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
 def log_rejected(uid: str, expression: str, where: str, error: str) -> None:
     """Once per Job and expression for as long as the process lives (the tick asks every minute)."""
     log.warning(tracing.log_line({"function": FUNCTION, "job": where, "expression": expression,
-                            "error": f"node health expression rejected: {error}"}))
+                                  "error": f"node health expression rejected: {error}"}))
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:

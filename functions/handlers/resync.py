@@ -154,7 +154,7 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     sent = [r for r in results if r.event]
     failed = [r for r in results if r.error]
     log.info(tracing.log_line({"function": FUNCTION, "jobs": len(results), "sent": len(sent), "failed": len(failed),
-                         "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
+                               "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
     text = f"resync: {len(results)} jobs, {len(sent)} events sent, {len(failed)} failed"
     if failed:
         raise Unavailable(f"{text}; first: {failed[0].job}: {failed[0].error}")
