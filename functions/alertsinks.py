@@ -71,13 +71,19 @@ class Slack:
             resolved = a.status == "resolved"
             color = "good" if resolved else ("danger" if a.severity == "critical" else "warning")
             title = f"{'RESOLVED' if resolved else a.severity.upper()}: {a.summary}"
-            payload = {"text": title, "attachments": [{
-                "color": color, "title": a.alertname, "text": a.description, "fields": [
-                    {"title": "namespace", "value": a.job.namespace, "short": True},
-                    {"title": "job", "value": a.job.name, "short": True},
-                    {"title": "reason", "value": a.reason, "short": True},
-                    {"title": "severity", "value": a.severity, "short": True}]}]}
+            payload = {"text": slack_text(title), "attachments": [{
+                "color": color, "title": slack_text(a.alertname), "text": slack_text(a.description), "fields": [
+                    {"title": "namespace", "value": slack_text(a.job.namespace), "short": True},
+                    {"title": "job", "value": slack_text(a.job.name), "short": True},
+                    {"title": "reason", "value": slack_text(a.reason), "short": True},
+                    {"title": "severity", "value": slack_text(a.severity), "short": True}]}]}
             post_json(self.url, payload, self.name, TIMEOUT, expect=(200,))
+
+
+def slack_text(text: str) -> str:
+    """Text as Slack shows it literally: `&`, `<` and `>` escaped as its API asks, so that text users
+    control (a condition message, a log tail) cannot mention (`<!channel>`) or link (`<url|text>`)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 @dataclass(frozen=True)

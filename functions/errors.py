@@ -27,6 +27,10 @@ class PermanentError(CrefnError):
     """The event can never succeed."""
 
 
+class TooLarge(PermanentError):
+    """A request too large to read (the body over the transport's limit): never retried."""
+
+
 class NotFound(CrefnError):
     """The object does not exist."""
 

@@ -49,12 +49,14 @@ from functions.errors import (
     PermanentError,
     TemporaryError,
     Throttled,
+    TooLarge,
     Unavailable,
 )
 from functions.metrics import Exposition, count_decision, count_event, expose_process
 
 Record = dict[str, Any]
 ANSWERS: dict[type[Exception], int] = {
+    TooLarge: 413,
     InvalidEvent: 400,
     PermanentError: 400,
     NotFound: 202,
@@ -74,6 +76,10 @@ CORE_ATTRIBUTES = frozenset({"id", "type", "source", "subject", "specversion", "
                              "time"})
 TRACE_ATTRIBUTES = ("traceparent", "tracestate")
 SPEC_VERSIONS = frozenset({"1.0", "0.3"})
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The largest body read: a Kubernetes object (etcd keeps at most 1.5 MiB) in an event, with room to spare."""
+MAX_EXTENSIONS = 100
+"""The most extension attributes an event may carry (ours carry fewer than 10, ApiServerSource's 4)."""
 METRICS_PATH = "/metrics"
 SCRAPE_METHODS = frozenset({"GET", "HEAD"})
 KNOWN_TYPES = frozenset({*EventType, *ApiServerType})
@@ -111,6 +117,8 @@ def decode(headers: Mapping[str, str], body: bytes) -> Record:
         raise PermanentError(f"not a CloudEvent: {one_line(str(e))}") from e
     except (ValueError, TypeError, AttributeError, UnicodeDecodeError) as e:
         raise PermanentError(f"not a CloudEvent: {one_line(str(e))}") from e
+    except RecursionError:
+        raise PermanentError("not a CloudEvent: its JSON is nested too deeply") from None
     attrs = {k: v if isinstance(v, str) else str(v) for k, v in event.get_attributes().items() if v is not None}
     return {"attributes": attrs, "data": event.data}
 
@@ -127,6 +135,8 @@ def decode_binary(headers: Mapping[str, str], body: bytes) -> Record:
             data = json.loads(body)
         except ValueError:  # not JSON (or not UTF-8): the bytes, as they came
             data = body
+        except RecursionError:
+            raise PermanentError("the event's data is JSON nested too deeply") from None
     return {"attributes": attrs, "data": data}
 
 
@@ -200,7 +210,22 @@ def parse_request(request: Request) -> tuple[Record, dict[str, str]]:
     if request.method != "POST":
         raise PermanentError(f"expected a CloudEvent in a POST request, got {request.method}")
     headers = headers_of(request.environ)
-    return decode(headers, request.get_data()), headers
+    record = decode(headers, read_body(request))
+    if len(record["attributes"]) > MAX_EXTENSIONS + len(CORE_ATTRIBUTES):
+        raise PermanentError(f"not a CloudEvent we take: {len(record['attributes'])} attributes, "
+                             f"over the limit of {MAX_EXTENSIONS} extensions")
+    return record, headers
+
+
+def read_body(request: Request) -> bytes:
+    """The request's body, refused (TooLarge) past MAX_BODY_BYTES without reading it whole."""
+    length = request.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise TooLarge(f"request body of {length} bytes is over the limit of {MAX_BODY_BYTES} bytes")
+    body = request.stream.read(MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        raise TooLarge(f"request body is over the limit of {MAX_BODY_BYTES} bytes")
+    return body
 
 
 def headers_of(environ: Mapping[str, Any]) -> dict[str, str]:
@@ -302,6 +327,8 @@ def _answer(function: str, env: Envelope | None, span: tracing.Span, started: fl
     _log(function, env, span, started, status, reason, decision)
     if status == 202:
         return Response(b"", status=202)
+    if status == ANSWERS[TooLarge]:  # streamed: functions-framework would read the whole body before a plain answer
+        return Response(iter([reason + "\n"]), status=status, mimetype="text/plain")
     return Response(reason + "\n", status=status, mimetype="text/plain")
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from events.objects import TrainJob
 from functions.rules.adapter import decide_phase
 from functions.transport import encode, send
+from localstack.benchstack import lifecycle_figures
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 
@@ -204,15 +205,20 @@ def make_in_step(gw: Any, ns: str, name: str, group: str) -> None:
 
 def main() -> int:
     rows: list[dict[str, Any]] = []
-    print("[bench] phase over HTTP against the no-op floor ...", file=sys.stderr, flush=True)
-    http_figures(rows)
-    in_process_figures(rows)
+    if os.environ.get("BENCH_HTTP", "1") != "0":
+        print("[bench] phase over HTTP against the no-op floor ...", file=sys.stderr, flush=True)
+        http_figures(rows)
+        in_process_figures(rows)
     jobs = int(os.environ.get("BENCH_JOBS", "1000"))
     if jobs:
         resync_figures(rows, jobs)
-    print(f"\n{'figure':<48} {'baseline':<24} {'baseline':>10} {'ours':>10} {'ratio':>7}")
+    sequential, burst = int(os.environ.get("BENCH_RESTARTS", "100")), int(os.environ.get("BENCH_BURST", "1000"))
+    if sequential:
+        lifecycle_figures(rows, sequential, burst)
+    print(f"\n{'figure':<52} {'baseline':<24} {'baseline':>10} {'ours':>10} {'ratio':>7}")
     for r in rows:
-        print(f"{r['figure']:<48} {r['baseline']:<24} {r['base']:>10} {r['ours']:>10} {r['ratio']:>6}x")
+        print(f"{r['figure']:<52} {r['baseline']:<24} {r['base']:>10} {r['ours']:>10} {r['ratio']:>6}x"
+              + (f"  ({r['note']})" if r.get("note") else ""))
     if out := os.environ.get("BENCH_JSON"):
         Path(out).write_text(json.dumps(rows, indent=2) + "\n")
         print(f"\nwritten to {out}")

@@ -188,6 +188,37 @@ def test_slack_and_pagerduty_payloads(serve: Callable[..., ServedFunction], clus
     assert slack.bodies[1]["text"].startswith("RESOLVED: ") and slack.bodies[1]["attachments"][0]["color"] == "good"
 
 
+HOSTILE = "<!channel> see <https://example.com|click> & <@U123>"
+
+
+def test_text_users_control_pings_nobody_and_links_nowhere(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+        receivers: tuple[Receiver, Receiver]) -> None:
+    slack, pagerduty = receivers
+    url = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=slack.url, CREFN_PAGERDUTY_URL=pagerduty.url,
+                   CREFN_PAGERDUTY_ROUTING_KEY="R0UT1NGKEY")
+    create_failed_job(gateway, namespace, restarts=0, max_restarts=0)
+    hostile = failed(namespace)
+    hostile["data"]["new"]["message"] = f"Workload failed: {HOSTILE}"
+    assert send(url, hostile).status == 202
+    (message,) = slack.bodies
+    rendered = json.dumps(message)
+    assert "<" not in rendered and ">" not in rendered, rendered  # no mention, no link, no markup at all
+    attachment = message["attachments"][0]
+    assert "&lt;!channel&gt; see &lt;https://example.com|click&gt; &amp; &lt;@U123&gt;" in attachment["text"]
+    (trigger,) = pagerduty.bodies  # plain text in PagerDuty: kept as written, shown as written
+    assert HOSTILE in trigger["payload"]["custom_details"]["description"]
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("a < b & c > d", "a &lt; b &amp; c &gt; d"), ("<!here>", "&lt;!here&gt;"), ("&amp;", "&amp;amp;"),
+    ("plain", "plain"), ("", "")])
+def test_slack_text_escapes_what_slack_reads_as_markup(text: str, shown: str) -> None:
+    from functions.alertsinks import slack_text
+
+    assert slack_text(text) == shown
+
+
 def test_throttled_sink_is_503_and_the_others_are_delivered(
         serve: Callable[..., ServedFunction], cluster: LocalCluster, namespace: str,
         receivers: tuple[Receiver, Receiver], alertmanager: LocalAlertmanager) -> None:

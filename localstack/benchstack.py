@@ -1,0 +1,197 @@
+"""`make bench`'s figures through the local stack (the real API server, every function served by
+functions-framework as its ServiceAccount, the local Broker with knative/base's Triggers), restart
+grace 0 and no resync tick, so that every figure is what the event path alone does:
+
+- Job created → its first TrainJob: latency percentiles over `sequential` Jobs.
+- TrainJob Failed → the next attempt's TrainJob: the same Jobs failed one at a time, latency
+  percentiles (the goal: p99 ≤ 300 ms).
+- Burst: `burst` running Jobs whose TrainJobs all fail at once; the time until every one has its next
+  attempt (the goal: ≤ 20 s for 1,000), and the number of TrainJob creates per Job and attempt, counted
+  from a watch (every create, not the final state): exactly one each.
+
+The baseline of the latencies is the API server itself: a TrainJob's create → its ADDED event on the
+same watch, the floor below which no event-driven step can go.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL
+from functions.resources import TRAINJOBS, cre_jobs
+from functions.rules.attempts import workload_name
+from localstack.apisource import WatchSource
+from localstack.demo import create_job
+from localstack.stack import start_stack
+from localstack.timeline import Timeline
+from localstack.trainer import apply_action, wait_until
+
+NAMESPACE = "bench"
+GROUP = CRE_GROUP_DEFAULT
+SETTINGS = {"CREFN_RESTART_GRACE_SECONDS": "0", "CREFN_LOG_LEVEL": "ERROR"}
+
+
+class QuietTimeline(Timeline):
+    """A timeline that prints only the stack's start-up steps (a delivery line per event would cost
+    the bench process, which also runs the Broker, more than the events themselves)."""
+
+    def outcome(self, o: Any) -> None:
+        pass
+
+    def published(self, record: dict[str, Any]) -> None:
+        pass
+
+
+class Creates:
+    """Every TrainJob ADDED on a watch: (namespace, name, attempt) → arrival times (monotonic)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str, str], list[float]] = {}
+        self.changed = threading.Condition()
+
+    def publish(self, record: dict[str, Any]) -> None:
+        if not record["attributes"]["type"].endswith(".add"):
+            return
+        meta = record["data"]["metadata"]
+        key = (meta["namespace"], meta["name"], (meta.get("labels") or {}).get(ATTEMPT_LABEL, ""))
+        with self.changed:
+            self.seen.setdefault(key, []).append(time.monotonic())
+            self.changed.notify_all()
+
+    def first(self, key: tuple[str, str, str], timeout: float = 30) -> float | None:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while key not in self.seen:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.changed.wait(left)
+            return self.seen[key][0]
+
+    def count(self, attempt: str, prefix: str) -> Counter[str]:
+        with self.changed:
+            return Counter({name: len(times) for (_, name, a), times in self.seen.items()
+                            if a == attempt and name.startswith(prefix)})
+
+
+def job_body(name: str) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "Job",
+            "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}},
+            "spec": {"checkpoint": {"pvcName": f"{name}-ckpt", "maxRestarts": 1},
+                     "workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"},
+                                               "trainer": {"image": "pytorch:25.01", "numNodes": 1}}}}}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+def launch_running(stack: Any, creates: Creates, names: list[str]) -> list[float]:
+    """Create the Jobs (with checkpoint evidence), wait for each first TrainJob and set it running;
+    the create → TrainJob latencies when the Jobs were created one at a time."""
+    latencies = []
+    for i, name in enumerate(names, 1):
+        started = time.monotonic()
+        create_job(stack.gateway, NAMESPACE, job_body(name), evidence=True, group=GROUP)
+        if len(names) <= 200:  # one at a time: a latency
+            seen = creates.first((NAMESPACE, workload_name(name), "0"))
+            if seen is None:
+                raise SystemExit(f"Job {name} got no TrainJob within 30 s")
+            latencies.append(seen - started)
+        if i % 250 == 0:
+            say(f"  {i}/{len(names)} Jobs created")
+    for i, name in enumerate(names, 1):
+        if creates.first((NAMESPACE, workload_name(name), "0"), timeout=120) is None:
+            raise SystemExit(f"Job {name} got no TrainJob within 120 s")
+        apply_action(stack.gateway, {"metadata": {"namespace": NAMESPACE, "name": workload_name(name)}}, "run")
+        if i % 250 == 0:
+            say(f"  {i}/{len(names)} TrainJobs running")
+    stack.broker.wait_idle(timeout=120, quiet=0.5)
+    return latencies
+
+
+def api_floor(stack: Any, creates: Creates, n: int = 50) -> list[float]:
+    """The API server's own create → ADDED-on-the-watch latency, for TrainJobs no Job owns."""
+    times = []
+    for i in range(n):
+        name, started = f"floor-{i}", time.monotonic()
+        stack.gateway.create(TRAINJOBS, NAMESPACE, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                                    "metadata": {"name": name, "labels": {ATTEMPT_LABEL: "0"}},
+                                                    "spec": {"runtimeRef": {"name": "t"}}})
+        seen = creates.first((NAMESPACE, name, "0"))
+        if seen is not None:
+            times.append(seen - started)
+    return times
+
+
+def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="crefn-bench-") as tmp, open(os.devnull, "w") as quiet:
+        out = Path(tmp) / "out"
+        out.mkdir()
+        say("starting the local stack (restart grace 0, no resync tick) ...")
+        with start_stack(out, QuietTimeline(out=quiet), SETTINGS, 3600, Path(tmp), GROUP) as stack:
+            creates = Creates()
+            source = WatchSource(stack.cluster.gateway(), TRAINJOBS, creates.publish, namespace=NAMESPACE).start()
+            create_job(stack.gateway, NAMESPACE, job_body("warm-up"), evidence=True, group=GROUP)
+            creates.first((NAMESPACE, workload_name("warm-up"), "0"))
+            floor = api_floor(stack, creates)
+            say(f"{sequential} Jobs one at a time: created → TrainJob, then Failed → next TrainJob ...")
+            names = [f"seq-{i}" for i in range(sequential)]
+            launched = launch_running(stack, creates, names)
+            restarted = []
+            for name in names:
+                started = time.monotonic()
+                apply_action(stack.gateway, {"metadata": {"namespace": NAMESPACE, "name": workload_name(name)}},
+                             "fail")
+                seen = creates.first((NAMESPACE, workload_name(name), "1"))
+                if seen is None:
+                    raise SystemExit(f"Job {name}: no next attempt within 30 s of its failure")
+                restarted.append(seen - started)
+            burst_s, once, restarts = burst_figures(stack, creates, burst) if burst else (0.0, True, True)
+            source.stop()
+    floor_ms = statistics.median(floor) * 1000
+    for label, values in (("Job created → TrainJob", launched), ("TrainJob Failed → next TrainJob", restarted)):
+        for q in (50, 99):
+            ms = percentile(values, q) * 1000
+            rows.append({"figure": f"{label} p{q} (ms)", "baseline": "API create → watch p50",
+                         "base": round(floor_ms, 1), "ours": round(ms, 1), "ratio": round(ms / floor_ms, 1)})
+    if burst:
+        rows.append({"figure": f"burst: {burst} TrainJobs failed → all replaced (s)", "baseline": "goal",
+                     "base": 20, "ours": round(burst_s, 1), "ratio": round(burst_s / 20, 2),
+                     "note": f"one create per attempt: {once}; restartCount 1 each: {restarts}"})
+
+
+def burst_figures(stack: Any, creates: Creates, burst: int) -> tuple[float, bool, bool]:
+    """Fail `burst` running TrainJobs at once; seconds until every Job has its next attempt."""
+    say(f"burst: {burst} Jobs launched and running ...")
+    names = [f"burst-{i}" for i in range(burst)]
+    launch_running(stack, creates, names)
+    say(f"burst: failing {burst} TrainJobs at once ...")
+    started = time.monotonic()
+    for name in names:
+        apply_action(stack.gateway, {"metadata": {"namespace": NAMESPACE, "name": workload_name(name)}}, "fail")
+    prefix = "burst-"
+    done = wait_until(lambda: len(creates.count("1", prefix)) >= burst, timeout=300, interval=0.05)
+    elapsed = time.monotonic() - started
+    if not done:
+        say(f"burst: only {len(creates.count('1', prefix))}/{burst} replaced within 300 s")
+    stack.broker.wait_idle(timeout=60, quiet=1.0)
+    counted = creates.count("1", prefix)
+    once = len(counted) == burst and set(counted.values()) == {1} and not creates.count("2", prefix)
+    jobs = stack.gateway.list_all(cre_jobs(GROUP), NAMESPACE)
+    restarts = all((j.get("status") or {}).get("restartCount") == 1 for j in jobs
+                   if j["metadata"]["name"].startswith("burst-"))
+    return elapsed, once, restarts

@@ -1,0 +1,130 @@
+"""Hostile requests against a served function (functions-framework under gunicorn, real sockets): a
+body too large, JSON nested too deeply, a flood of headers, an event with thousands of extensions
+and clients that stall. Each gets its one-line 4xx and the process stays small and answering."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+from functions.transport import MAX_BODY_BYTES, encode, post
+from localstack.samples import load_sample
+from localstack.serving import ServedFunction
+
+BIG = 50 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def phase(serve: Callable[..., ServedFunction]) -> ServedFunction:
+    served = serve("phase", CREFN_LOG_LEVEL="ERROR")
+    headers, body = encode(load_sample("trainjob-resource-update-failed"))
+    assert post(served.url, headers, body).status == 200  # the first request imports the handler: not measured
+    return served
+
+
+def peak_mib(pid: int) -> float:
+    """The peak resident memory (VmHWM) of a process and its children: a body read whole would show."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                total += int(line.split()[1])
+        todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+    return total / 1024
+
+
+def raw(port: int, head: bytes, chunks: Iterable[bytes] = (), timeout: float = 30) -> tuple[int, bytes]:
+    """Send a request as bytes while reading the answer, as an HTTP client does (the server may answer
+    before the body is sent); the status and body of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        def send() -> None:
+            try:
+                s.sendall(head)
+                for chunk in chunks:
+                    s.sendall(chunk)
+            except OSError:
+                pass  # answered and closed before the whole body was sent
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        answer = http.client.HTTPResponse(s)
+        answer.begin()
+        return answer.status, answer.read()
+
+
+def ce_head(length: int | None, extra: str = "") -> bytes:
+    headers, _ = encode(load_sample("trainjob-resource-update-failed"))
+    lines = [f"{k}: {v}" for k, v in headers.items()]
+    lines.append(f"content-length: {length}" if length is not None else "transfer-encoding: chunked")
+    return ("POST / HTTP/1.1\r\nhost: x\r\n" + "\r\n".join(lines) + extra + "\r\n\r\n").encode()
+
+
+def test_a_body_over_the_limit_is_413_without_being_read(phase: ServedFunction) -> None:
+    before = peak_mib(phase.pid or 0)
+    status, body = raw(phase.port, ce_head(BIG), (b"x" * 1024 * 1024 for _ in range(50)))
+    assert status == 413
+    assert body == f"request body of {BIG} bytes is over the limit of {MAX_BODY_BYTES} bytes\n".encode()
+    assert peak_mib(phase.pid or 0) - before < 20
+
+
+def test_a_chunked_body_over_the_limit_is_413_with_the_process_kept_small(phase: ServedFunction) -> None:
+    before = peak_mib(phase.pid or 0)
+    chunk = b"x" * (1024 * 1024)
+    chunks = (b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(50))
+    status, body = raw(phase.port, ce_head(None), chunks)
+    assert status == 413 and body == f"request body is over the limit of {MAX_BODY_BYTES} bytes\n".encode()
+    assert peak_mib(phase.pid or 0) - before < 20
+
+
+@pytest.mark.parametrize("structured", [False, True], ids=["binary", "structured"])
+def test_json_nested_too_deeply_is_400(phase: ServedFunction, structured: bool) -> None:
+    nested = "[" * 200_000 + "]" * 200_000
+    record = load_sample("trainjob-resource-update-failed")
+    if structured:
+        body = json.dumps({**record["attributes"], "data": 0}).replace("0}", nested + "}").encode()
+        headers = {"content-type": "application/cloudevents+json"}
+    else:
+        headers, _ = encode(record)
+        body = nested.encode()
+    answer = post(phase.url, headers, body)
+    assert answer.status == 400, answer.text
+    assert "nested too deeply" in answer.text and "\n" not in answer.text
+
+
+def test_a_flood_of_headers_is_431(phase: ServedFunction) -> None:
+    flood = "".join(f"\r\nx-flood-{i}: {i}" for i in range(10_000))
+    status, _ = raw(phase.port, ce_head(2, flood), [b"{}"])
+    assert status == 431  # gunicorn's answer past 100 header fields: Request Header Fields Too Large
+
+
+def test_an_event_with_ten_thousand_extensions_is_400(phase: ServedFunction) -> None:
+    record = load_sample("trainjob-resource-update-failed")
+    attributes = {**record["attributes"], **{f"ext{i}": "v" for i in range(10_000)}}
+    body = json.dumps({**attributes, "data": record["data"]}).encode()
+    answer = post(phase.url, {"content-type": "application/cloudevents+json"}, body)
+    assert answer.status == 400
+    assert answer.text == "not a CloudEvent we take: 10011 attributes, over the limit of 100 extensions"
+
+
+def test_clients_that_stall_do_not_block_the_others(phase: ServedFunction) -> None:
+    stalled = []
+    try:
+        for _ in range(3):  # each holds a gunicorn thread, its body never completed
+            s = socket.create_connection(("127.0.0.1", phase.port), timeout=30)
+            s.sendall(ce_head(1000) + b"{")
+            stalled.append(s)
+        time.sleep(0.2)  # let the server take them up
+        headers, body = encode(load_sample("trainjob-resource-update-failed"))
+        for _ in range(5):
+            assert post(phase.url, headers, body, timeout=10).status == 200
+    finally:
+        for s in stalled:
+            s.close()
