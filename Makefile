@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench kube-apiserver deps schemas serve image deploy clean
+.PHONY: run test test-fast check bench soak kube-apiserver deps schemas serve image deploy clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -35,9 +35,18 @@ test-fast: venv deps
 
 ## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).
 BENCH_JOBS ?= 1000
+BENCH_RESTARTS ?= 100
+BENCH_BURST ?= 1000
 BENCH_JSON ?=
 bench: venv deps kube-apiserver
-	@BENCH_JOBS=$(BENCH_JOBS) BENCH_JSON=$(BENCH_JSON) $(PY) -m localstack.bench
+	@BENCH_JOBS=$(BENCH_JOBS) BENCH_RESTARTS=$(BENCH_RESTARTS) BENCH_BURST=$(BENCH_BURST) BENCH_JSON=$(BENCH_JSON) \
+		$(PY) -m localstack.bench
+
+## Chaos soak: SOAK_JOBS Jobs through the local stack under chaos and kills, once per seed; fails on any violation.
+SOAK_JOBS ?= 200
+SOAK_SEEDS ?= 1 2 3
+soak: venv deps kube-apiserver
+	@for seed in $(SOAK_SEEDS); do $(PY) -m functions.cli soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
 
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests

@@ -87,6 +87,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     return deadletters.run(args.port, args.out, args.host)
 
 
+def cmd_soak(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("localstack") is None:
+        print(DEV_STACK_MISSING.format(command="soak"), file=sys.stderr)
+        return 2
+    soak = importlib.import_module("localstack.soak")  # looked up by name: the product never imports it
+    code: int = soak.run(args.jobs, args.seed, args.chaos, args.kill_every, args.timeout)
+    return code
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("localstack") is None:
         print(DEV_STACK_MISSING.format(command="dev"), file=sys.stderr)
@@ -94,7 +103,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     dev = importlib.import_module("localstack.dev")  # looked up by name: the product never imports it
     code: int = dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
                         replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
-                        namespace=args.namespace, scenario=args.scenario)
+                        namespace=args.namespace, scenario=args.scenario, chaos=args.chaos or "")
     return code
 
 
@@ -136,7 +145,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     dev.add_argument("--ping-interval", type=float, default=10.0, help="seconds between resync ticks")
     dev.add_argument("--scenario", default="demo",
                      help="demo (default), node-failure, stall or thresholds: the verdict to watch")
+    dev.add_argument("--chaos", metavar="SPEC",
+                     help="the Broker drops, duplicates, holds back and delays deliveries, seeded: "
+                          "drop=0.1,dup=0.2,reorder=0.2,delay=0-500ms,seed=7")
     dev.set_defaults(func=cmd_dev)
+    soak = sub.add_parser("soak", help="many Jobs through the local stack under chaos, then invariants (make soak)")
+    soak.add_argument("--jobs", type=int, default=200, help="how many Jobs (default 200)")
+    soak.add_argument("--seed", type=int, default=1, help="seed of the Jobs' outcomes, the chaos and the kills")
+    soak.add_argument("--chaos", default="drop=0.05,dup=0.2,reorder=0.2,delay=0-300ms",
+                      help="the Broker's chaos (see cre-fn dev --chaos); its seed is --seed unless given")
+    soak.add_argument("--kill-every", type=float, default=4.0, help="seconds between SIGKILLs of a function")
+    soak.add_argument("--timeout", type=float, default=900, help="seconds to wait for quiescence")
+    soak.set_defaults(func=cmd_soak)
     rep = sub.add_parser("replay", help="post a recorded JSONL event log to a URL, in order")
     rep.add_argument("file")
     rep.add_argument("--to", required=True, help="where to post (a broker, a function)")

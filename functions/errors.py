@@ -57,5 +57,12 @@ class Unavailable(TemporaryError):
     """The peer is down, unreachable or failing."""
 
 
+class Forbidden(Unavailable):
+    """The API server's authorizer refused this identity (an RBAC denial). Temporary: an API server
+    just started answers so until its authorizer's caches are filled, and a Role just granted takes a
+    moment to apply; one that stays refused ends in the dead letters after the Broker's retries (and
+    shows as 5xx answers). A refusal by an admission webhook or a quota is not this: it is permanent."""
+
+
 class NotYet(TemporaryError):
     """Too early: the same event will succeed once time has passed."""

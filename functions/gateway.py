@@ -13,6 +13,7 @@ HTTP status, or `error` when the API server could not be reached.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -26,6 +27,7 @@ from functions.errors import (
     AlreadyExists,
     Conflict,
     CrefnError,
+    Forbidden,
     NotFound,
     PermanentError,
     Throttled,
@@ -244,6 +246,11 @@ def kube_call_of(method: str, path: str, query: list[tuple[str, Any]]) -> tuple[
     return verb, f"{plural}/{sub}" if sub else plural
 
 
+RBAC_DENIAL = re.compile(r'is forbidden: User "[^"]*" cannot [a-z]+ resource')
+"""The authorizer's refusal (`... is forbidden: User "..." cannot get resource "jobs" ...`), as opposed to
+an admission webhook's or a quota's."""
+
+
 def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -> CrefnError:
     """One boundary from an API error answer to our error kinds, with a trimmed one-line message."""
     reason, message = "", ""
@@ -263,6 +270,8 @@ def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -
         error = Throttled(text)
     elif status >= 500 or status == 0:
         error = Unavailable(text)
+    elif status == 403 and RBAC_DENIAL.search(message):
+        error = Forbidden(text)
     else:
         error = PermanentError(text)
     error.detail = message

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from events.objects import Pod
 from events.types import CRE_VERSION, JOB_KIND
 from functions.context import Context
-from functions.errors import CrefnError, NotFound, PermanentError
+from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
 from functions.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.measurements import measures
@@ -91,7 +91,7 @@ def read_runtime_jobs(ctx: Context, state: JobState) -> tuple[str, ...] | None:
     res = TRAINING_RUNTIMES if namespaced else CLUSTER_TRAINING_RUNTIMES
     try:
         runtime = ctx.gateway.get(res, state.ref.namespace if namespaced else None, str(ref["name"]))
-    except (NotFound, PermanentError):
+    except (NotFound, Forbidden, PermanentError):
         return None
     jobs = (((runtime or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("replicatedJobs") or []
     names = tuple(str(j["name"]) for j in jobs if isinstance(j, dict) and j.get("name"))

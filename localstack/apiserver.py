@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -59,14 +60,39 @@ def free_port() -> int:
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    """Stop a child by PID: SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+    """Stop a child by PID: SIGTERM, then SIGKILL if it has not exited within `timeout`. A child that
+    leads its own process group (started with `start_new_session`) is stopped with its whole group, so
+    that no grandchild (a gunicorn worker) outlives it."""
     if proc.poll() is None:
-        proc.terminate()
+        signal_group(proc, signal.SIGTERM)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            kill_group(proc)
             proc.wait(timeout=5)
+    if leads_group(proc):
+        signal_group(proc, signal.SIGKILL)  # whatever of its group is left
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    signal_group(proc, signal.SIGKILL)
+
+
+def leads_group(proc: subprocess.Popen[bytes]) -> bool:
+    try:
+        return os.getpgid(proc.pid) == proc.pid
+    except ProcessLookupError:
+        return True  # exited: its group (same id) may still have members
+
+
+def signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    try:
+        if leads_group(proc):
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def find_kube_apiserver(progress: bool = True) -> str:
@@ -186,6 +212,7 @@ class LocalCluster:
             "--profiling=false",
             "--allow-privileged=true",
             "--kubelet-preferred-address-types=InternalIP",
+            f"--audit-policy-file={self._audit_policy()}", f"--audit-log-path={self.audit_log}",
         ]
         self._spawn("kube-apiserver", self._apiserver_argv)
         self._wait_ready(timeout=90)
@@ -201,12 +228,54 @@ class LocalCluster:
         if self.webhook:
             self.register_webhook(self.webhook)
 
+    @property
+    def audit_log(self) -> Path:
+        """The API server's audit log (JSON lines): every TrainJob create and delete, with its answer."""
+        return self.work_dir / "audit.log"
+
+    def _audit_policy(self) -> Path:
+        trainjobs = {"level": "Metadata", "verbs": ["create", "delete"],
+                     "resources": [{"group": "trainer.kubeflow.org", "resources": ["trainjobs"]}]}
+        path = self.work_dir / "audit-policy.json"
+        path.write_text(json.dumps({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                    "omitStages": ["RequestReceived"], "rules": [trainjobs, {"level": "None"}]}))
+        return path
+
+    def audited(self, verb: str, resource: str) -> list[dict[str, Any]]:
+        """The audit log's completed `verb`s on `resource` (e.g. TrainJob creates), in order."""
+        if not self.audit_log.exists():
+            return []
+        entries = []
+        for line in self.audit_log.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                ref = entry.get("objectRef") or {}
+                complete = entry.get("stage") == "ResponseComplete"
+                if entry.get("verb") == verb and ref.get("resource") == resource and complete:
+                    entries.append(entry)
+        return entries
+
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver alone (etcd keeps the data): clients see the API unreachable."""
         for name, proc in list(self._procs):
             if name == "kube-apiserver":
                 stop_process(proc, timeout=15)
                 self._procs.remove((name, proc))
+
+    def apiserver_exited(self) -> bool:
+        """Whether kube-apiserver died (not stopped by `stop_apiserver`): killed, or crashed."""
+        return any(name == "kube-apiserver" and proc.poll() is not None for name, proc in self._procs)
+
+    def kill_apiserver(self) -> None:
+        """SIGKILL kube-apiserver (an upgrade or a crash, for drills); etcd keeps the data."""
+        for name, proc in self._procs:
+            if name == "kube-apiserver":
+                kill_group(proc)
+
+    def restart_apiserver(self) -> None:
+        """Start a dead kube-apiserver again on the same etcd and port, and wait until it is ready."""
+        self._procs[:] = [(n, p) for n, p in self._procs if not (n == "kube-apiserver" and p.poll() is not None)]
+        self.start_apiserver()
 
     def start_apiserver(self) -> None:
         """Start kube-apiserver again on the same port and wait until it is ready."""

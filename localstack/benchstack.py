@@ -1,6 +1,7 @@
 """`make bench`'s figures through the local stack (the real API server, every function served by
 functions-framework as its ServiceAccount, the local Broker with knative/base's Triggers), restart
-grace 0 and no resync tick, so that every figure is what the event path alone does:
+grace 0, no resync tick, no Alertmanager and no Prometheus, so that every figure is what the event path
+alone does:
 
 - Job created → its first TrainJob: latency percentiles over `sequential` Jobs.
 - TrainJob Failed → the next attempt's TrainJob: the same Jobs failed one at a time, latency
@@ -142,7 +143,7 @@ def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -
         out = Path(tmp) / "out"
         out.mkdir()
         say("starting the local stack (restart grace 0, no resync tick) ...")
-        with start_stack(out, QuietTimeline(out=quiet), SETTINGS, 3600, Path(tmp), GROUP) as stack:
+        with start_stack(out, QuietTimeline(out=quiet), SETTINGS, 3600, Path(tmp), GROUP, monitoring=False) as stack:
             creates = Creates()
             source = WatchSource(stack.cluster.gateway(), TRAINJOBS, creates.publish, namespace=NAMESPACE).start()
             create_job(stack.gateway, NAMESPACE, job_body("warm-up"), evidence=True, group=GROUP)

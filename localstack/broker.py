@@ -11,7 +11,9 @@
   `knativeerrordest` and `knativeerrordata` extensions.
 Every published event is appended to an event log (JSONL, replayable with `cre-fn replay`).
 Drills: `duplicate` delivers every event twice; `jitter` delays each delivery by a random (seeded)
-fraction of that many seconds, so neighbouring events overtake each other.
+fraction of that many seconds, so neighbouring events overtake each other; `chaos`
+(`localstack.chaos`) drops, duplicates, holds back and delays deliveries, seeded, and counts what
+it did (`fates.counts`).
 
 Deterministic mode (`workers=0`, for tests that step a lifecycle): nothing is delivered until
 `round()`, which delivers everything queued at that moment, in publish order (`swap` exchanges
@@ -36,6 +38,7 @@ from typing import IO, Any
 from functions.deadletters import event_server
 from functions.errors import Unavailable
 from functions.transport import Answer, send
+from localstack.chaos import Chaos, Fate, Fates
 
 Record = dict[str, Any]
 
@@ -158,8 +161,9 @@ class LocalBroker:
     def __init__(self, triggers: list[Trigger], dead_letters: Path | None = None, event_log: Path | None = None,
                  workers: int = 4, duplicate: bool = False, jitter: float = 0.0, seed: int = 0, swap: bool = False,
                  on_outcome: Callable[[DeliveryAttempt], None] | None = None,
-                 on_publish: Callable[[Record], None] | None = None) -> None:
+                 on_publish: Callable[[Record], None] | None = None, chaos: Chaos | None = None) -> None:
         self.triggers = triggers
+        self.fates = Fates(chaos) if chaos else None
         self.duplicate = duplicate
         self.jitter = jitter
         self.swap = swap
@@ -197,10 +201,13 @@ class LocalBroker:
                 self._log_file.write(json.dumps(record, separators=(",", ":")) + "\n")
                 self._log_file.flush()
             now = time.monotonic()
+            attrs = record["attributes"]
             for trigger in self.triggers:
-                if trigger.matches(record["attributes"]):
-                    for _ in range(2 if self.duplicate else 1):
-                        due = now + self._rng.uniform(0, self.jitter) if self.jitter else now
+                if trigger.matches(attrs):
+                    fate = self.fates.decide(trigger.name, str(attrs.get("type")), str(attrs.get("subject"))) \
+                        if self.fates else Fate(1, 0.0)
+                    for _ in range(fate.copies * (2 if self.duplicate else 1)):
+                        due = now + fate.delay + (self._rng.uniform(0, self.jitter) if self.jitter else 0.0)
                         heapq.heappush(self._heap, _Pending(due, next(self._seq), record, trigger))
             self._cond.notify_all()
         if self.on_publish:

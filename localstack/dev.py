@@ -21,6 +21,7 @@ from functions.replay import read_recording
 from functions.resources import cre_jobs
 from functions.settings import Settings
 from localstack.apiserver import LocalCluster
+from localstack.chaos import Chaos, ChaosError
 from localstack.demo import (
     DEMO_FAILING_JOB,
     DEMO_FAILING_SCRIPT,
@@ -43,12 +44,18 @@ from localstack.trainer import wait_until
 
 def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path | None = None,
         ping_interval: float = 10.0, timeout: float = 180.0, out: TextIO = sys.stdout,
-        cluster: LocalCluster | None = None, namespace: str | None = None, scenario: str = "demo") -> int:
+        cluster: LocalCluster | None = None, namespace: str | None = None, scenario: str = "demo",
+        chaos: str = "") -> int:
     """`cre-fn dev`. `namespace` runs the demo (or reproduces the recording) in that namespace and
     confines the sources to it; `cluster` reuses a running API server (the test suite's)."""
     if scenario != "demo" and scenario not in SCENARIOS:
         print(f"cre-fn dev: unknown scenario {scenario!r}; choose one of: demo, {', '.join(SCENARIOS)}",
               file=sys.stderr)
+        return 2
+    try:
+        drills = Chaos.parse(chaos) if chaos else None
+    except ChaosError as e:
+        print(f"cre-fn dev: {e}", file=sys.stderr)
         return 2
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in ("events.jsonl", "dead-letters.jsonl"):
@@ -61,7 +68,10 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
     records = read_recording(replay_file) if replay_file else []
     demo_ns = namespace or DEMO_NAMESPACE
     with tempfile.TemporaryDirectory(prefix="crefn-dev-") as tmp, \
-            start_stack(out_dir, timeline, settings, ping_interval, Path(tmp), group, cluster, namespace) as stack:
+            start_stack(out_dir, timeline, settings, ping_interval, Path(tmp), group, cluster, namespace,
+                        chaos=drills) as stack:
+        if drills:
+            timeline.say(f"chaos in the Broker: {drills}")
         code = 0
         if replay_file:
             code = reproduce(stack, records, timeline, timeout, namespace)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import functions
-from localstack.apiserver import free_port, stop_process
+from localstack.apiserver import free_port, kill_group, stop_process
 
 MAIN = Path(functions.__file__).with_name("main.py")
 
@@ -46,8 +46,9 @@ class ServedFunction:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
-    def start(self, timeout: float = 20) -> ServedFunction:
-        self.port = free_port()
+    def start(self, timeout: float = 20, same_port: bool = False) -> ServedFunction:
+        """Start serving, on a free port (or, with `same_port`, on the one it had: a restart)."""
+        self.port = self.port if same_port and self.port else free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
         env.update(self.env)
         argv = [sys.executable, "-m", "functions_framework", "--source", str(self.source), "--target", self.target,
@@ -67,6 +68,16 @@ class ServedFunction:
         if code is not None:
             raise RuntimeError(f"functions-framework for {self.target} exited with {code}")
         raise RuntimeError(f"functions-framework for {self.target} did not listen within {timeout}s")
+
+    @property
+    def exited(self) -> bool:
+        """Whether the server was started and has exited since (killed, or crashed)."""
+        return self._proc is not None and self._proc.poll() is not None
+
+    def kill(self) -> None:
+        """SIGKILL the served process tree at once (a pod killed, for drills)."""
+        if self._proc and self._proc.poll() is None:
+            kill_group(self._proc)
 
     def terminate(self) -> None:
         """Ask the server to stop without waiting (stop() then waits); lets many stop in parallel."""

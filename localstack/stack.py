@@ -27,6 +27,7 @@ from localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_a
 from localstack.apiserver import LocalCluster, free_port
 from localstack.apisource import WatchSource
 from localstack.broker import LocalBroker, triggers_from_manifests
+from localstack.chaos import Chaos
 from localstack.manifests import NAMESPACE, render, service_account_user
 from localstack.prometheus import LocalPrometheus, PrometheusError, find_prometheus
 from localstack.serving import ServedFunction
@@ -59,6 +60,40 @@ class Ticker:
         self._stop.set()
 
 
+class Supervisor:
+    """Starts again what dies, as Knative does a revision's pods and a kubelet a static pod: a served
+    function on its own port (the Broker's Triggers keep their URLs; a delivery that failed meanwhile is
+    retried by the Broker), and a killed kube-apiserver on the same etcd and port. Counts restarts."""
+
+    def __init__(self, functions: dict[str, ServedFunction], cluster: LocalCluster | None, timeline: Timeline,
+                 interval: float = 0.2) -> None:
+        self.functions, self.cluster, self.timeline, self.interval = functions, cluster, timeline, interval
+        self.restarts: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="supervisor")
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            for name, served in list(self.functions.items()):
+                if served.exited and not self._stop.is_set():
+                    self._restart(name, lambda served=served: served.start(timeout=30, same_port=True))
+            if self.cluster is not None and self.cluster.apiserver_exited() and not self._stop.is_set():
+                self._restart("kube-apiserver", self.cluster.restart_apiserver)
+
+    def _restart(self, name: str, start: Any) -> None:
+        self.restarts[name] = self.restarts.get(name, 0) + 1
+        self.timeline.say(f"!! {name} exited: starting it again (restart {self.restarts[name]})")
+        try:
+            start()
+        except Exception as e:  # it stays down until the next look
+            self.timeline.say(f"!! {name} did not start again: {e}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
 @dataclass
 class Stack:
     cluster: LocalCluster
@@ -69,6 +104,7 @@ class Stack:
     group: str
     alertmanager: LocalAlertmanager | None = None
     prometheus: LocalPrometheus | None = None
+    supervisor: Supervisor | None = None
 
     def quiet(self) -> bool:
         return self.broker.wait_idle(timeout=0.5, quiet=0.3)
@@ -158,12 +194,18 @@ STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apis
 @contextlib.contextmanager
 def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], ping_interval: float,
                 work_dir: Path, group: str, cluster: LocalCluster | None = None,
-                namespace: str | None = None) -> Iterator[Stack]:
+                namespace: str | None = None, monitoring: bool = True,
+                chaos: Chaos | None = None) -> Iterator[Stack]:
     """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
     `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
-    to one namespace (all namespaces otherwise)."""
+    to one namespace (all namespaces otherwise). Without `monitoring`, no Alertmanager and no
+    Prometheus are started (`make bench`: a scrape of the `metrics` target every second LISTs every
+    Job, which would weigh on the figures). With `chaos`, the Broker drops, duplicates, holds back and
+    delays deliveries (`localstack.chaos`). A supervisor starts again any function process, or the
+    stack's own kube-apiserver, that dies."""
     say = timeline.say
     with contextlib.ExitStack() as stack:
+        owned = cluster is None
         if cluster is None:
             say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
             groups = tuple(dict.fromkeys((CRE_GROUP_DEFAULT, group)))
@@ -175,7 +217,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         stack.callback(gw.close)
         docs = render("base")
         apply_rbac(gw, docs)
-        alertmanager = start_alertmanager(stack, work_dir, timeline, settings)
+        alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
         if alertmanager is not None:
             settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
         say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
@@ -188,11 +230,12 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             served = ServedFunction(target, env, out_dir / f"function-{target}.log")
             stack.callback(served.stop)
             functions[target] = served.start()
-        prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions)
+        prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions) \
+            if monitoring else None
         say("[3/5] starting the Broker with the Triggers and delivery of knative/base")
         triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
         broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
-                             on_outcome=timeline.outcome, on_publish=timeline.published)
+                             on_outcome=timeline.outcome, on_publish=timeline.published, chaos=chaos)
         stack.callback(broker.close)
         broker.serve(broker_port)
         say(f"[4/5] starting the ApiServerSources of knative/base → {broker_url}")
@@ -208,4 +251,6 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         say(f"[5/5] PingSource: resync every {ping_interval:g}s")
         ticker = Ticker(functions["resync"].url, ping_interval)
         stack.callback(ticker.stop)
-        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus)
+        supervisor = Supervisor(functions, cluster if owned else None, timeline)
+        stack.callback(supervisor.stop)
+        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor)

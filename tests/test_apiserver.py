@@ -66,3 +66,22 @@ def test_a_failed_start_stops_what_it_started(tmp_path: Path, monkeypatch: pytes
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert set(cluster.started_pids) == {"etcd", "kube-apiserver"}
+
+
+def test_the_audit_log_has_every_trainjob_create_and_delete(cluster: LocalCluster, gateway: Gateway,
+                                                             namespace: str) -> None:
+    from functions.resources import TRAINJOBS
+
+    body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "audited"},
+            "spec": {"runtimeRef": {"name": "t"}}}
+    created = gateway.create(TRAINJOBS, namespace, body)
+    with pytest.raises(CrefnError):
+        gateway.create(TRAINJOBS, namespace, body)  # 409: audited too, with its code
+    gateway.delete(TRAINJOBS, namespace, "audited", uid=created["metadata"]["uid"])
+    deadline = time.monotonic() + 10
+    mine: list[tuple[str, int]] = []
+    while time.monotonic() < deadline and len(mine) < 3:
+        mine = [(e["verb"], e["responseStatus"]["code"]) for verb in ("create", "delete")
+                for e in cluster.audited(verb, "trainjobs") if e["objectRef"].get("namespace") == namespace]
+        time.sleep(0.1)
+    assert sorted(mine) == [("create", 201), ("create", 409), ("delete", 200)]

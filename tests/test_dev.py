@@ -4,6 +4,7 @@ event log; replaying that log into a fresh namespace reproduces the same final J
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from functions.errors import CrefnError, Unavailable
 from functions.gateway import Gateway
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_jobs
@@ -111,12 +113,49 @@ def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
 
 
 @pytest.mark.kube  # `cre-fn dev` starts an API server of its own
-def test_no_demo_keep_serves_users_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below `pid`: pid → command line."""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        out = subprocess.run(["pgrep", "-a", "-P", str(todo.pop())], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            child, _, command = line.partition(" ")
+            found[int(child)] = command
+            todo.append(int(child))
+    return found
+
+
+def launched(gw: Gateway, name: str, timeout: float = 60) -> str:
+    """The Job's workloadRef name once launch has written it ("" if it did not within `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(CrefnError):
+            ref = ((gw.get(JOBS, "team", name) or {}).get("status") or {}).get("workloadRef") or {}
+            if ref.get("name"):
+                return str(ref["name"])
+        time.sleep(0.2)
+    return ""
+
+
+def create_job(gw: Gateway, name: str) -> None:
+    for _ in range(60):  # the API server may be starting again
+        with contextlib.suppress(Unavailable):
+            gw.create(JOBS, "team", {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                     "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+                                     "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}})
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"could not create Job {name}")
+
+
+def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",
                              "--out", str(tmp_path), "--ping-interval", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[str] = []
+    tree: dict[int, str] = {}
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 120
@@ -129,31 +168,43 @@ def test_no_demo_keep_serves_users_and_ctrl_c_stops_everything(tmp_path: Path) -
         assert set(found) == {"KUBECONFIG", "BROKER"}, "\n".join(lines)
         gw = Gateway.connect(found["KUBECONFIG"])
         gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
-        gw.create(JOBS, "team", {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-                                 "metadata": {"name": "mine", "labels": {"crefn.dev/managed": "true"}},
-                                 "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}})
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not ((gw.get(JOBS, "team", "mine") or {}).get("status") or {}).get(
-                "workloadRef"):
-            time.sleep(0.2)
-        assert gw.get(JOBS, "team", "mine")["status"]["workloadRef"]["name"] == "mine-workload"  # type: ignore[index]
+        create_job(gw, "mine")
+        assert launched(gw, "mine") == "mine-workload"
         assert send(found["BROKER"], {"attributes": {"specversion": "1.0", "id": "1", "source": "me",
                                                      "type": "my.own"}, "data": {}}).status == 202
+        # a function killed: the stack starts it again on its port, and the Broker's retry reaches it
+        (launch,) = [pid for pid, cmd in descendants(proc.pid).items() if "--target launch" in cmd
+                     and os.getpgid(pid) == pid]
+        os.killpg(launch, signal.SIGKILL)
+        create_job(gw, "after-a-function-kill")
+        assert launched(gw, "after-a-function-kill") == "after-a-function-kill-workload"
+        # the API server killed: started again on the same etcd and port
+        (apiserver,) = [pid for pid, cmd in descendants(proc.pid).items() if "kube-apiserver" in cmd]
+        os.kill(apiserver, signal.SIGKILL)
+        create_job(gw, "after-an-apiserver-kill")
+        assert launched(gw, "after-an-apiserver-kill", timeout=120) == "after-an-apiserver-kill-workload"
         gw.close()
-        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-        assert len(children) >= 6  # etcd, kube-apiserver and five functions
+        tree = descendants(proc.pid)
+        assert sum("functions_framework" in cmd for cmd in tree.values()) >= 2 * 11  # arbiter and worker each
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(timeout=60)
+            proc.wait(timeout=10)  # every child stopped within 10 s of Ctrl-C
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
         finally:
             if proc.stdout:
+                lines += proc.stdout.read().splitlines()
                 proc.stdout.close()
-    for pid in children:
-        with pytest.raises(ProcessLookupError):
-            os.kill(int(pid), 0)
+    left = []
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 0)
+            left.append(tree[pid])
+    assert not left, left
+    output = "\n".join(lines)
+    assert "!! launch exited: starting it again (restart 1)" in output
+    assert "!! kube-apiserver exited: starting it again (restart 1)" in output
     logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert "my.own" in logged and "dev.crefn.workload.created" in logged

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.errors import PermanentError
+from functions.errors import Forbidden, PermanentError
 from functions.gateway import Gateway
 from functions.resources import Resource
 from localstack.apiserver import LocalCluster
@@ -145,7 +145,7 @@ def test_a_service_account_without_pods_log_is_refused(cluster: LocalCluster, ga
     reader = cluster.service_account_gateway(namespace, "reader")
     try:
         assert reader.get(Resource("", "v1", "pods", "Pod"), namespace, logged_pod) is not None
-        with pytest.raises(PermanentError, match=r"403 Forbidden: .*cannot get resource \"pods/log\""):
+        with pytest.raises(Forbidden, match=r"403 Forbidden: .*cannot get resource \"pods/log\""):
             reader.read_log(namespace, logged_pod, "node", tail_lines=10, keep_bytes=100, timeout_seconds=5)
     finally:
         reader.close()

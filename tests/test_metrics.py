@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from events.emitted import AlertData, JobRef
 from functions.alertsinks import Alertmanager, CloudEventsSink, PagerDuty, Slack, notify
-from functions.errors import PermanentError, Unavailable
+from functions.errors import Forbidden, Unavailable
 from functions.gateway import Gateway, kube_call_of
 from functions.metrics import expose_process
 from functions.resources import PODS, cre_jobs
@@ -173,7 +173,7 @@ def test_the_metrics_identity_may_list_jobs_and_nothing_else(cluster: LocalClust
         assert {j["metadata"]["name"] for j in identity.list_all(JOBS, jobs)} >= {"running", "stray"}
         for refused in (lambda: identity.get(JOBS, jobs, "running"), lambda: identity.list_all(PODS, jobs),
                         lambda: identity.patch(JOBS, jobs, "running", {"status": {}}, status=True)):
-            with pytest.raises(PermanentError, match="403 Forbidden"):
+            with pytest.raises(Forbidden, match="403 Forbidden"):
                 refused()
     finally:
         identity.close()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from functions.errors import NotFound, PermanentError
+from functions.errors import Forbidden, NotFound
 from functions.gateway import Gateway
 from functions.resources import CONFIGMAPS, CRDS, EVENTS, NAMESPACES, PODS, TRAINJOBS, cre_goodput, cre_jobs
 from localstack.apiserver import LocalCluster
@@ -92,7 +92,7 @@ def test_refused_with_403(function: str, what: str, call: Call, cluster: LocalCl
                                      "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
     identity = cluster.gateway(service_account_user(f"crefn-{function}"))
     try:
-        with pytest.raises(PermanentError, match="403 Forbidden"):
+        with pytest.raises(Forbidden, match="403 Forbidden"):
             call(identity, namespace)
     finally:
         identity.close()

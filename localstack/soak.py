@@ -1,0 +1,376 @@
+"""`cre-fn soak` (`make soak`): many Jobs through the local stack under chaos, then invariants.
+
+The stack runs with a chaotic Broker (`localstack.chaos`: drops, duplicates, reorders, delays) and a
+resync tick; meanwhile the soak SIGKILLs a random function process every few seconds (the stack's
+supervisor starts it again on its port, as Knative would a pod) and the kube-apiserver once (started
+again on the same etcd and port). Each Job follows a script drawn from the seed:
+
+| outcome | script (per attempt) | expected |
+|---|---|---|
+| succeed | run, complete | Succeeded/WorkloadCompleted, 0 restarts |
+| fail then succeed | run, fail; then run, complete | Succeeded/WorkloadCompleted, 1 restart |
+| budget spent | run, fail; then run, fail (maxRestarts 1) | Failed/WorkloadFailed, 1 restart |
+| deleted by hand | run, then deleted (no checkpoint) | Failed/WorkloadFailed ("… was deleted"), 0 restarts |
+| deleted, restarted | run, then deleted; then run, complete (checkpoint) | Succeeded/WorkloadCompleted, 1 restart |
+| suspended, resumed | (starts suspended) resume, run, complete | Succeeded/WorkloadCompleted, 0 restarts |
+| no checkpoint | run, fail | Failed/WorkloadFailed, 0 restarts |
+
+A few events malformed on purpose are posted to the Broker too: they, and only they, may become dead
+letters. Once every Job is terminal and the Broker has been idle for a while (quiescence), the soak
+checks against the API server and its audit log:
+- every Job's True condition, reason and `restartCount` are its script's;
+- exactly one TrainJob create per attempt (`restartCount + 1` creates of the Job's TrainJob, counted
+  from the audit log: every create the API server took, not the final state), so never two
+  restarts for one failure and never a lost one;
+- `restartCount ≤ maxRestarts`; no managed Job left non-terminal;
+- dead letters only for the malformed events (those the chaos did not drop).
+It prints a table and exits 1 on any violation. Everything runs on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
+from functions.errors import CrefnError
+from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
+from functions.rules.attempts import workload_name
+from functions.rules.conditions import true_exclusive
+from functions.transport import send
+from localstack.chaos import Chaos, ChaosError
+from localstack.stack import Stack, start_stack
+from localstack.timeline import Timeline
+from localstack.trainer import apply_action
+
+NAMESPACE = "soak"
+GROUP = CRE_GROUP_DEFAULT
+DEFAULT_CHAOS = "drop=0.05,dup=0.2,reorder=0.2,delay=0-300ms"
+MALFORMED = 3
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    script: dict[int, list[str]]
+    expected: tuple[str, str, int]
+    checkpoint: int | None = None
+    """maxRestarts, with checkpoint evidence; None: no checkpoint."""
+    suspended: bool = False
+
+
+OUTCOMES = (
+    Outcome("succeed", {0: ["run", "complete"]}, ("Succeeded", "WorkloadCompleted", 0), checkpoint=2),
+    Outcome("fail then succeed", {0: ["run", "fail"], 1: ["run", "complete"]}, ("Succeeded", "WorkloadCompleted", 1),
+            checkpoint=2),
+    Outcome("budget spent", {0: ["run", "fail"], 1: ["run", "fail"]}, ("Failed", "WorkloadFailed", 1), checkpoint=1),
+    Outcome("deleted by hand", {0: ["run", "delete"]}, ("Failed", "WorkloadFailed", 0)),
+    Outcome("deleted, restarted", {0: ["run", "delete"], 1: ["run", "complete"]},
+            ("Succeeded", "WorkloadCompleted", 1), checkpoint=2),
+    Outcome("suspended, resumed", {0: ["resume", "run", "complete"]}, ("Succeeded", "WorkloadCompleted", 0),
+            checkpoint=2, suspended=True),
+    Outcome("no checkpoint", {0: ["run", "fail"]}, ("Failed", "WorkloadFailed", 0)),
+)
+
+
+@dataclass
+class Counts:
+    kills: Counter[str] = field(default_factory=Counter)
+    actions: int = 0
+    driver_errors: int = 0
+
+
+def job_body(name: str, outcome: Outcome) -> dict[str, Any]:
+    spec: dict[str, Any] = {"workload": {"trainJob": {
+        "runtimeRef": {"name": "torch-distributed"}, "suspend": outcome.suspended,
+        "trainer": {"image": "pytorch:25.01", "numNodes": 1}}}}
+    if outcome.checkpoint is not None:
+        spec["checkpoint"] = {"pvcName": f"{name}-ckpt", "maxRestarts": outcome.checkpoint}
+    return {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "Job",
+            "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}}, "spec": spec}
+
+
+def create(stack: Stack, name: str, outcome: Outcome) -> None:
+    gw = stack.gateway
+    gw.create(cre_jobs(GROUP), NAMESPACE, job_body(name, outcome))
+    if outcome.checkpoint is not None:
+        goodput = cre_goodput(GROUP)
+        gw.create(goodput, NAMESPACE, {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "GoodputMeasurement",
+                                       "metadata": {"name": f"{name}-goodput"},
+                                       "spec": {"jobRef": {"kind": "Job", "name": name}, "logProfileRef": "default"}})
+        gw.patch(goodput, NAMESPACE, f"{name}-goodput", {"status": {"lastCheckpointStep": 100}}, status=True)
+
+
+def retrying(what: Any, attempts: int = 60) -> Any:
+    """Call `what` until the API server answers (it is killed once during the soak)."""
+    for _ in range(attempts):
+        try:
+            return what()
+        except CrefnError:
+            time.sleep(0.5)
+    return what()
+
+
+class Background:
+    """A loop in a daemon thread, started and stopped (waited for) from the soak."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
+
+    def start(self) -> Background:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Driver(Background):
+    """The Trainer for every Job at once: one LIST of the TrainJobs per step, and each TrainJob's next
+    action once its previous one is `step` seconds old."""
+
+    def __init__(self, stack: Stack, scripts: dict[str, Outcome], counts: Counts, step: float = 1.0) -> None:
+        super().__init__()
+        self.stack, self.scripts, self.counts, self.step = stack, scripts, counts, step
+        self.progress: dict[tuple[str, int], int] = {}
+        self.last: dict[tuple[str, int], float] = {}
+
+    def _run(self) -> None:
+        label = job_label(GROUP)
+        while not self._stop.wait(0.3):
+            try:
+                trainjobs = self.stack.gateway.list_all(TRAINJOBS, NAMESPACE)
+            except CrefnError:
+                self.counts.driver_errors += 1
+                continue
+            now = time.monotonic()
+            for tj in trainjobs:
+                meta = tj["metadata"]
+                job = (meta.get("labels") or {}).get(label, "")
+                if job not in self.scripts or meta.get("deletionTimestamp"):
+                    continue
+                attempt = int((meta.get("labels") or {}).get(ATTEMPT_LABEL, "0"))
+                steps = self.scripts[job].script.get(attempt, [])
+                key = (job, attempt)
+                index = self.progress.get(key, 0)
+                if index >= len(steps) or now - self.last.get(key, 0.0) < self.step:
+                    continue
+                try:
+                    apply_action(self.stack.gateway, tj, steps[index])
+                except CrefnError:
+                    self.counts.driver_errors += 1
+                    continue
+                self.progress[key] = index + 1
+                self.last[key] = now
+                self.counts.actions += 1
+
+
+class Killer(Background):
+    """SIGKILLs a random function process every `every` seconds, and the kube-apiserver once."""
+
+    def __init__(self, stack: Stack, rng: random.Random, counts: Counts, every: float, timeline: Timeline) -> None:
+        super().__init__()
+        self.stack, self.rng, self.counts, self.every, self.timeline = stack, rng, counts, every, timeline
+
+    def _run(self) -> None:
+        ticks = 0
+        while not self._stop.wait(self.every):
+            ticks += 1
+            if ticks == 3 and not self.counts.kills["kube-apiserver"]:
+                self.timeline.say("!! soak: SIGKILL kube-apiserver")
+                self.stack.cluster.kill_apiserver()
+                self.counts.kills["kube-apiserver"] += 1
+                continue
+            name = self.rng.choice(sorted(self.stack.functions))
+            self.timeline.say(f"!! soak: SIGKILL function {name}")
+            self.stack.functions[name].kill()
+            self.counts.kills[name] += 1
+
+
+def malformed(i: int) -> dict[str, Any]:
+    """An event no function can take (the wrong data for its type): a dead letter by design."""
+    return {"attributes": {"specversion": "1.0", "id": f"soak-malformed-{i}", "source": "/soak", "subject": "soak/x",
+                           "type": "dev.crefn.workload.phase", "workloadphase": "Failed", "namespace": NAMESPACE,
+                           "job": "x", "datacontenttype": "application/json"},
+            "data": {"not": "a workload phase"}}
+
+
+def terminal(job: dict[str, Any]) -> bool:
+    cond = true_exclusive((job.get("status") or {}).get("conditions") or [])
+    return cond is not None and cond.type in ("Succeeded", "Failed")
+
+
+def state_of(job: dict[str, Any]) -> tuple[str, str, int]:
+    status = job.get("status") or {}
+    cond = true_exclusive(status.get("conditions") or [])
+    return (cond.type if cond else "", cond.reason if cond else "", int(status.get("restartCount") or 0))
+
+
+def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: float = 4.0, timeout: float = 900,
+        ping_interval: float = 3.0, out: TextIO = sys.stdout, out_dir: Path = Path("out/soak")) -> int:
+    """The soak; its event log, dead letters and function logs go to `out_dir`."""
+    try:
+        drills = Chaos.parse(f"{chaos},seed={seed}" if "seed=" not in chaos else chaos)
+    except ChaosError as e:
+        print(f"cre-fn soak: {e}", file=sys.stderr)
+        return 2
+    rng = random.Random(seed)
+    scripts = {f"soak-{i}": rng.choice(OUTCOMES) for i in range(jobs)}
+    counts = Counts()
+    settings = {"CREFN_RESTART_GRACE_SECONDS": "1", "CREFN_LOG_LEVEL": "ERROR"}
+    timeline = Timeline(out)
+    started = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("events.jsonl", "dead-letters.jsonl"):
+        (out_dir / name).unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="crefn-soak-") as tmp:
+        work = Path(tmp)
+        timeline.say(f"soak: {jobs} Jobs, seed {seed}, chaos {drills}, a function killed every {kill_every:g}s; "
+                     f"event log and dead letters in {out_dir}")
+        with start_stack(out_dir, QuietDeliveries(out), settings, ping_interval, work, GROUP, monitoring=False,
+                         chaos=drills) as stack:
+            stack.gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": NAMESPACE}})
+            driver = Driver(stack, scripts, counts).start()
+            killer = Killer(stack, rng, counts, kill_every, timeline).start()
+            for i, (name, outcome) in enumerate(scripts.items(), 1):
+                retrying(lambda name=name, outcome=outcome: create(stack, name, outcome))
+                if i % 50 == 0:
+                    timeline.say(f"soak: {i}/{jobs} Jobs created")
+            for i in range(MALFORMED):
+                send(stack.broker.url, malformed(i))
+            quiet_at = quiescence(stack, jobs, timeout, timeline, killer)
+            driver.stop()
+            final = {j["metadata"]["name"]: j for j in retrying(lambda: stack.gateway.list_all(cre_jobs(GROUP),
+                                                                                              NAMESPACE))}
+            creates = Counter(e["objectRef"]["name"] for e in stack.cluster.audited("create", "trainjobs")
+                              if (e.get("responseStatus") or {}).get("code") == 201)
+            dead = list(stack.broker.dead)
+            fates = stack.broker.fates.counts if stack.broker.fates else None
+            outcomes = list(stack.broker.outcomes)
+            restarts = dict(stack.supervisor.restarts) if stack.supervisor else {}
+    violations = check(scripts, final, creates, dead)
+    table(out, scripts, final, counts, fates, outcomes, dead, restarts, quiet_at - started if quiet_at else None,
+          violations)
+    return 1 if violations or quiet_at is None else 0
+
+
+class QuietDeliveries(Timeline):
+    """The soak's timeline: its own lines and the supervisor's, not one line per delivery."""
+
+    def outcome(self, o: Any) -> None:
+        pass
+
+    def published(self, record: dict[str, Any]) -> None:
+        pass
+
+
+def quiescence(stack: Stack, jobs: int, timeout: float, timeline: Timeline, killer: Background) -> float | None:
+    """Wait until every Job is terminal and the Broker idle for 3 s (the killer stops once all are
+    terminal); the time it happened, or None on timeout."""
+    deadline = time.monotonic() + timeout
+    last_report = 0.0
+    while time.monotonic() < deadline:
+        try:
+            done = sum(terminal(j) for j in stack.gateway.list_all(cre_jobs(GROUP), NAMESPACE))
+        except CrefnError:
+            time.sleep(1)
+            continue
+        if time.monotonic() - last_report > 10:
+            timeline.say(f"soak: {done}/{jobs} Jobs terminal")
+            last_report = time.monotonic()
+        if done == jobs:
+            killer.stop()
+            if stack.broker.wait_idle(timeout=60, quiet=3.0):
+                return time.monotonic()
+        time.sleep(1)
+    killer.stop()
+    return None
+
+
+def check(scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], creates: Counter[str],
+          dead: list[dict[str, Any]]) -> list[str]:
+    violations = []
+    for name, outcome in scripts.items():
+        job = final.get(name)
+        if job is None:
+            violations.append(f"{name}: the Job is gone")
+            continue
+        got = state_of(job)
+        if got != outcome.expected:
+            violations.append(f"{name} ({outcome.name}): {got}, expected {outcome.expected}")
+        if not terminal(job):
+            violations.append(f"{name}: left non-terminal")
+        if outcome.checkpoint is not None and got[2] > outcome.checkpoint:
+            violations.append(f"{name}: restartCount {got[2]} > maxRestarts {outcome.checkpoint}")
+        made = creates.get(workload_name(name), 0)
+        if made != got[2] + 1:
+            violations.append(f"{name}: {made} TrainJob creates for {got[2] + 1} attempt(s)")
+    unexpected = [d["attributes"].get("id") for d in dead
+                  if not str(d["attributes"].get("id", "")).startswith("soak-malformed-")]
+    if unexpected:
+        violations.append(f"{len(unexpected)} dead letters of well-formed events: {unexpected[:5]}")
+    return violations
+
+
+def table(out: TextIO, scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], counts: Counts, fates: Any,
+          outcomes: list[Any], dead: list[dict[str, Any]], restarts: dict[str, int], quiescence_s: float | None,
+          violations: list[str]) -> None:
+    per_outcome = Counter(o.name for o in scripts.values())
+    ok = Counter(o.name for n, o in scripts.items() if n in final and state_of(final[n]) == o.expected)
+    print("\nsoak summary", file=out)
+    print(f"{'outcome':<22} {'Jobs':>6} {'as scripted':>12}", file=out)
+    for o in OUTCOMES:
+        print(f"{o.name:<22} {per_outcome[o.name]:>6} {ok[o.name]:>12}", file=out)
+    retries = sum(1 for o in outcomes if o.attempt)
+    function_kills = sum(v for k, v in counts.kills.items() if k != "kube-apiserver")
+    rows = [("deliveries", len(outcomes)), ("retried deliveries", retries),
+            ("duplicated (chaos)", fates.duplicated if fates else 0),
+            ("dropped (chaos)", fates.dropped if fates else 0),
+            ("held back (chaos)", fates.reordered if fates else 0), ("function kills", function_kills),
+            ("kube-apiserver kills", counts.kills["kube-apiserver"]),
+            ("restarts by the supervisor", sum(restarts.values())), ("Trainer actions", counts.actions),
+            ("dead letters", len(dead)),
+            ("time to quiescence (s)", round(quiescence_s, 1) if quiescence_s is not None else "timed out")]
+    for label, value in rows:
+        print(f"{label:<28} {value:>10}", file=out)
+    print(f"invariants: {'all hold' if not violations else f'{len(violations)} violated'}", file=out)
+    for v in violations[:20]:
+        print(f"  ✗ {v}", file=out)
+    letters = Counter((d["attributes"].get("type"), d["attributes"].get("knativeerrorcode"),
+                       str(d["attributes"].get("knativeerrordest", "")).rsplit(":", 1)[-1],
+                       str(d["attributes"].get("knativeerrordata", ""))[:90]) for d in dead)
+    for (kind, code, dest, why), n in letters.most_common(10):
+        print(f"  dead letter x{n}: {kind} → :{dest} answered {code}: {why}", file=out)
+    print(json.dumps({"violations": len(violations)}), file=out, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="cre-fn soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("SOAK_JOBS", "200")))
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", "1")))
+    parser.add_argument("--chaos", default=DEFAULT_CHAOS)
+    parser.add_argument("--kill-every", type=float, default=4.0)
+    parser.add_argument("--timeout", type=float, default=900)
+    args = parser.parse_args(argv)
+    return run(args.jobs, args.seed, args.chaos, args.kill_every, args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

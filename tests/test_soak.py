@@ -1,0 +1,55 @@
+"""`cre-fn soak`: its invariants catch what they promise to, and a short soak (its own stack, chaos,
+kills of functions and of the kube-apiserver) holds them. The soak kills its API server, so it runs
+its own stack rather than the session's."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from localstack import soak
+from localstack.soak import OUTCOMES, check
+
+BY_NAME = {o.name: o for o in OUTCOMES}
+
+
+def job(kind: str, reason: str, restarts: int) -> dict[str, Any]:
+    other = "InProgress" if kind != "InProgress" else "Failed"
+    return {"status": {"restartCount": restarts, "conditions": [
+        {"type": kind, "status": "True", "reason": reason}, {"type": other, "status": "False", "reason": ""}]}}
+
+
+def test_a_soak_that_went_as_scripted_holds_every_invariant() -> None:
+    scripts = {"a": BY_NAME["fail then succeed"], "b": BY_NAME["no checkpoint"]}
+    final = {"a": job("Succeeded", "WorkloadCompleted", 1), "b": job("Failed", "WorkloadFailed", 0)}
+    creates = Counter({"a-workload": 2, "b-workload": 1})
+    malformed = [{"attributes": {"id": "soak-malformed-0"}}]
+    assert check(scripts, final, creates, malformed) == []
+
+
+def test_each_broken_invariant_is_reported() -> None:
+    scripts = {"a": BY_NAME["fail then succeed"], "b": BY_NAME["no checkpoint"], "c": BY_NAME["succeed"],
+               "d": BY_NAME["budget spent"]}
+    final = {"a": job("Succeeded", "WorkloadCompleted", 1), "b": job("InProgress", "WorkloadRunning", 0),
+             "d": job("Failed", "WorkloadFailed", 2)}
+    creates = Counter({"a-workload": 3, "b-workload": 1, "d-workload": 3})  # a: a second create for one restart
+    dead = [{"attributes": {"id": "a-well-formed-event"}}]
+    violations = check(scripts, final, creates, dead)
+    assert "a: 3 TrainJob creates for 2 attempt(s)" in violations
+    assert "b (no checkpoint): ('InProgress', 'WorkloadRunning', 0), expected ('Failed', 'WorkloadFailed', 0)" \
+        in violations and "b: left non-terminal" in violations
+    assert "c: the Job is gone" in violations
+    assert "d: restartCount 2 > maxRestarts 1" in violations
+    assert "1 dead letters of well-formed events: ['a-well-formed-event']" in violations
+
+
+def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
+    out = io.StringIO()
+    code = soak.run(jobs=10, seed=2, kill_every=3.0, timeout=300, out=out, out_dir=tmp_path)
+    text = out.getvalue()
+    assert code == 0, text[-3000:]
+    assert "invariants: all hold" in text and "kube-apiserver kills                  1" in text
+    assert "!! kube-apiserver exited: starting it again (restart 1)" in text
+    assert (tmp_path / "events.jsonl").stat().st_size > 0
