@@ -360,3 +360,30 @@ def test_chat_gets_a_fresh_cre_verdict_once_and_an_old_one_never(
     managed = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=slack.url)
     assert send(managed, job_updated(gateway, fresh)).status == 202
     assert len(slack.bodies) == 1
+
+
+SLACK_SECRET, PAGERDUTY_SECRET = "T0SECRET/B0SECRET/xoxSECRETSLACKPATH", "PDSECRETROUTINGKEY0"
+
+
+def test_no_secret_reaches_a_log_line_or_an_answer(serve: Callable[..., ServedFunction], cluster: LocalCluster,
+                                                  gateway: Gateway, namespace: str) -> None:
+    refusing = Receiver(403, b"invalid_token")
+    closed = f"http://127.0.0.1:{free_port()}/services/{SLACK_SECRET}"  # nothing listens: unreachable
+    kubeconfig = str(cluster.kubeconfig_for(service_account_user("crefn-alert")))
+    answers: list[str] = []
+    create_failed_job(gateway, namespace, restarts=0, max_restarts=0)
+    try:
+        for slack, pagerduty in ((f"{refusing.url}services/{SLACK_SECRET}", refusing.url), (closed, closed)):
+            served = serve("alert", CREFN_KUBECONFIG=kubeconfig, CREFN_LOG_LEVEL="INFO", CREFN_SLACK_WEBHOOK_URL=slack,
+                           CREFN_PAGERDUTY_URL=pagerduty, CREFN_PAGERDUTY_ROUTING_KEY=PAGERDUTY_SECRET)
+            answer = send(served.url, failed(namespace))
+            assert answer.status in (400, 503), answer.text
+            answers.append(answer.text)
+            assert served.log_path is not None
+            logged = served.log_path.read_text()
+            assert "slack" in logged.lower()  # the failure is logged, with what failed
+            for secret in (SLACK_SECRET, PAGERDUTY_SECRET, "xoxSECRET"):
+                assert secret not in logged and secret not in answer.text
+    finally:
+        refusing.close()
+    assert any("403" in a for a in answers) and any("unreachable" in a for a in answers), answers

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from functions.errors import Forbidden, NotFound
+from functions.errors import CrefnError, Forbidden, NotFound
 from functions.gateway import Gateway
 from functions.resources import CONFIGMAPS, CRDS, EVENTS, NAMESPACES, PODS, TRAINJOBS, cre_goodput, cre_jobs
 from localstack.apiserver import LocalCluster
+from localstack.manifests import NAMESPACE as SA_NAMESPACE
 from localstack.manifests import kubectl, render, service_account_user
+from tests.conftest import SERVICE_ACCOUNTS
 from tests.support.helpers import missing
 
 JOBS = cre_jobs("nvcre.nvidia.com")
@@ -143,3 +145,82 @@ def test_base_applies_with_server_side_dry_run(cluster: LocalCluster, gateway: G
     for doc in docs:  # 1.20 drops unknown fields silently: each answer must hold all that was sent
         got = by_key[(doc["kind"], doc["metadata"]["name"])]
         assert missing(doc, got) == [], (doc["kind"], doc["metadata"]["name"], missing(doc, got))
+
+
+VERBS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
+         "delete": "DELETE", "deletecollection": "DELETE"}
+
+
+def granted() -> dict[str, set[tuple[str, str, str]]]:
+    """Each ServiceAccount's (apiGroup, resource, verb) rights, from knative/base's ClusterRoles and bindings."""
+    docs = render("base")
+    roles = {d["metadata"]["name"]: d["rules"] for d in docs if d["kind"] == "ClusterRole"}
+    rights: dict[str, set[tuple[str, str, str]]] = {}
+    for binding in (d for d in docs if d["kind"] == "ClusterRoleBinding"):
+        for subject in binding["subjects"]:
+            mine = rights.setdefault(subject["name"], set())
+            for rule in roles[binding["roleRef"]["name"]]:
+                mine |= {(g, r, v) for g in rule.get("apiGroups", []) for r in rule["resources"] for v in rule["verbs"]}
+    return rights
+
+
+RIGHTS = granted()
+UNIVERSE = sorted({(g, r) for rights in RIGHTS.values() for g, r, _ in rights})
+"""Every (apiGroup, resource) some function may touch: the ones whose refusals matter."""
+
+
+def path_of(group: str, resource: str, verb: str, namespaced: dict[tuple[str, str], tuple[str, bool]],
+            namespace: str) -> tuple[str, list[tuple[str, str]]]:
+    plural, _, sub = resource.partition("/")
+    version, scoped = namespaced[(group, plural)]
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    where = f"{base}/namespaces/{namespace}/{plural}" if scoped else f"{base}/{plural}"
+    named = verb not in ("list", "watch", "create", "deletecollection") or sub
+    path = f"{where}/anything" + (f"/{sub}" if sub else "") if named else where
+    query = [("watch", "true"), ("timeoutSeconds", "1")] if verb == "watch" else []
+    return path, query
+
+
+def discovery(gw: Gateway) -> dict[tuple[str, str], tuple[str, bool]]:
+    """(group, plural) → (preferred version, namespaced), from the API server's discovery."""
+    found: dict[tuple[str, str], tuple[str, bool]] = {}
+    for r in gw.request("GET", "/api/v1")["resources"]:
+        found[("", r["name"])] = ("v1", r["namespaced"])
+    for group in gw.request("GET", "/apis")["groups"]:
+        version = group["preferredVersion"]["version"]
+        for r in gw.request("GET", f"/apis/{group['name']}/{version}")["resources"]:
+            found.setdefault((group["name"], r["name"].split("/")[0]), (version, r["namespaced"]))
+    return found
+
+
+@pytest.mark.parametrize("account", sorted(RIGHTS))
+def test_every_verb_outside_the_role_is_refused(account: str, cluster: LocalCluster, gateway: Gateway,
+                                               namespace: str) -> None:
+    """Generated from the Roles: every (resource, verb) of UNIVERSE the account is not granted, tried for
+    real as the account, is refused by the authorizer (403, before any validation)."""
+    namespaced = discovery(gateway)
+    identity = cluster.gateway(service_account_user(account)) if account in SERVICE_ACCOUNTS \
+        else cluster.service_account_gateway(SA_NAMESPACE, account)  # made with a token on demand
+    tried, allowed = 0, []
+    try:
+        for group, resource in UNIVERSE:
+            for verb, method in VERBS.items():
+                if (group, resource, verb) in RIGHTS[account] or (group, "*", verb) in RIGHTS[account]:
+                    continue
+                if "/" in resource and verb in ("list", "watch", "deletecollection"):
+                    continue  # a subresource is reached through one object: get, create, update, patch, delete
+                path, query = path_of(group, resource, verb, namespaced, namespace)
+                body = {} if method in ("POST", "PUT", "PATCH") else None
+                tried += 1
+                try:
+                    identity.request(method, path, body=body, query=query,
+                                     content_type="application/merge-patch+json" if method == "PATCH"
+                                     else "application/json")
+                    allowed.append(f"{verb} {resource}")
+                except Forbidden:
+                    continue
+                except CrefnError as e:
+                    allowed.append(f"{verb} {resource}: {e}")
+    finally:
+        identity.close()
+    assert tried > 20 and not allowed, allowed
