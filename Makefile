@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench soak kube-apiserver deps schemas serve image deploy clean
+.PHONY: run test test-fast check bench soak fuzz kube-apiserver deps schemas serve image deploy clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -41,6 +41,11 @@ BENCH_JSON ?=
 bench: venv deps kube-apiserver
 	@BENCH_JOBS=$(BENCH_JOBS) BENCH_RESTARTS=$(BENCH_RESTARTS) BENCH_BURST=$(BENCH_BURST) BENCH_JSON=$(BENCH_JSON) \
 		$(PY) -m localstack.bench
+
+## Hostile events at volume: FUZZ_EXAMPLES generated events per function on the real API server (make test runs 50).
+FUZZ_EXAMPLES ?= 10000
+fuzz: venv kube-apiserver
+	@FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/test_fuzz.py $(PYTEST_ARGS)
 
 ## Chaos soak: SOAK_JOBS Jobs through the local stack under chaos and kills, once per seed; fails on any violation.
 SOAK_JOBS ?= 200
