@@ -9,7 +9,6 @@ functions.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tempfile
@@ -106,7 +105,9 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
                 print(f"PROMETHEUS={stack.prometheus.url}", file=out)
             print(f"BROKER={stack.broker.url}", file=out, flush=True)
             print("the stack stays up; Ctrl-C stops everything", file=out, flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
+            try:
                 while True:
                     time.sleep(3600)
+            except KeyboardInterrupt:
+                stack.terminate()  # every child at once; leaving the stack waits for them
         return code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import functions
-from localstack.apiserver import free_port, kill_group, stop_process
+from localstack.apiserver import free_port, kill_group, signal_group, stop_process
 
 MAIN = Path(functions.__file__).with_name("main.py")
 
@@ -82,7 +83,7 @@ class ServedFunction:
     def terminate(self) -> None:
         """Ask the server to stop without waiting (stop() then waits); lets many stop in parallel."""
         if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
+            signal_group(self._proc, signal.SIGTERM)
 
     def stop(self) -> None:
         if self._proc:

@@ -11,9 +11,10 @@ monitoring overlay (`localstack.prometheus`).
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from functions.registry import METRICS, TARGETS
 from functions.resources import Resource
 from functions.transport import send
 from localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
-from localstack.apiserver import LocalCluster, free_port
+from localstack.apiserver import LocalCluster, free_port, signal_group
 from localstack.apisource import WatchSource
 from localstack.broker import LocalBroker, triggers_from_manifests
 from localstack.chaos import Chaos
@@ -94,6 +95,14 @@ class Supervisor:
         self._thread.join(timeout=5)
 
 
+def stop_all(functions: dict[str, ServedFunction]) -> None:
+    """Stop served functions together: each asked to stop first, then each waited for."""
+    for served in functions.values():
+        served.terminate()
+    for served in functions.values():
+        served.stop()
+
+
 @dataclass
 class Stack:
     cluster: LocalCluster
@@ -105,9 +114,25 @@ class Stack:
     alertmanager: LocalAlertmanager | None = None
     prometheus: LocalPrometheus | None = None
     supervisor: Supervisor | None = None
+    scrape_targets: list[ServedFunction] = field(default_factory=list)
+    """Functions served for Prometheus only (the `metrics` target)."""
 
     def quiet(self) -> bool:
         return self.broker.wait_idle(timeout=0.5, quiet=0.3)
+
+    def terminate(self) -> None:
+        """Ask every child process to stop at once (SIGTERM to each process group), without waiting:
+        leaving the stack then only waits for them, so Ctrl-C takes as long as the slowest child."""
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        for served in self.functions.values():
+            served.terminate()
+        for served in self.scrape_targets:
+            served.terminate()
+        for proc in (getattr(self.prometheus, "_proc", None), getattr(self.alertmanager, "_proc", None)):
+            if proc is not None and proc.poll() is None:
+                signal_group(proc, signal.SIGTERM)
+        self.cluster.terminate()
 
 
 def start_alertmanager(stack: contextlib.ExitStack, work_dir: Path, timeline: Timeline,
@@ -140,8 +165,8 @@ def start_alertmanager(stack: contextlib.ExitStack, work_dir: Path, timeline: Ti
 
 
 def start_prometheus(stack: contextlib.ExitStack, cluster: LocalCluster, work_dir: Path, out_dir: Path,
-                     timeline: Timeline, settings: dict[str, str],
-                     functions: dict[str, ServedFunction]) -> LocalPrometheus | None:
+                     timeline: Timeline, settings: dict[str, str], functions: dict[str, ServedFunction],
+                     scrape_targets: list[ServedFunction]) -> LocalPrometheus | None:
     """A local Prometheus (when one is installed) scraping every served function and the `metrics`
     target, served here as its own ServiceAccount: it answers scrapes only, so only Prometheus needs it."""
     try:
@@ -151,7 +176,8 @@ def start_prometheus(stack: contextlib.ExitStack, cluster: LocalCluster, work_di
         return None
     env = {**settings, "CREFN_KUBECONFIG": str(cluster.service_account_kubeconfig(NAMESPACE, f"crefn-{METRICS}"))}
     metrics = ServedFunction(METRICS, env, out_dir / f"function-{METRICS}.log")
-    stack.callback(metrics.stop)
+    stack.callback(stop_all, {METRICS: metrics})
+    scrape_targets.append(metrics)
     targets = {**{t: f.url for t, f in functions.items()}, METRICS: metrics.start().url}
     prometheus = LocalPrometheus(work_dir / "prometheus", targets).start()
     stack.callback(prometheus.stop)
@@ -224,14 +250,16 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         broker_port = free_port()
         broker_url = f"http://127.0.0.1:{broker_port}/"
         functions: dict[str, ServedFunction] = {}
+        stack.callback(stop_all, functions)  # every one at once: Ctrl-C stops the stack within seconds
         for target in TARGETS:
             env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user(f"crefn-{target}"))),
                    "K_SINK": broker_url}
             served = ServedFunction(target, env, out_dir / f"function-{target}.log")
-            stack.callback(served.stop)
-            functions[target] = served.start()
-        prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions) \
-            if monitoring else None
+            functions[target] = served
+            served.start()
+        scrape_targets: list[ServedFunction] = []
+        prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions,
+                                      scrape_targets) if monitoring else None
         say("[3/5] starting the Broker with the Triggers and delivery of knative/base")
         triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
         broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
@@ -253,4 +281,5 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         stack.callback(ticker.stop)
         supervisor = Supervisor(functions, cluster if owned else None, timeline)
         stack.callback(supervisor.stop)
-        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor)
+        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,
+                    scrape_targets)

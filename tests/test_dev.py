@@ -192,6 +192,7 @@ def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tm
             proc.wait(timeout=10)  # every child stopped within 10 s of Ctrl-C
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(timeout=10)
             raise
         finally:
             if proc.stdout:
