@@ -29,6 +29,7 @@ It prints a table and exits 1 on any violation. Everything runs on loopback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
-from functions.errors import CrefnError
+from functions.errors import AlreadyExists, CrefnError
 from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.rules.conditions import true_exclusive
@@ -100,13 +101,17 @@ def job_body(name: str, outcome: Outcome) -> dict[str, Any]:
 
 
 def create(stack: Stack, name: str, outcome: Outcome) -> None:
+    """The Job (and its checkpoint evidence); again after an API server restart, what exists is kept."""
     gw = stack.gateway
-    gw.create(cre_jobs(GROUP), NAMESPACE, job_body(name, outcome))
+    with contextlib.suppress(AlreadyExists):  # a create whose answer was lost when the API server died
+        gw.create(cre_jobs(GROUP), NAMESPACE, job_body(name, outcome))
     if outcome.checkpoint is not None:
         goodput = cre_goodput(GROUP)
-        gw.create(goodput, NAMESPACE, {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "GoodputMeasurement",
-                                       "metadata": {"name": f"{name}-goodput"},
-                                       "spec": {"jobRef": {"kind": "Job", "name": name}, "logProfileRef": "default"}})
+        with contextlib.suppress(AlreadyExists):
+            gw.create(goodput, NAMESPACE, {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "GoodputMeasurement",
+                                           "metadata": {"name": f"{name}-goodput"},
+                                           "spec": {"jobRef": {"kind": "Job", "name": name},
+                                                    "logProfileRef": "default"}})
         gw.patch(goodput, NAMESPACE, f"{name}-goodput", {"status": {"lastCheckpointStep": 100}}, status=True)
 
 
