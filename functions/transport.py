@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import random
@@ -438,6 +439,8 @@ def post(url: str, headers: Mapping[str, str], body: bytes, timeout: float = 30)
             return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
     except (urllib.error.URLError, OSError) as e:
         raise Unavailable(f"{url} unreachable: {getattr(e, 'reason', e)}") from e
+    except http.client.HTTPException as e:  # the peer went away mid-answer (a killed pod)
+        raise Unavailable(f"{url} answered incompletely: {type(e).__name__}") from e
 
 
 def send(url: str, event: Record | Outbound, structured: bool = False, timeout: float = 30) -> Answer:

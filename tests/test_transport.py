@@ -107,3 +107,28 @@ def test_peer_answers_become_error_kinds(status: int, headers: dict[str, str], k
     assert type(error).__name__ == kind and str(error).startswith("slack: ")
     if status == 429:
         assert str(error) == "slack: throttled (429, retry after 3s)"
+
+
+def test_a_peer_that_dies_mid_answer_is_unavailable() -> None:
+    import socket
+    import threading
+
+    from functions.errors import Unavailable
+    from functions.transport import post
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_half() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            request = b""
+            while not request.endswith(b"\r\n\r\n{}"):  # the whole request read: no reset on close
+                request += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 402\r\n\r\n{")  # then the process is gone
+
+    threading.Thread(target=answer_half, daemon=True).start()
+    try:
+        with pytest.raises(Unavailable, match="answered incompletely: IncompleteRead"):
+            post(f"http://127.0.0.1:{listener.getsockname()[1]}/", {"content-type": "application/json"}, b"{}")
+    finally:
+        listener.close()
