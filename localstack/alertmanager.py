@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 import yaml
 
 from localstack.apiserver import free_port, stop_process
+from localstack.serving import wait_ready
 
 
 def start_webhook(on_notification: Callable[[dict[str, Any]], None]) -> tuple[ThreadingHTTPServer, str]:
@@ -80,19 +80,11 @@ class LocalAlertmanager:
                 find_alertmanager(), f"--config.file={config_file}", f"--storage.path={self.work_dir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=warn",
             ], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise AlertmanagerError(f"alertmanager exited with {self._proc.returncode}: "
-                                        f"{(self.work_dir / 'alertmanager.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as resp:
-                    if resp.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.2)
-        self.stop()
-        raise AlertmanagerError(f"alertmanager not ready after {timeout}s")
+        if why := wait_ready(self._proc, f"{self.url}/-/ready", timeout, self.work_dir / "alertmanager.log",
+                             "alertmanager"):
+            self.stop()
+            raise AlertmanagerError(why)
+        return self
 
     def alerts(self, **filters: str) -> list[dict[str, Any]]:
         query = "&".join(f"{k}={v}" for k, v in filters.items())

@@ -24,6 +24,7 @@ import yaml
 
 from localstack.apiserver import free_port, stop_process
 from localstack.manifests import render
+from localstack.serving import wait_ready
 
 MONITORING_OVERLAY = "overlays/monitoring"
 RULE_NAME = "crefn"
@@ -112,18 +113,10 @@ class LocalPrometheus:
                 find_prometheus(), f"--config.file={config_file}", f"--storage.tsdb.path={self.work_dir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
             ], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise PrometheusError(f"prometheus exited with {self._proc.returncode}: {log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as resp:
-                    if resp.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.2)
-        self.stop()
-        raise PrometheusError(f"prometheus not ready after {timeout}s")
+        if why := wait_ready(self._proc, f"{self.url}/-/ready", timeout, log_path, "prometheus"):
+            self.stop()
+            raise PrometheusError(why)
+        return self
 
     def api(self, path: str, **params: str) -> Any:
         """The `data` of an HTTP API answer (`/api/v1/<path>`)."""

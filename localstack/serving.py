@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -15,6 +17,22 @@ import functions
 from localstack.apiserver import free_port, kill_group, signal_group, stop_process
 
 MAIN = Path(functions.__file__).with_name("main.py")
+
+
+def wait_ready(proc: subprocess.Popen[bytes], url: str, timeout: float, log_path: Path, name: str) -> str:
+    """Wait until `url` answers 200 (a `/-/ready` endpoint): "" then, else why not (the process exited,
+    with the end of its log, or it was not ready in time)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return f"{name} exited with {proc.returncode}: {log_path.read_text()[-2000:]}"
+        try:
+            with urllib.request.urlopen(url, timeout=1) as resp:
+                if resp.status == 200:
+                    return ""
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)
+    return f"{name} not ready after {timeout}s"
 
 
 def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = lambda: True) -> bool:
