@@ -5,7 +5,9 @@ API server going away (SPEC §4.3), the legacy CRE group and which Jobs it manag
 
 from __future__ import annotations
 
+import re
 import threading
+import urllib.request
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -45,7 +47,7 @@ PAST = (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
 @pytest.mark.parametrize(("state", "existing", "action"), [
     (job(), None, "create"),
     (job(), trainjob(), "adopt"),
-    (job(restart_count=1), trainjob("0"), "delete-stale"),
+    (job(restart_count=1), trainjob("0"), "replace"),
     (job(), trainjob(terminating=True), "wait"),
     (job(), trainjob(owner_uid="someone-else"), "fail"),
     (job(train_job=False), None, "fail"),
@@ -59,13 +61,20 @@ def test_launch_decision(state: JobState, existing: dict[str, Any] | None, actio
     assert launch_action(plan) == action
 
 
+def test_an_earlier_attempt_is_deleted_by_its_uid() -> None:
+    plan = decide_launch(LaunchObserved(job(restart_count=1), trainjob("0")), Settings(), NOW, "launch", None)
+    deletes = [e for e in plan.effects if isinstance(e, Delete)]
+    assert [(d.name, d.uid) for d in deletes] == [("llm-workload", "tj-uid")]
+
+
 def launch_action(plan: Plan) -> str:
     """The launch plan in the words of SPEC §5."""
     kinds = [type(e) for e in plan.effects]
+    if Delete in kinds and Create in kinds:
+        assert kinds.index(Delete) < kinds.index(Create), "the old attempt goes before the next is created"
+        return "replace"
     if Create in kinds:
         return "create"
-    if Delete in kinds:
-        return "delete-stale"
     if Wait in kinds:
         return "wait"
     if plan.reply is not None and plan.reply.type == "dev.crefn.workload.created":
@@ -156,8 +165,11 @@ def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callabl
     assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
 
 
-def test_stale_attempt_is_deleted_and_503(functions: Callable[..., dict[str, str]], world: Callable[..., World],
-                                          gateway: Gateway, namespace: str) -> None:
+def test_earlier_attempt_is_deleted_and_the_next_created_at_once(functions: Callable[..., dict[str, str]],
+                                                                  world: Callable[..., World], gateway: Gateway,
+                                                                  namespace: str) -> None:
+    """The restart is committed but its delete not yet done: launch deletes the old attempt itself (by
+    its uid) and creates the next one, no wait and no retry."""
     urls = functions()
     w = world(urls)
     w.create_job()
@@ -166,9 +178,40 @@ def test_stale_attempt_is_deleted_and_503(functions: Callable[..., dict[str, str
     assert old is not None
     gateway.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None}}, status=True)
     answer = send(urls["launch"], w.job_record())
-    assert answer.status == 503 and "earlier attempt" in answer.text
-    assert w.trainjob() is None
-    assert send(urls["launch"], w.job_record()).status == 200
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.created", answer.text
+    new = w.trainjob()
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+    assert answer.json()["workload"]["uid"] == new["metadata"]["uid"] and not answer.json()["adopted"]
+    job = w.job()
+    assert job["status"]["workloadRef"]["name"] == "llm-workload"
+    assert send(urls["launch"], w.job_record()).status == 202  # launched: nothing more to do
+
+
+def test_an_event_of_a_job_holding_its_workload_costs_no_read(functions: Callable[..., dict[str, str]],
+                                                             world: Callable[..., World], gateway: Gateway,
+                                                             namespace: str) -> None:
+    """The event's Job already has its workload: nothing to launch on its account, answered without a
+    read; the same event without `workloadRef` reads the Job."""
+    urls = functions()
+    w = world(urls)
+    w.create_job()
+    w.settle()
+    record = w.job_record()
+    before = job_reads(urls["launch"])
+    assert send(urls["launch"], record).status == 202
+    assert job_reads(urls["launch"]) == before
+    record["data"]["status"]["workloadRef"] = None
+    assert send(urls["launch"], record).status == 202  # the fresh Job has its workload
+    assert job_reads(urls["launch"]) == before + 1
+
+
+def job_reads(url: str) -> int:
+    """The served function's GETs of CRE Jobs so far (its own metrics)."""
+    with urllib.request.urlopen(url + "metrics", timeout=10) as resp:
+        found = re.findall(r'^crefn_kube_requests_total\{code="200",resource="jobs",verb="get"\} (\d+)\.0',
+                           resp.read().decode(), re.M)
+    return int(found[0]) if found else 0
 
 
 def test_name_collision_fails_the_job(functions: Callable[..., dict[str, str]], world: Callable[..., World],

@@ -1,7 +1,10 @@
 """`launch`: CRE Job add/update → create or adopt the Job's TrainJob (SPEC §5).
 
-read: the Job fresh (the payload may be stale) and, when it may need launching, the object holding
-its workload's name. decide: `functions.rules.launch`. A delete event is answered 202.
+read: nothing when the event's Job needs no launch (unmanaged, terminal, or holding its workload:
+nothing to do on its account, and any later change that makes it need one comes as its own update
+event, or by the resync tick); else the Job fresh (the payload may be stale: the launch is decided
+on the fresh read) and, when it may need launching, the object holding its workload's name. decide:
+`functions.rules.launch`. A delete event is answered 202.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from functions.plan import Outcome, Plan, nothing
 from functions.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
-from functions.rules.launch import LaunchObserved, can_only_fail, decide_launch, needs_launch
+from functions.rules.launch import LaunchObserved, can_only_fail, decide_launch, needs_launch, replaces
 from functions.settings import Settings
 
 FUNCTION = "launch"
@@ -31,8 +34,8 @@ class Observed:
     cause: Envelope
     where: str
     launch: LaunchObserved | None
-    """None: the Job was deleted, or is gone."""
-    deleted: bool = False
+    """None: nothing to launch, for `reason`."""
+    reason: str = ""
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
@@ -41,10 +44,12 @@ def read(env: Envelope, ctx: Context) -> Observed:
         raise PermanentError("launch takes ApiServerSource Resource-mode events")
     seen = parse_job(change.object, ctx.settings.cre_group)
     if change.verb == "delete":
-        return Observed(env, seen.where, None, deleted=True)
+        return Observed(env, seen.where, None, f"{seen.where} was deleted")
+    if why := needs_launch(seen, ctx.settings):
+        return Observed(env, seen.where, None, why)
     state = read_job(ctx, seen.ref.namespace, seen.ref.name)
     if state is None:
-        return Observed(env, seen.where, None)
+        return Observed(env, seen.where, None, f"{seen.where} is gone")
     existing = None
     if not needs_launch(state, ctx.settings):
         existing = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name))
@@ -53,14 +58,14 @@ def read(env: Envelope, ctx: Context) -> Observed:
         if can_only_fail(launch):
             capture = read_capture(ctx, state, tail=state.job.status.failure_log is None)
             launch = LaunchObserved(state, existing, capture)
-        elif existing is None:
-            launch = LaunchObserved(state, None, runtime_jobs=read_runtime_jobs(ctx, state))
+        elif existing is None or replaces(launch):
+            launch = LaunchObserved(state, existing, runtime_jobs=read_runtime_jobs(ctx, state))
     return Observed(env, seen.where, launch)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if observed.launch is None:
-        return nothing(f"{observed.where} {'was deleted' if observed.deleted else 'is gone'}")
+        return nothing(observed.reason)
     return decide_launch(observed.launch, settings, now, FUNCTION, observed.cause)
 
 

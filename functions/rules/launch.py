@@ -4,8 +4,8 @@ A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
 `spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
 Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
 of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was lost); one of an
-older attempt is deleted (uid precondition) and the answer is a wait; one still terminating is a
-wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
+older attempt is deleted (uid precondition) and the next created in the same plan; one still
+terminating is a wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
 reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
 retry (`create_refused`). Before the restart grace is over (annotation `crefn.dev/restart-not-before`,
 which `restart` writes just before its commit) it waits; a restart recorded without the annotation
@@ -145,11 +145,14 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
     elif existing is None:
-        message = f"Workload TrainJob/{name} created and is starting"
-        create = Create(TRAINJOBS, job.metadata.namespace, build_trainjob(state, name, group, observed.runtime_jobs),
-                        refused=partial(create_refused, state, name, now, function))
-        plan = Plan((create, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
-                    reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
+        plan = create(observed, name, now, group, function, cause)
+    elif replaces(observed):
+        assert existing is not None
+        uid = str((existing.get("metadata") or {}).get("uid", ""))
+        created = create(observed, name, now, group, function, cause)
+        plan = Plan((Delete(TRAINJOBS, job.metadata.namespace, name, uid), *created.effects),
+                    reason=f"TrainJob {name} of an earlier attempt deleted; {created.reason}",
+                    reply_to_created=created.reply_to_created)
     else:
         plan = decide_existing(state, existing, name, now, group, function, cause, observed.capture)
     if settings.observe:
@@ -166,12 +169,32 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
     if not owned_by(existing, state):
         return fail(state, f"TrainJob {name} already exists and is not owned by Job {job.metadata.name}", now, group,
                     function, cause, capture)
-    if of_attempt(existing, job.status.restart_count):
-        message = f"Workload TrainJob/{name} adopted"
-        return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
-                    reply=workload_created(state, True, function, cause, existing))
-    return Plan((Delete(TRAINJOBS, job.metadata.namespace, name, str(meta.get("uid", ""))),
-                 Wait(f"TrainJob {name} belongs to an earlier attempt; deleting it")))
+    assert of_attempt(existing, job.status.restart_count), "an earlier attempt's TrainJob is replaced"
+    message = f"Workload TrainJob/{name} adopted"
+    return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
+                reply=workload_created(state, True, function, cause, existing))
+
+
+def create(observed: LaunchObserved, name: str, now: datetime, group: str, function: str,
+           cause: Envelope | None) -> Plan:
+    """The attempt's TrainJob created, then `workloadRef` and `InProgress`/`WorkloadCreated` recorded."""
+    state = observed.state
+    message = f"Workload TrainJob/{name} created and is starting"
+    new = Create(TRAINJOBS, state.job.metadata.namespace, build_trainjob(state, name, group, observed.runtime_jobs),
+                 refused=partial(create_refused, state, name, now, function))
+    return Plan((new, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
+                reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
+
+
+def replaces(observed: LaunchObserved) -> bool:
+    """Whether the name is held by this Job's TrainJob of an earlier attempt, not terminating: it is deleted
+    (uid precondition) and the next attempt created in the same plan. `restart` deletes it too, after its
+    commit; a launch that sees the commit first does not wait for that. When the deleted object lingers
+    (finalizers), the create finds the name taken and the launch reads again: terminating, a wait."""
+    existing = observed.existing
+    if existing is None or (existing.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return owned_by(existing, observed.state) and not of_attempt(existing, observed.state.job.status.restart_count)
 
 
 def record(state: JobState, name: str, reason: str, message: str, now: datetime, group: str,
