@@ -19,8 +19,10 @@ from events.emitted import FailedNode, FailureLog, WorkloadRef
 class KubeModel(BaseModel):
     """Base of every Kubernetes model: camelCase on the wire, unknown fields ignored, frozen."""
 
+    # defer_build: a model's validator is built on its first use, so a served function pays only for the
+    # models its handler uses (the cold start), not for the whole catalog at import
     model_config = ConfigDict(
-        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True
+        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True, defer_build=True
     )
 
 

@@ -228,6 +228,10 @@ class LocalCluster:
         if self.webhook:
             self.register_webhook(self.webhook)
 
+    def processes(self) -> dict[str, int]:
+        """The cluster's processes by name (etcd, kube-apiserver, ...): their pids."""
+        return {name: proc.pid for name, proc in self._procs}
+
     @property
     def audit_log(self) -> Path:
         """The API server's audit log (JSON lines): every TrainJob create and delete, with its answer."""

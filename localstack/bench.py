@@ -15,6 +15,7 @@ asserted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,13 +25,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from events.objects import TrainJob
 from functions.rules.adapter import decide_phase
 from functions.transport import encode, send
-from localstack.benchstack import lifecycle_figures
+from localstack.benchstack import lifecycle_figures, process_tree
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 
@@ -69,16 +71,11 @@ def lua_string(text: str) -> str:
 
 def tree_rss_mib(pid: int) -> float:
     """Resident memory of a process and its children."""
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
-        except OSError:
-            continue
+    total = 0
+    for p in process_tree(pid):
+        with contextlib.suppress(OSError):
+            total += sum(int(line.split()[1]) for line in Path(f"/proc/{p}/status").read_text().splitlines()
+                         if line.startswith("VmRSS:"))
     return total / 1024
 
 
@@ -157,10 +154,10 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
         gw = cluster.gateway()
         gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         print(f"[bench] creating {jobs} Jobs in step with their TrainJobs ...", file=sys.stderr, flush=True)
-        for i in range(jobs):
-            make_in_step(gw, ns, f"job-{i}", group)
-            if (i + 1) % 250 == 0:
-                print(f"[bench]   {i + 1}/{jobs}", file=sys.stderr, flush=True)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for i, _ in enumerate(pool.map(lambda n: make_in_step(gw, ns, f"job-{n}", group), range(jobs)), 1):
+                if i % 500 == 0:
+                    print(f"[bench]   {i}/{jobs}", file=sys.stderr, flush=True)
         start = time.perf_counter()
         listed = len(gw.list_all(cre_jobs(group), None, label_selector="crefn.dev/managed=true"))
         list_s = time.perf_counter() - start

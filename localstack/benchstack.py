@@ -16,12 +16,15 @@ same watch, the floor below which no event-driven step can go.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import statistics
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from localstack.trainer import apply_action, wait_until
 NAMESPACE = "bench"
 GROUP = CRE_GROUP_DEFAULT
 SETTINGS = {"CREFN_RESTART_GRACE_SECONDS": "0", "CREFN_LOG_LEVEL": "ERROR"}
+KUBE_REQUESTS = re.compile(r"^crefn_kube_requests_total\{.*\} ([0-9.e+]+)$", re.M)
 
 
 class QuietTimeline(Timeline):
@@ -89,6 +93,62 @@ def job_body(name: str) -> dict[str, Any]:
             "spec": {"checkpoint": {"pvcName": f"{name}-ckpt", "maxRestarts": 1},
                      "workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"},
                                                "trainer": {"image": "pytorch:25.01", "numNodes": 1}}}}}
+
+
+def process_tree(pid: int) -> list[int]:
+    """A process and its descendants (those alive now)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            continue
+        found.append(p)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of a process tree so far."""
+    ticks = 0
+    for p in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def components(stack: Any) -> dict[str, int]:
+    """The stack's processes by name: the API server, etcd, each function, and this process (the
+    Broker, the sources and the bench's own watch)."""
+    procs: dict[str, int] = stack.cluster.processes()
+    procs.update({f"fn {name}": served.pid for name, served in stack.functions.items() if served.pid})
+    procs["broker and sources"] = os.getpid()
+    return procs
+
+
+def api_requests(stack: Any) -> int:
+    """Kubernetes API calls made by all functions so far (their own `crefn_kube_requests_total`)."""
+    total = 0
+    for served in stack.functions.values():
+        with contextlib.suppress(OSError), urllib.request.urlopen(served.url + "metrics", timeout=10) as resp:
+            total += sum(int(float(n)) for n in KUBE_REQUESTS.findall(resp.read().decode()))
+    return total
+
+
+def profile(stack: Any, before: tuple[dict[str, float], int], burst: int) -> str:
+    """Where the burst's CPU went (seconds, the largest first) and the API calls per restart."""
+    cpu, requests = before
+    spent = {name: cpu_seconds(pid) - cpu.get(name, 0.0) for name, pid in components(stack).items()}
+    top = sorted(spent.items(), key=lambda kv: -kv[1])
+    parts = ", ".join(f"{name} {seconds:.0f}" for name, seconds in top if seconds >= 0.5)
+    return f"CPU s: {parts}; API calls per restart: {(api_requests(stack) - requests) / burst:.1f}"
+
+
+def snapshot(stack: Any) -> tuple[dict[str, float], int]:
+    return {name: cpu_seconds(pid) for name, pid in components(stack).items()}, api_requests(stack)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -161,7 +221,7 @@ def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -
                 if seen is None:
                     raise SystemExit(f"Job {name}: no next attempt within 30 s of its failure")
                 restarted.append(seen - started)
-            burst_s, once, restarts = burst_figures(stack, creates, burst) if burst else (0.0, True, True)
+            burst_s, once, restarts, spent = burst_figures(stack, creates, burst) if burst else (0.0, True, True, "")
             source.stop()
     floor_ms = statistics.median(floor) * 1000
     for label, values in (("Job created → TrainJob", launched), ("TrainJob Failed → next TrainJob", restarted)):
@@ -172,15 +232,16 @@ def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -
     if burst:
         rows.append({"figure": f"burst: {burst} TrainJobs failed → all replaced (s)", "baseline": "goal",
                      "base": 20, "ours": round(burst_s, 1), "ratio": round(burst_s / 20, 2),
-                     "note": f"one create per attempt: {once}; restartCount 1 each: {restarts}"})
+                     "note": f"one create per attempt: {once}; restartCount 1 each: {restarts}; {spent}"})
 
 
-def burst_figures(stack: Any, creates: Creates, burst: int) -> tuple[float, bool, bool]:
+def burst_figures(stack: Any, creates: Creates, burst: int) -> tuple[float, bool, bool, str]:
     """Fail `burst` running TrainJobs at once; seconds until every Job has its next attempt."""
     say(f"burst: {burst} Jobs launched and running ...")
     names = [f"burst-{i}" for i in range(burst)]
     launch_running(stack, creates, names)
     say(f"burst: failing {burst} TrainJobs at once ...")
+    before = snapshot(stack)
     started = time.monotonic()
     for name in names:
         apply_action(stack.gateway, {"metadata": {"namespace": NAMESPACE, "name": workload_name(name)}}, "fail")
@@ -189,10 +250,12 @@ def burst_figures(stack: Any, creates: Creates, burst: int) -> tuple[float, bool
     elapsed = time.monotonic() - started
     if not done:
         say(f"burst: only {len(creates.count('1', prefix))}/{burst} replaced within 300 s")
+    spent = profile(stack, before, burst)
+    say(f"burst: {spent}")
     stack.broker.wait_idle(timeout=60, quiet=1.0)
     counted = creates.count("1", prefix)
     once = len(counted) == burst and set(counted.values()) == {1} and not creates.count("2", prefix)
     jobs = stack.gateway.list_all(cre_jobs(GROUP), NAMESPACE)
     restarts = all((j.get("status") or {}).get("restartCount") == 1 for j in jobs
                    if j["metadata"]["name"].startswith("burst-"))
-    return elapsed, once, restarts
+    return elapsed, once, restarts, spent
