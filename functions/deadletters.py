@@ -13,6 +13,7 @@ answer}` (`functions.metrics`; a type of ours or Knative's by name, any other as
 size as `crefn_dead_letters_file_bytes`, and `GET /metrics` answers the process's metrics: the
 monitoring overlay's "dead letters" alert reads them.
 """
+
 from __future__ import annotations
 
 import contextlib
