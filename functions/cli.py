@@ -84,7 +84,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     from functions import deadletters
 
-    return deadletters.run(args.port, args.out, args.host)
+    return deadletters.run(args.port, args.out, args.host, args.file)
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
@@ -134,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = sub.add_parser("record", help="an HTTP sink appending every CloudEvent it receives to JSONL")
     record.add_argument("--port", type=int, default=8080)
     record.add_argument("--host", default="0.0.0.0")
-    record.add_argument("--out", default="-", help="JSONL file to append to (- for stdout)")
+    record.add_argument("--out", default="-", help="JSONL stream to append to (- for stdout, '' for none)")
+    record.add_argument("--file", help="JSONL file to append to durably (fsynced before the answer; 503 when it "
+                        "cannot be written)")
     record.set_defaults(func=cmd_record)
     dev = sub.add_parser("dev", help="the local stack and its demo (what `make run` runs)")
     dev.add_argument("--keep", action="store_true", help="keep the stack up; print KUBECONFIG= and BROKER=")

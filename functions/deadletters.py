@@ -3,11 +3,15 @@
 Deployed as the Broker's dead-letter sink (`crefn-dead-letters` in `knative/`): the Broker adds the
 `knativeerrorcode`/`knativeerrordest`/`knativeerrordata` extensions, kept as attributes. Also useful
 to capture production traffic. Binary and structured mode are accepted (the transport's codec); each
-line is `{"attributes": ..., "data": ...}`, the format `cre-fn replay` reads. Answers 202 to a
-CloudEvent, 400 with a one-line reason to anything else. Each event recorded is counted as
-`crefn_events_total{function="dead-letters", type, answer="202"}` (`functions.metrics`; a type of
-ours or Knative's by name, any other as `other`), and `GET /metrics` answers the process's counters:
-the monitoring overlay's "dead letters" alert reads them.
+line is `{"attributes": ..., "data": ...}`, the format `cre-fn replay` reads.
+
+Two places, in this order: `--file` (a `functions.journal`, durable: the line is fsynced before the
+answer) and `--out` (a stream, stdout for log collectors). Answers 202 once both have the event, 503
+with a one-line reason when the file cannot be written (the Broker retries: nothing is lost), 400 to
+what is not a CloudEvent. Each event is counted as `crefn_events_total{function="dead-letters", type,
+answer}` (`functions.metrics`; a type of ours or Knative's by name, any other as `other`), the file's
+size as `crefn_dead_letters_file_bytes`, and `GET /metrics` answers the process's metrics: the
+monitoring overlay's "dead letters" alert reads them.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
-from functions.errors import PermanentError
-from functions.metrics import count_event, expose_process
-from functions.transport import KNOWN_TYPES, METRICS_PATH, decode
+from functions.errors import PermanentError, TemporaryError
+from functions.journal import Journal
+from functions.metrics import count_event, expose_process, set_journal_bytes
+from functions.transport import KNOWN_TYPES, METRICS_PATH, answer_for, decode, one_line
 
 Record = dict[str, Any]
 DEAD_LETTERS = "dead-letters"
@@ -47,22 +52,34 @@ class JsonlWriter:
             self.count += 1
 
 
-class Counted:
-    """Hands each record on, then counts it as a dead letter answered 202."""
+class Recorder:
+    """Appends each record to the journal (durable) and then to the stream, and counts it: 202 when
+    both have it, 503 when the journal could not take it (raised, for the server to answer)."""
 
-    def __init__(self, receive: Callable[[Record], None]) -> None:
-        self.receive = receive
+    def __init__(self, journal: Journal | None, stream: Callable[[Record], None] | None) -> None:
+        self.journal = journal
+        self.stream = stream
+        if journal is not None:
+            set_journal_bytes(str(journal.path), journal.size())
 
     def __call__(self, record: Record) -> None:
         started = time.monotonic()
-        self.receive(record)
         event_type = str(record["attributes"].get("type"))
-        count_event(DEAD_LETTERS, event_type if event_type in KNOWN_TYPES else "other", 202,
-                    time.monotonic() - started)
+        label = event_type if event_type in KNOWN_TYPES else "other"
+        try:
+            if self.journal is not None:
+                set_journal_bytes(str(self.journal.path), self.journal.append(record))
+        except TemporaryError as e:
+            count_event(DEAD_LETTERS, label, answer_for(e) or 503, time.monotonic() - started)
+            raise
+        if self.stream is not None:
+            self.stream(record)
+        count_event(DEAD_LETTERS, label, 202, time.monotonic() - started)
 
 
 def event_server(port: int, receive: Callable[[Record], None], host: str = "0.0.0.0") -> ThreadingHTTPServer:
-    """An HTTP server handing every POSTed CloudEvent to `receive` (202), or answering 400."""
+    """An HTTP server handing every POSTed CloudEvent to `receive` (202), or answering 400; a
+    `TemporaryError` from `receive` is its answer (503: retry)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -72,7 +89,11 @@ def event_server(port: int, receive: Callable[[Record], None], host: str = "0.0.
             except PermanentError as e:
                 self._answer(400, str(e))
                 return
-            receive(record)
+            try:
+                receive(record)
+            except TemporaryError as e:
+                self._answer(answer_for(e) or 503, one_line(str(e)))
+                return
             self._answer(202, "")
 
         def do_GET(self) -> None:
@@ -99,13 +120,21 @@ def event_server(port: int, receive: Callable[[Record], None], host: str = "0.0.
     return ThreadingHTTPServer((host, port), Handler)
 
 
-def run(port: int, out_path: str, host: str = "0.0.0.0") -> int:
+def recorder(out: IO[str] | None, file: str | None) -> Recorder:
+    """What `cre-fn record` records with: the journal at `file` (when given), then the stream `out`."""
+    journal = Journal(Path(file), warn=lambda text: print(f"cre-fn record: {text}", file=sys.stderr, flush=True)) \
+        if file else None
+    return Recorder(journal, JsonlWriter(out) if out is not None else None)
+
+
+def run(port: int, out_path: str, host: str = "0.0.0.0", file: str | None = None) -> int:
     with contextlib.ExitStack() as stack:
-        out: IO[str] = (sys.stdout if out_path in ("-", "/dev/stdout")
-                        else stack.enter_context(Path(out_path).open("a")))
-        server = event_server(port, Counted(JsonlWriter(out)), host)
+        out: IO[str] | None = (sys.stdout if out_path in ("-", "/dev/stdout") else None if out_path == ""
+                               else stack.enter_context(Path(out_path).open("a")))
+        server = event_server(port, recorder(out, file), host)
         stack.callback(server.server_close)
-        print(f"recording CloudEvents on http://{host}:{port}/ to {out_path}", file=sys.stderr, flush=True)
+        where = " and ".join(w for w in (file, out_path) if w)
+        print(f"recording CloudEvents on http://{host}:{port}/ to {where}", file=sys.stderr, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()
     return 0

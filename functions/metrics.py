@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
@@ -65,6 +65,9 @@ class ProcessMetrics:
         self.deliveries = Counter(
             "crefn_alert_deliveries_total", "Batches of alerts sent to a sink, by result: delivered, refused, "
             "unavailable or throttled.", ("sink", "result"), registry=self.registry)
+        self.journal_bytes = Gauge(
+            "crefn_dead_letters_file_bytes", "Size in bytes of the dead-letter file the recorder appends to, by "
+            "path (absent when it writes no file).", ("path",), registry=self.registry)
 
 
 _made = threading.Lock()
@@ -104,6 +107,10 @@ def count_kube_request(verb: str, resource: str, code: str) -> None:
 
 def count_delivery(sink: str, result: str) -> None:
     process().deliveries.labels(sink, result).inc()
+
+
+def set_journal_bytes(path: str, size: int) -> None:
+    process().journal_bytes.labels(path).set(size)
 
 
 def expose_process(accept: str = "") -> Exposition:

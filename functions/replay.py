@@ -6,7 +6,8 @@ format (`specversion`, `id`, `type`, ... and `data` or `data_base64` at the top 
 `--rate` events per second; `--duplicate` sends every event twice with the same id (what a Knative
 redelivery looks like); `--shuffle-window K` shuffles events within consecutive windows of K
 (reordering, seeded, repeatable). Events keep their recorded ids; `--fresh-ids` gives each send a
-new one instead (as a source does for every change). Prints a summary of the answers; exits 1 when any event
+new one instead (as a source does for every change). A torn last line (its writer stopped mid-write)
+is skipped with a warning. Prints a summary of the answers; exits 1 when any event
 was rejected (an answer that is neither accepted nor a transient 409/429/503), 0 otherwise; exits 2
 when the recording cannot be read.
 """
@@ -25,12 +26,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from functions.errors import Unavailable
+from functions.journal import read_lines
 from functions.transport import Answer, send
 
 
-def read_recording(path: Path) -> list[dict[str, Any]]:
+def read_recording(path: Path, warn: TextIO = sys.stderr) -> list[dict[str, Any]]:
+    """The records of a recording. A torn last line (its writer stopped mid-write: it was never
+    acknowledged, so the sender sent it again) is skipped with a warning on `warn`."""
+    read = read_lines(path)
+    if read.torn:
+        print(f"cre-fn replay: {path}:{len(read.lines) + 1}: skipped a torn last line ({len(read.torn)} characters, "
+              "no newline, not JSON)", file=warn)
     records = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read.lines, 1):
         if not line.strip():
             continue
         try:

@@ -7,8 +7,11 @@
 - Delivery: concurrent, unordered (as the channel-based Broker); 2xx is done, a 200 reply with a
   CloudEvent is published back into the Broker; 404, 409, 429, 5xx, timeouts and connection errors
   are retried `retry` times with `backoffPolicy`/`backoffDelay`; anything else, or exhausted retries,
-  goes to the dead letters, appended to a JSONL file with Knative's `knativeerrorcode`,
-  `knativeerrordest` and `knativeerrordata` extensions.
+  goes to the dead letters with Knative's `knativeerrorcode`, `knativeerrordest` and `knativeerrordata`
+  extensions: posted (structured mode) to the dead-letter sink, which is what `crefn-dead-letters`
+  runs, `cre-fn record`'s server with its durable file (`functions.deadletters`), here on loopback in
+  this process. A sink answer that is not 2xx is retried with the same backoff; `dead` reads the file
+  back (`functions.replay.read_recording`), so what is counted is what reached the disk.
 Every published event is appended to an event log (JSONL, replayable with `cre-fn replay`).
 Drills: `duplicate` delivers every event twice; `jitter` delays each delivery by a random (seeded)
 fraction of that many seconds, so neighbouring events overtake each other; `chaos`
@@ -28,6 +31,8 @@ import itertools
 import json
 import random
 import re
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -35,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from functions.deadletters import event_server
+from functions.deadletters import event_server, recorder
 from functions.errors import Unavailable
+from functions.replay import read_recording
 from functions.transport import Answer, send
 from localstack.chaos import Chaos, Fate, Fates
 
@@ -171,9 +177,15 @@ class LocalBroker:
         self.on_outcome = on_outcome
         self.on_publish = on_publish
         self.outcomes: list[DeliveryAttempt] = []
-        self.dead: list[Record] = []
         self.published = 0
-        self._dead_file: IO[str] | None = dead_letters.open("a") if dead_letters else None
+        self.dead_letters_lost = 0
+        """Dead letters the sink never took (its retries spent): lost, as in Knative."""
+        self._scratch = None if dead_letters else Path(tempfile.mkdtemp(prefix="crefn-dead-letters-"))
+        self.dead_letters = dead_letters or Path(str(self._scratch)) / "dead-letters.jsonl"
+        self.dead_letters.touch()  # no dead letters: an empty file
+        self._sink = event_server(0, recorder(None, str(self.dead_letters)), "127.0.0.1")
+        self.dead_letter_sink = f"http://127.0.0.1:{self._sink.server_address[1]}/"
+        threading.Thread(target=self._sink.serve_forever, daemon=True).start()
         self._log_file: IO[str] | None = event_log.open("a") if event_log else None
         self._heap: list[_Pending] = []
         self._seq = itertools.count()
@@ -260,11 +272,22 @@ class LocalBroker:
         attrs = {**p.record["attributes"], "knativeerrorcode": str(answer.status),
                  "knativeerrordest": p.trigger.subscriber, "knativeerrordata": answer.text[:1024]}
         record = {"attributes": attrs, "data": p.record.get("data")}
+        delivery = p.trigger.delivery
+        for attempt in range(delivery.retry + 1):
+            if attempt and self._threads:  # deterministic mode does not wait for backoff
+                time.sleep(delivery.delay(attempt))
+            try:
+                if send(self.dead_letter_sink, record, structured=True, timeout=delivery.timeout).accepted:
+                    return
+            except Unavailable:
+                continue
         with self._cond:
-            self.dead.append(record)
-            if self._dead_file:
-                self._dead_file.write(json.dumps(record, separators=(",", ":")) + "\n")
-                self._dead_file.flush()
+            self.dead_letters_lost += 1
+
+    @property
+    def dead(self) -> list[Record]:
+        """The dead letters, as the sink's file holds them."""
+        return read_recording(self.dead_letters)
 
     # -- deterministic mode -------------------------------------------------------------------
 
@@ -318,9 +341,11 @@ class LocalBroker:
             self._cond.notify_all()
         for t in self._threads:
             t.join(timeout=5)
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-        for f in (self._dead_file, self._log_file):
-            if f:
-                f.close()
+        for server in (self._server, self._sink):
+            if server:
+                server.shutdown()
+                server.server_close()
+        if self._log_file:
+            self._log_file.close()
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)

@@ -36,13 +36,18 @@ def openapi_to_jsonschema(schema: Any) -> Any:
 
 
 def workloadrun_schema(group: str = CRE_GROUP_DEFAULT) -> dict[str, Any]:
+    return crd_schema(group, WORKLOADRUN_KIND)
+
+
+def crd_schema(group: str, kind: str) -> dict[str, Any]:
+    """The OpenAPI v3 schema of the storage version of the upstream CRD of `kind` in `group`."""
     for crd in load_upstream(default_crd_dir()):
         spec = crd["spec"]
-        if spec["group"] == group and spec["names"]["kind"] == WORKLOADRUN_KIND:
+        if spec["group"] == group and spec["names"]["kind"] == kind:
             version = next(v for v in spec["versions"] if v.get("storage"))
             schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
             return schema
-    raise LookupError(f"no WorkloadRun CRD of group {group} in {default_crd_dir()}")
+    raise LookupError(f"no {kind} CRD of group {group} in {default_crd_dir()}")
 
 
 def problems(run: dict[str, Any], schema: dict[str, Any]) -> list[str]:

@@ -23,7 +23,9 @@ checks against the API server and its audit log:
   from the audit log: every create the API server took, not the final state), so never two
   restarts for one failure and never a lost one;
 - `restartCount ≤ maxRestarts`; no managed Job left non-terminal;
-- dead letters only for the malformed events (those the chaos did not drop).
+- dead letters only for the malformed events (those the chaos did not drop), read back from the file
+  the dead-letter recorder wrote (`dead-letters.jsonl` in the output directory, fsynced before each
+  202), and none the recorder failed to take.
 It prints a table and exits 1 on any violation. Everything runs on loopback.
 """
 
@@ -44,6 +46,7 @@ from typing import Any, TextIO
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
 from functions.errors import AlreadyExists, CrefnError
+from functions.replay import read_recording
 from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.rules.conditions import true_exclusive
@@ -264,11 +267,12 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
                                                                                               NAMESPACE))}
             creates = Counter(e["objectRef"]["name"] for e in stack.cluster.audited("create", "trainjobs")
                               if (e.get("responseStatus") or {}).get("code") == 201)
-            dead = list(stack.broker.dead)
+            lost = stack.broker.dead_letters_lost
             fates = stack.broker.fates.counts if stack.broker.fates else None
             outcomes = list(stack.broker.outcomes)
             restarts = dict(stack.supervisor.restarts) if stack.supervisor else {}
-    violations = check(scripts, final, creates, dead)
+    dead = read_recording(out_dir / "dead-letters.jsonl")  # what the recorder put on disk, read back
+    violations = check(scripts, final, creates, dead, lost)
     table(out, scripts, final, counts, fates, outcomes, dead, restarts, quiet_at - started if quiet_at else None,
           violations)
     return 1 if violations or quiet_at is None else 0
@@ -308,7 +312,7 @@ def quiescence(stack: Stack, jobs: int, timeout: float, timeline: Timeline, kill
 
 
 def check(scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], creates: Counter[str],
-          dead: list[dict[str, Any]]) -> list[str]:
+          dead: list[dict[str, Any]], lost: int = 0) -> list[str]:
     violations = []
     for name, outcome in scripts.items():
         job = final.get(name)
@@ -329,6 +333,8 @@ def check(scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], creates
                   if not str(d["attributes"].get("id", "")).startswith("soak-malformed-")]
     if unexpected:
         violations.append(f"{len(unexpected)} dead letters of well-formed events: {unexpected[:5]}")
+    if lost:
+        violations.append(f"{lost} dead letters the recorder never took")
     return violations
 
 
@@ -349,7 +355,7 @@ def table(out: TextIO, scripts: dict[str, Outcome], final: dict[str, dict[str, A
             ("held back (chaos)", fates.reordered if fates else 0), ("function kills", function_kills),
             ("kube-apiserver kills", counts.kills["kube-apiserver"]),
             ("restarts by the supervisor", sum(restarts.values())), ("Trainer actions", counts.actions),
-            ("dead letters", len(dead)),
+            ("dead letters (on disk)", len(dead)),
             ("time to quiescence (s)", round(quiescence_s, 1) if quiescence_s is not None else "timed out")]
     for label, value in rows:
         print(f"{label:<28} {value:>10}", file=out)

@@ -1,6 +1,7 @@
 """`knative/` tested like code: it lints, renders (base and every overlay), validates (core kinds
-against Kubernetes' schemas, Knative and Prometheus Operator kinds against the project's models), and
-its wiring holds together with the code (Triggers, sources, targets, settings, RBAC, the monitors)."""
+against Kubernetes' schemas, the KafkaSink against its upstream CRD with unknown fields refused, the
+other Knative and Prometheus Operator kinds against the project's models), and its wiring holds together
+with the code (Triggers, sources, targets, settings, RBAC, the monitors, where dead letters go)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Literal
 
 import kubernetes_validate
 import pytest
+from jsonschema import Draft7Validator
 from pydantic import Field, model_validator
 
 from events.types import EventType
@@ -20,13 +22,39 @@ from functions.registry import SERVED, TARGETS
 from functions.settings import Settings
 from localstack.manifests import KNATIVE, render
 from localstack.manifests import OVERLAYS as STACK_OVERLAYS
+from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
 
-CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret"}
+CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret",
+              "PersistentVolumeClaim"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 MONITORING = "overlays/monitoring"
 OVERLAYS = (*STACK_OVERLAYS, MONITORING)
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
+README = (Path(__file__).parents[1] / "README.md").read_text()
+
+
+def closed(schema: Any) -> Any:
+    """A CRD schema that refuses unknown fields where the API server would prune them (an object with
+    `properties` and no `x-kubernetes-preserve-unknown-fields`): a typo is an error."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    return out
+
+
+def upstream_validator(group: str, kind: str) -> Draft7Validator:
+    """The CRD's schema, closed below the root (whose apiVersion, kind and metadata it does not list)."""
+    schema = crd_schema(group, kind)
+    return Draft7Validator(openapi_to_jsonschema({**schema, "properties": closed(schema["properties"])}))
+
+
+UPSTREAM_KINDS = {"eventing.knative.dev/v1alpha1/KafkaSink": upstream_validator("eventing.knative.dev", "KafkaSink")}
+"""Kinds checked against their real CRDs (`../shared/upstream`), read where the local API server reads them."""
 
 
 def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -52,6 +80,10 @@ def test_renders_and_every_object_is_valid(overlay: str) -> None:
         key = f"{doc['apiVersion']}/{doc['kind']}"
         if (doc["kind"] in CORE_KINDS and "/" not in doc["apiVersion"]) or doc["apiVersion"].startswith("rbac."):
             kubernetes_validate.validate(doc, "1.37.0", strict=True)
+        elif key in UPSTREAM_KINDS:
+            errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+                      for e in UPSTREAM_KINDS[key].iter_errors(doc)]
+            assert errors == [], (key, errors)
         else:
             assert key in MODELS, f"no check for {key}"
             MODELS[key].model_validate(doc)
@@ -196,6 +228,42 @@ def test_dead_letters_go_to_the_recorder() -> None:
     assert "crefn-dead-letters" in by_name(docs, "Service")
 
 
+def test_the_recorder_appends_to_a_claim_it_alone_writes() -> None:
+    docs = RENDERED["base"]
+    service = by_name(docs, "Service")["crefn-dead-letters"]["spec"]["template"]
+    annotations = service["metadata"]["annotations"]
+    assert annotations["autoscaling.knative.dev/min-scale"] == annotations["autoscaling.knative.dev/max-scale"] == "1"
+    spec = service["spec"]
+    (volume,) = spec["volumes"]
+    claim = by_name(docs, "PersistentVolumeClaim")[volume["persistentVolumeClaim"]["claimName"]]
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    container = spec["containers"][0]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert not mount.get("readOnly")
+    args = container["args"]
+    assert Path(args[args.index("--file") + 1]).parent == Path(mount["mountPath"])
+    assert args[args.index("--out") + 1] == "/dev/stdout"  # log collectors still see every dead letter
+    assert spec["securityContext"]["fsGroup"] == 10001  # the image's USER (Dockerfile) may write the volume
+    section = README.split("### Dead letters", 1)[1].split("\n#", 1)[0]
+    for flag in ("kubernetes.podspec-persistent-volume-claim", "kubernetes.podspec-persistent-volume-write"):
+        assert f"{flag}" in section and "config-features" in section
+
+
+def test_the_kafka_overlay_sends_every_dead_letter_to_its_kafka_sink() -> None:
+    docs = RENDERED["overlays/kafka"]
+    (sink,) = of_kind(docs, "KafkaSink")
+    assert sink["spec"]["contentMode"] == "structured"  # a message is a CloudEvent in JSON: `cre-fn replay` reads it
+    settings = by_name(docs, "ConfigMap")["crefn-kafka-broker-config"]["data"]
+    assert sink["spec"]["bootstrapServers"] == [settings["bootstrap.servers"]]
+    ref = {"apiVersion": sink["apiVersion"], "kind": "KafkaSink", "name": sink["metadata"]["name"]}
+    owners = of_kind(docs, "Broker") + of_kind(docs, "Trigger")
+    assert len(owners) == len(of_kind(RENDERED["base"], "Broker") + of_kind(RENDERED["base"], "Trigger"))
+    for obj in owners:
+        assert obj["spec"]["delivery"]["deadLetterSink"] == {"ref": ref}, obj["metadata"]["name"]
+    assert "crefn-dead-letters" not in by_name(docs, "Service") and not of_kind(docs, "PersistentVolumeClaim")
+    assert sink["spec"]["topic"] in README.split("### Dead letters", 1)[1].split("\n#", 1)[0]
+
+
 def test_overlays_change_what_they_say() -> None:
     assert settings_of(RENDERED["overlays/observe"])["CREFN_MODE"] == "observe"
     assert settings_of(RENDERED["base"])["CREFN_MODE"] == "manage"
@@ -230,8 +298,7 @@ def test_dockerfile_runs_as_non_root_with_the_target_from_env() -> None:
 
 
 def test_readme_rbac_matrix_matches_the_roles() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    table = readme.split("### RBAC matrix", 1)[1].split("\n## ", 1)[0]
+    table = README.split("### RBAC matrix", 1)[1].split("\n## ", 1)[0]
     documented = {tuple(c.strip(" `") for c in line.strip("|").split("|"))
                   for line in table.splitlines() if line.startswith("| `")}
     actual = set()

@@ -1,5 +1,6 @@
 """`cre-fn replay` (`functions.replay`): a recorded JSONL event log posted in order (with the duplicate
-and shuffle drills), a non-zero exit when an event is rejected, and a file that is no recording."""
+and shuffle drills), a non-zero exit when an event is rejected, a file that is no recording, and the
+dead letters' round trip: Broker → recorder → file (with a torn last line) → replay to the function."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.replay import arrange
+from localstack.apiserver import free_port
 from localstack.samples import load_sample
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
@@ -85,3 +87,35 @@ def test_replay_reads_the_cloudevents_json_format(recorder: tuple[str, Path], tm
     assert [(r["attributes"]["id"], r["attributes"]["type"], r["data"]) for r in got] == [
         ("ce-1", "t.json", {"n": 1}), ("ce-2", "t.binary", {"n": 2})]
     assert got[0]["attributes"]["job"] == "a"
+
+
+def test_dead_letters_recorded_to_the_file_replay_to_the_function_once_it_is_back(tmp_path: Path) -> None:
+    """A Trigger's subscriber is down: the local Broker's retries run out and the dead letter goes to the
+    recorder (`cre-fn record`'s server and durable file); with `phase` served again the file replays, its
+    Knative extensions and all, together with a KafkaSink's structured message and after a torn line."""
+    from localstack.broker import Delivery, LocalBroker, Trigger
+    from localstack.serving import ServedFunction
+
+    sample = load_sample("trainjob-resource-update-failed")
+    down = f"http://127.0.0.1:{free_port()}/"  # nothing listens: connection refused
+    trigger = Trigger("crefn-phase-trainjobs", ({"exact": {"type": sample["attributes"]["type"]}},), down,
+                      Delivery(retry=1, backoff_delay=0.01, timeout=5))
+    file = tmp_path / "dead-letters.jsonl"
+    broker = LocalBroker([trigger], dead_letters=file)
+    try:
+        broker.publish(sample)
+        assert broker.wait_idle(timeout=30)
+    finally:
+        broker.close()
+    (dead,) = [json.loads(line) for line in file.read_text().splitlines()]
+    assert dead["attributes"]["knativeerrordest"] == down and dead["attributes"]["id"] == sample["attributes"]["id"]
+    assert dead["data"] == sample["data"] and dead["attributes"]["knativeerrorcode"]
+    add = load_sample("trainjob-resource-add")
+    from_kafka = {**add["attributes"], "knativeerrorcode": "503", "knativeerrordest": down, "data": add["data"]}
+    with file.open("a") as f:  # a line as kcat prints a structured-mode message, then a torn one
+        f.write(json.dumps(from_kafka) + "\n" + '{"attributes": {"id": "half')
+    with ServedFunction("phase") as phase:
+        result = cli("replay", str(file), "--to", phase.url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "replayed 2 events" in result.stdout and "2x200" in result.stdout
+    assert "dead-letters.jsonl:3: skipped a torn last line" in result.stderr

@@ -5,6 +5,7 @@ its own stack rather than the session's."""
 from __future__ import annotations
 
 import io
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ def test_each_broken_invariant_is_reported() -> None:
     assert "c: the Job is gone" in violations
     assert "d: restartCount 2 > maxRestarts 1" in violations
     assert "1 dead letters of well-formed events: ['a-well-formed-event']" in violations
+    assert "2 dead letters the recorder never took" in check(scripts, final, creates, [], lost=2)
 
 
 def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
@@ -53,3 +55,7 @@ def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
     assert "invariants: all hold" in text and "kube-apiserver kills                  1" in text
     assert "!! kube-apiserver exited: starting it again (restart 1)" in text
     assert (tmp_path / "events.jsonl").stat().st_size > 0
+    on_disk = [json.loads(line) for line in (tmp_path / "dead-letters.jsonl").read_text().splitlines()]
+    assert on_disk and all(d["attributes"]["id"].startswith("soak-malformed-") for d in on_disk)
+    assert all(d["attributes"]["knativeerrorcode"] == "400" for d in on_disk)
+    assert f"{'dead letters (on disk)':<28} {len(on_disk):>10}" in text  # the figure is the file's count

@@ -44,6 +44,25 @@ class EnvVar(Strict):
     value: str
 
 
+class VolumeMount(Strict):
+    name: str
+    mountPath: str = Field(pattern="^/")
+    readOnly: bool = False
+
+
+class ClaimSource(Strict):
+    claimName: str
+    readOnly: bool = False
+
+
+class Volume(Strict):
+    """The volume types Knative Serving allows that `knative/` uses: a PersistentVolumeClaim (behind
+    the `kubernetes.podspec-persistent-volume-claim` feature flag)."""
+
+    name: str
+    persistentVolumeClaim: ClaimSource
+
+
 class Container(Strict):
     name: str
     image: str
@@ -53,10 +72,17 @@ class Container(Strict):
     ports: list[dict[str, int]]
     resources: dict[str, dict[str, str]]
     securityContext: dict[str, Any]
+    volumeMounts: list[VolumeMount] | None = None
+
+
+class PodSecurityContext(Strict):
+    fsGroup: int = Field(ge=0)
 
 
 class RevisionSpec(Strict):
     serviceAccountName: str | None = None
+    securityContext: PodSecurityContext | None = None
+    volumes: list[Volume] | None = None
     containerConcurrency: int = Field(ge=0, le=1000)
     timeoutSeconds: int = Field(gt=0)
     containers: list[Container] = Field(min_length=1, max_length=1)
