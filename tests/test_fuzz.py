@@ -25,6 +25,7 @@ from localstack.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
+from tests.support.helpers import closed_port
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 FUZZED = sorted(set(HANDLERS) - {"resync"})  # resync acts on the cluster's Jobs, not on its event's object
@@ -78,8 +79,9 @@ def servers(serve: Callable[..., ServedFunction], cluster: LocalCluster,
     urls = {}
     for target in FUZZED:
         kubeconfig = cluster.kubeconfig_for(service_account_user(f"crefn-{target}"))
+        # no alert sink: what alert sends is not tried here; K_SINK refuses connections
         urls[target] = serve(target, CREFN_KUBECONFIG=str(kubeconfig), CREFN_LOG_LEVEL="ERROR", FUZZ="1",
-                             K_SINK="http://127.0.0.1:9/").url  # no alert sink: what alert sends is not tried here
+                             K_SINK=f"http://127.0.0.1:{closed_port()}/").url
     yield urls
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
