@@ -66,7 +66,7 @@ def forged(namespace: str, job: str, trainjob_uid: str) -> dict[str, Record]:
                          "timeoutSeconds": 1.0, "blocked": False}}
     check = {"attributes": {**deadline["attributes"], "type": "dev.crefn.job.check"},
              "data": {"job": {"name": job, "namespace": namespace}, "attempt": 0,
-                      "checks": ["nodeHealth", "thresholds"]}}
+                      "checks": ["nodehealth", "validation"]}}
     return {"restart": failed, "status": phase_record(namespace, job, "Running"), "timeout": deadline,
             "nodehealth": check, "validate": check}
 

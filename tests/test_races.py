@@ -192,7 +192,8 @@ def test_launch_never_deletes_the_next_attempt_that_replaced_a_stale_one(world: 
     ctx = racing(cluster, "launch", race, at="/trainjobs/llm-workload")
     status_, text = answer(launch.handle, w.job_record(), ctx)
     assert status_ == 503, text
-    survivor = w.trainjob() or {}
+    survivor = w.trainjob()
+    assert survivor is not None, "the TrainJob created in its place was deleted"
     assert survivor["metadata"]["uid"] == race.created()["metadata"]["uid"]  # type: ignore[attr-defined]
     assert survivor["metadata"].get("deletionTimestamp") is None
 
@@ -252,7 +253,8 @@ def test_restart_never_deletes_the_next_attempt_created_in_between(world: Callab
     ctx = racing(cluster, "restart", race, at="/trainjobs/llm-workload")
     status_, text = answer(restart.handle, record, ctx)
     assert status_ == 200, text
-    survivor = w.trainjob() or {}
+    survivor = w.trainjob()
+    assert survivor is not None, "the TrainJob created in its place was deleted"
     assert survivor["metadata"]["uid"] == race.created()["metadata"]["uid"]  # type: ignore[attr-defined]
     assert survivor["metadata"].get("deletionTimestamp") is None
 
