@@ -4,10 +4,12 @@ Plain JSON objects in and out, addressed by `Resource` (group, version, plural).
 SDK's `ApiClient` (authentication, TLS, kubeconfig or in-cluster config) to the REST paths directly,
 so every kind — CRDs included — is handled the same way. API answers become the typed errors of
 `functions.errors` here, once (`error_of`): 404 → `NotFound`, 409 → `Conflict` (`AlreadyExists` when
-the server says so), 429 → `Throttled`, 5xx and unreachable → `Unavailable`, other 4xx →
-`PermanentError`. Response bodies are trimmed to one line; the cause is chained. Every call is counted
-(`crefn_kube_requests_total`): its verb and resource read from the REST path (`kube_call_of`), its
-HTTP status, or `error` when the API server could not be reached.
+the server says so), 410 (a continue token or resourceVersion expired: the same request made again
+lists afresh) → `TemporaryError`, 429 → `Throttled`, 5xx and unreachable → `Unavailable`, an RBAC
+refusal (403 from the authorizer) → `Forbidden`, other 4xx → `PermanentError`. Response bodies are
+trimmed to one line; the cause is chained. Every call is counted (`crefn_kube_requests_total`): its
+verb and resource read from the REST path (`kube_call_of`), its HTTP status, or `error` when the API
+server could not be reached.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from functions.errors import (
     Forbidden,
     NotFound,
     PermanentError,
+    TemporaryError,
     Throttled,
     Unavailable,
 )
@@ -266,6 +269,8 @@ def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -
         error = NotFound(text)
     elif status == 409:
         error = AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
+    elif status == 410:
+        error = TemporaryError(text)
     elif status == 429:
         error = Throttled(text)
     elif status >= 500 or status == 0:

@@ -21,7 +21,7 @@ from localstack.apiserver import LocalCluster, free_port
 from localstack.manifests import service_account_user
 from localstack.serving import ServedFunction
 from localstack.trainer import wait_until
-from tests.support.helpers import Receiver, unreachable_kubeconfig
+from tests.support.helpers import Receiver, closed_port, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -239,7 +239,7 @@ def test_throttled_sink_is_503_and_the_others_are_delivered(
 def test_sink_down_is_503_naming_it(serve: Callable[..., ServedFunction], cluster: LocalCluster, namespace: str,
                                     receivers: tuple[Receiver, Receiver]) -> None:
     slack, pagerduty = receivers
-    url = alert_fn(serve, cluster, CREFN_ALERTMANAGER_URL=f"http://127.0.0.1:{free_port()}",
+    url = alert_fn(serve, cluster, CREFN_ALERTMANAGER_URL=f"http://127.0.0.1:{closed_port()}",
                    CREFN_SLACK_WEBHOOK_URL=slack.url, CREFN_PAGERDUTY_URL=pagerduty.url,
                    CREFN_PAGERDUTY_ROUTING_KEY="k")
     answer = send(url, failed(namespace, job="down"))
@@ -368,7 +368,7 @@ SLACK_SECRET, PAGERDUTY_SECRET = "T0SECRET/B0SECRET/xoxSECRETSLACKPATH", "PDSECR
 def test_no_secret_reaches_a_log_line_or_an_answer(serve: Callable[..., ServedFunction], cluster: LocalCluster,
                                                   gateway: Gateway, namespace: str) -> None:
     refusing = Receiver(403, b"invalid_token")
-    closed = f"http://127.0.0.1:{free_port()}/services/{SLACK_SECRET}"  # nothing listens: unreachable
+    closed = f"http://127.0.0.1:{closed_port()}/services/{SLACK_SECRET}"  # refused: unreachable
     kubeconfig = str(cluster.kubeconfig_for(service_account_user("crefn-alert")))
     answers: list[str] = []
     create_failed_job(gateway, namespace, restarts=0, max_restarts=0)

@@ -4,7 +4,6 @@ kinds the transport answers with."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -162,25 +161,3 @@ def test_rbac_denies_unbound_users(cluster: LocalCluster, namespace: str) -> Non
             nobody.get(TRAINJOBS, namespace, "anything")
     finally:
         nobody.close()
-
-
-RBAC_TEXT = ('jobs.nvcre.nvidia.com "j" is forbidden: User "system:serviceaccount:crefn:crefn-restart" cannot get '
-             'resource "jobs" in API group "nvcre.nvidia.com" in the namespace "ml"')
-
-
-@pytest.mark.parametrize(("status", "reason", "message", "kind"), [
-    (403, "Forbidden", RBAC_TEXT, "Forbidden"),  # the authorizer: temporary (503), retried
-    (403, "Forbidden", 'admission webhook "v.example.com" denied the request: no', "PermanentError"),
-    (403, "Forbidden", 'trainjobs "t" is forbidden: exceeded quota: gpu, requested: 8, used: 8, limited: 8',
-     "PermanentError"),
-    (404, "NotFound", "gone", "NotFound"), (409, "AlreadyExists", "x", "AlreadyExists"),
-    (409, "Conflict", "x", "Conflict"),
-    (422, "Invalid", "bad", "PermanentError"), (429, "TooManyRequests", "slow", "Throttled"),
-    (500, "InternalError", "x", "Unavailable"), (503, "ServiceUnavailable", "x", "Unavailable"),
-])
-def test_every_api_answer_becomes_its_error_kind(status: int, reason: str, message: str, kind: str) -> None:
-    from functions.gateway import error_of
-
-    body = json.dumps({"kind": "Status", "reason": reason, "message": message}).encode()
-    error = error_of(status, reason, body, "GET", "/apis/x")
-    assert type(error).__name__ == kind and str(error) == f"GET /apis/x: {status} {reason}: {message}"

@@ -16,7 +16,7 @@ from functions.registry import METRICS, SERVED, TARGETS
 from functions.transport import Answer, send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
-from tests.support.helpers import unreachable_kubeconfig
+from tests.support.helpers import closed_port, unreachable_kubeconfig
 
 TYPES = ["dev.knative.apiserver.resource.add", "dev.knative.apiserver.resource.update",
          "dev.knative.apiserver.resource.delete", "dev.knative.apiserver.ref.update", "dev.knative.sources.ping",
@@ -44,7 +44,7 @@ json_values = st.recursive(
 def servers(serve: Callable[..., ServedFunction], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     kubeconfig = unreachable_kubeconfig(Path(tmp_path_factory.mktemp("kc")) / "kubeconfig")
     env = {"CREFN_KUBECONFIG": str(kubeconfig), "CREFN_KUBE_TIMEOUT_SECONDS": "1", "CREFN_LOG_LEVEL": "ERROR",
-           "K_SINK": "http://127.0.0.1:9/", "CREFN_ALERTMANAGER_URL": "http://127.0.0.1:9"}
+           "K_SINK": f"http://127.0.0.1:{closed_port()}/", "CREFN_ALERTMANAGER_URL": f"http://127.0.0.1:{closed_port()}"}
     return {target: serve(target, **env).url for target in SERVED}
 
 

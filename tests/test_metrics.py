@@ -24,11 +24,11 @@ from functions.gateway import Gateway, kube_call_of
 from functions.metrics import expose_process
 from functions.resources import PODS, cre_jobs
 from functions.transport import Answer, post, send
-from localstack.apiserver import LocalCluster, free_port
+from localstack.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
-from tests.support.helpers import Receiver, unreachable_kubeconfig
+from tests.support.helpers import Receiver, closed_port, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 RAISING = Path(__file__).parent / "support" / "raising.py"
@@ -332,7 +332,7 @@ def test_alert_deliveries_by_sink_and_result() -> None:
                       job=JobRef(name="llm", namespace="ml"), reason="WorkloadFailed", summary="s", description="d",
                       starts_at=datetime.now(UTC), labels={"alertname": "CREJobFailed"})
     sinks = [Alertmanager(delivered.url), Slack(throttled.url), PagerDuty(refused.url, "key"),
-             CloudEventsSink(f"http://127.0.0.1:{free_port()}/")]
+             CloudEventsSink(f"http://127.0.0.1:{closed_port()}/")]
     try:
         before = parse(expose_process().body.decode())
         with pytest.raises(Unavailable):

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.context import Context
+from functions.errors import Unavailable
 from functions.gateway import Gateway
 from functions.settings import Settings
 from functions.transport import send, to_envelope
@@ -121,3 +122,20 @@ def test_a_tick_lists_and_sends_only_where_jobs_drift(cluster: LocalCluster, gat
     finally:
         sink.close()
         counting.close()
+
+
+def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """An event lost on the way to K_SINK must be sent again: the tick is retried (503), never 202."""
+    from functions.handlers import resync
+    from functions.resources import TRAINJOBS
+    from functions.transport import answer_for
+    from tests.support.helpers import closed_port
+
+    in_step_job(gateway, namespace, "drifted")
+    gateway.delete(TRAINJOBS, namespace, "drifted-workload")  # drift: an event to send
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=f"http://127.0.0.1:{closed_port()}/"))
+    try:
+        resync.handle(to_envelope(ping()), ctx)
+        raise AssertionError("a tick that could not deliver was answered 202")
+    except Unavailable as e:
+        assert answer_for(e) == 503 and "0 failed" not in str(e), str(e)

@@ -20,7 +20,8 @@ So a committed restart always carries its own grace end: `launch` may create the
 soon as it sees the commit and the grace is over, with no second write to wait for, and a crash
 between steps 1 and 2 leaves only an annotation the next attempt at the restart writes again. A
 redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
-finishes step 3 (and writes a missing annotation, for restarts recorded before this order) and
+finishes step 3 (and writes the annotation when the Job lacks this restart's, for restarts recorded
+before this order: missing, or an earlier restart's, over before the failed TrainJob was created) and
 emits nothing. Otherwise the Job fails: `WorkloadFailed`, or for a stall `WorkloadStalled` with the
 stall's message.
 """
@@ -47,6 +48,7 @@ from functions.rules.pods import Capture, failure_info
 from functions.rules.restart import (
     decide_restart,
     failed_write,
+    grace_recorded,
     observe_failure,
     restart_grace,
     restart_write,
@@ -167,7 +169,7 @@ def finish_restart(observed: Observed, state: JobState, now: datetime, settings:
     """Steps 2 and 3 of a restart already committed (a redelivery after a crash between steps)."""
     effects: list[Effect] = []
     if (observed.data.workload.attempt == state.job.status.restart_count - 1
-            and RESTART_NOT_BEFORE_ANNOTATION not in state.job.metadata.annotations):
+            and not grace_recorded(state, observed.trainjob)):
         effects.append(annotate_not_before(state, now + restart_grace(state, settings.restart_grace_seconds), settings))
     return (*effects, *delete_failed(observed))
 

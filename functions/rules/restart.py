@@ -23,6 +23,7 @@ from functions.durations import parse_go_duration
 from functions.rules.adapter import decide_phase
 from functions.rules.conditions import condition, decide_conditions
 from functions.rules.jobs import JobState
+from functions.rules.launch import not_before
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
 
@@ -113,6 +114,20 @@ def restart_write(state: JobState, now: datetime, group: str, function: str) -> 
                              "schedulingBlockedSince": None, "schedulingResumedTime": None})
     assert write is not None
     return write
+
+
+def grace_recorded(state: JobState, trainjob: dict[str, Any] | None) -> bool:
+    """Whether the Job's `crefn.dev/restart-not-before` is this restart's: present, and later than the
+    creation of the failed attempt's TrainJob (`trainjob`; None: gone or replaced). An earlier
+    restart's grace was over before that TrainJob could be created, so it never counts for this one."""
+    end = not_before(state)
+    if end is None:
+        return False
+    created = str(((trainjob or {}).get("metadata") or {}).get("creationTimestamp") or "")
+    try:
+        return not created or end > datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return True
 
 
 def restart_grace(state: JobState, default_seconds: int) -> timedelta:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -14,7 +15,6 @@ from events.objects import Pod
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
-from localstack.apiserver import free_port
 
 REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver", "ce-type": "test.reply",
                "content-type": "application/json"}
@@ -50,7 +50,7 @@ class Receiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
 
@@ -63,15 +63,72 @@ class Receiver:
         self.server.server_close()
 
 
-def unreachable_kubeconfig(path: Path) -> Path:
-    """A kubeconfig naming an API server that is not there (a free loopback port)."""
+HELD: list[socket.socket] = []
+"""Sockets holding loopback ports for the rest of the test process (see `closed_port`, `silent_port`)."""
+
+
+def closed_port() -> int:
+    """A loopback port bound and never listened on, held until the test process ends: a connection is
+    refused at once, and no other process can bind the port meanwhile (the socket has no SO_REUSEADDR).
+    `free_port()` alone only says the port was free a moment ago."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    HELD.append(sock)
+    return int(sock.getsockname()[1])
+
+
+def silent_port() -> int:
+    """A loopback port listening and never accepting, held until the test process ends: a connection
+    is made (the kernel's backlog), and then nothing is ever answered (a client's timeout)."""
+    sock = socket.create_server(("127.0.0.1", 0), backlog=64)
+    HELD.append(sock)
+    return int(sock.getsockname()[1])
+
+
+def kubeconfig_for_server(path: Path, server: str) -> Path:
+    """A kubeconfig naming `server` (TLS not verified), with a token user."""
     path.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
-                                               "insecure-skip-tls-verify": True}}],
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     return path
+
+
+def unreachable_kubeconfig(path: Path) -> Path:
+    """A kubeconfig naming an API server that is not there (a held loopback port: connection refused)."""
+    return kubeconfig_for_server(path, f"https://127.0.0.1:{closed_port()}")
+
+
+class FailingApiServer:
+    """What a client meets when the API server behind a proxy or load balancer is failing: every request,
+    whatever its method, is answered `status` with a Kubernetes `Status` body (plain HTTP on loopback)."""
+
+    def __init__(self, status: int, reason: str = "ServiceUnavailable") -> None:
+        body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
+                           "reason": reason, "message": f"the server answered {status}"}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def answer(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 # -- Jobs as the pure rules see them (functions.rules) ---------------------------------------

@@ -18,7 +18,6 @@ from typing import Any
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.resources import Resource
-from localstack.apiserver import free_port
 
 WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                     "ValidatingWebhookConfiguration", namespaced=False)
@@ -55,7 +54,7 @@ class DenyingWebhook:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(str(cert), str(key))
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
