@@ -113,15 +113,37 @@ def test_a_tick_lists_and_sends_only_where_jobs_drift(cluster: LocalCluster, gat
         ours = [b for b in sink.bodies if b["job"]["namespace"] == namespace]
         assert ours == [] and "jobs" in outcome.reason  # in step: nothing to send
         assert [c for c in counting.calls if namespace in c[1]] == []  # no GET per Job: two cluster-wide LISTs
-        assert counting.calls[:2] == [("GET", JOBS.path()), ("GET", TRAINJOBS.path())]
+        assert counting.calls[:2] == [("GET", TRAINJOBS.path()), ("GET", JOBS.path())]
 
         gateway.delete(TRAINJOBS, namespace, "job-3-workload")  # drift: the TrainJob is gone
+        counting.calls.clear()
         resync.handle(envelope, ctx)
         ours = [b for b in sink.bodies if b["job"]["namespace"] == namespace]
         assert [(b["job"]["name"], b["phase"], b["reason"]) for b in ours] == [("job-3", "Failed", "WorkloadDeleted")]
+        # the LIST's word alone is not enough to call it gone: one GET confirms it
+        confirmed = ("GET", TRAINJOBS.path(namespace) + "/job-3-workload")
+        assert [c for c in counting.calls if namespace in c[1]] == [confirmed]
     finally:
         sink.close()
         counting.close()
+
+
+def test_a_trainjob_newer_than_the_ticks_list_is_not_called_gone(cluster: LocalCluster, gateway: Gateway,
+                                                                   namespace: str) -> None:
+    """The index the tick listed lacks the Job's TrainJob (created after that LIST): one GET finds it
+    in step, and nothing is sent."""
+    from functions.handlers import resync
+    from tests.support.helpers import Receiver
+
+    in_step_job(gateway, namespace, "newer")
+    sink = Receiver(default=202)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=cluster.gateway())
+    try:
+        result = resync.resync_job(gateway.get(JOBS, namespace, "newer") or {}, {}, sink.url, ctx)
+        assert (result.event, result.error) == ("", "") and sink.bodies == []
+    finally:
+        sink.close()
+        ctx.gateway.close()
 
 
 def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:

@@ -1,7 +1,9 @@
 """`resync`: a PingSource tick re-drives the managed, non-terminal Jobs that need it (SPEC §5).
 
-The level-triggered safety net, at the cost of a few paged LISTs per tick: every managed Job and
-every TrainJob the project created, joined in memory (no GET per Job). For each non-terminal Job it
+The level-triggered safety net, at the cost of a few paged LISTs per tick: every TrainJob the project
+created, indexed in memory, then every managed Job page by page (a page of Jobs in memory at a time),
+each joined with its TrainJob from the index (no GET per Job; a Job whose TrainJob the index lacks
+gets one GET before its TrainJob is taken as gone: it may be newer than the LIST). For each non-terminal Job it
 decides what the event path would have done, and acts only where the cluster and the Job's status
 disagree (drift) or where time has run out: a Job without `workloadRef` is launched
 (`functions.rules.launch`, its `workload.created`; one still in its restart grace waits for a later
@@ -91,6 +93,16 @@ def with_runtime(observed: Observed, ctx: Context) -> Observed:
     return Observed(state, observed.trainjob, read_runtime_jobs(ctx, state))
 
 
+def joined(state: JobState, trainjobs: dict[tuple[str, str], dict[str, Any]], ctx: Context) -> Observed:
+    """The Job with its TrainJob from the tick's index; one the index lacks while the Job refers to it
+    is read (created after the LIST, or really gone: drift, rare)."""
+    key = workload_key(state)
+    trainjob = trainjobs.get(key)
+    if trainjob is None and state.job.status.workload_ref is not None and not state.terminal:
+        trainjob = read_trainjob(ctx, *key)
+    return Observed(state, trainjob)
+
+
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     state = observed.state
     if not is_managed(state.job.metadata.labels, settings) or state.terminal:
@@ -122,7 +134,7 @@ def resync_job(raw: dict[str, Any], trainjobs: dict[tuple[str, str], dict[str, A
     except PermanentError as e:
         return JobResult(str((raw.get("metadata") or {}).get("name", "?")), error=str(e))
     name = f"{state.ref.namespace}/{state.ref.name}"
-    reads = iter([with_runtime(Observed(state, trainjobs.get(workload_key(state))), ctx)])
+    reads = iter([with_runtime(joined(state, trainjobs, ctx), ctx)])
     try:
         sent = ""
         if is_managed(state.job.metadata.labels, ctx.settings) and (due := checks_due(state)):
@@ -148,16 +160,20 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if not sink:
         raise PermanentError("K_SINK is not set: bind resync to the broker with a SinkBinding")
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
-    jobs = ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), None, label_selector=selector)
     trainjobs = {(t["metadata"]["namespace"], t["metadata"]["name"]): t for t in ctx.gateway.list_all(
         TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")}
+    jobs = 0
+    results: list[JobResult] = []  # only the Jobs that sent an event or failed
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        results = list(pool.map(lambda raw: resync_job(raw, trainjobs, sink, ctx), jobs))
+        for page in ctx.gateway.pages(cre_jobs(ctx.settings.cre_group), None, label_selector=selector):
+            jobs += len(page["items"])
+            results += [r for r in pool.map(lambda raw: resync_job(raw, trainjobs, sink, ctx), page["items"])
+                        if r.event or r.error]
     sent = [r for r in results if r.event]
     failed = [r for r in results if r.error]
-    log.info(tracing.log_line({"function": FUNCTION, "jobs": len(results), "sent": len(sent), "failed": len(failed),
+    log.info(tracing.log_line({"function": FUNCTION, "jobs": jobs, "sent": len(sent), "failed": len(failed),
                                "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
-    text = f"resync: {len(results)} jobs, {len(sent)} events sent, {len(failed)} failed"
+    text = f"resync: {jobs} jobs, {len(sent)} events sent, {len(failed)} failed"
     if failed:
         raise Unavailable(f"{text}; first: {failed[0].job}: {failed[0].error}")
     return Outcome(None, text)
