@@ -8,6 +8,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from functions.context import Context
 from functions.errors import Unavailable
 from functions.gateway import Gateway
@@ -15,6 +17,26 @@ from functions.settings import Settings
 from functions.transport import send, to_envelope
 from localstack.apiserver import LocalCluster
 from tests.support.world import JOBS, Relay, World, phase_record, ping
+
+
+@pytest.mark.parametrize("sample", ["running", "failed", "complete", "suspended"])
+def test_the_ticks_index_keeps_what_the_adapter_reads(sample: str) -> None:
+    """A listed TrainJob is kept without its managedFields and the spec the adapter does not read; its
+    phase, message and workload are the same as the whole object's."""
+    from functions.handlers.resync import indexed
+    from functions.rules.adapter import decide_phase
+    from functions.rules.attempts import workload_ref_of
+    from functions.rules.phase import parse_trainjob
+    from localstack.samples import load_sample
+
+    whole = load_sample(f"trainjob-resource-update-{sample}")["data"]
+    whole["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    whole["spec"]["runtimePatches"] = [{"manager": "someone", "trainingRuntimeSpec": {"template": {}}}]
+    kept = indexed(whole)
+    assert "managedFields" not in kept["metadata"] and "runtimePatches" not in kept["spec"]
+    assert kept["status"] == whole["status"] and kept["spec"].get("suspend") == whole["spec"].get("suspend")
+    assert decide_phase(parse_trainjob(kept)) == decide_phase(parse_trainjob(whole))
+    assert workload_ref_of(parse_trainjob(kept)) == workload_ref_of(parse_trainjob(whole))
 
 
 def test_restart_grace_is_503_until_over_then_resync_launches(functions: Callable[..., dict[str, str]],

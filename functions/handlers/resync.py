@@ -30,6 +30,7 @@ from typing import Any
 
 from events.emitted import JobCheckData, JobDeadlineData
 from events.envelope import Envelope, to_outbound
+from events.objects import TrainJobSpec
 from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType, EventType
 from functions import tracing
 from functions.apply import run
@@ -91,6 +92,17 @@ def with_runtime(observed: Observed, ctx: Context) -> Observed:
                                                   or replaces(LaunchObserved(state, observed.trainjob))):
         return observed
     return Observed(state, observed.trainjob, read_runtime_jobs(ctx, state))
+
+
+SPEC_KEYS = frozenset(field.alias or name for name, field in TrainJobSpec.model_fields.items())
+
+
+def indexed(trainjob: dict[str, Any]) -> dict[str, Any]:
+    """What the tick keeps of a listed TrainJob: all but its managedFields and the spec fields the adapter
+    does not read (a TrainJob's spec and managedFields can outweigh the rest many times over)."""
+    meta = {k: v for k, v in (trainjob.get("metadata") or {}).items() if k != "managedFields"}
+    spec = {k: v for k, v in (trainjob.get("spec") or {}).items() if k in SPEC_KEYS}
+    return {**trainjob, "metadata": meta, "spec": spec}
 
 
 def joined(state: JobState, trainjobs: dict[tuple[str, str], dict[str, Any]], ctx: Context) -> Observed:
@@ -160,8 +172,9 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if not sink:
         raise PermanentError("K_SINK is not set: bind resync to the broker with a SinkBinding")
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
-    trainjobs = {(t["metadata"]["namespace"], t["metadata"]["name"]): t for t in ctx.gateway.list_all(
-        TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")}
+    trainjobs = {(t["metadata"]["namespace"], t["metadata"]["name"]): indexed(t)
+                 for page in ctx.gateway.pages(TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+                 for t in page["items"]}
     jobs = 0
     results: list[JobResult] = []  # only the Jobs that sent an event or failed
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
