@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import socket
 import threading
@@ -64,7 +65,9 @@ class Receiver:
 
 
 HELD: list[socket.socket] = []
-"""Sockets holding loopback ports for the rest of the test process (see `closed_port`, `silent_port`)."""
+"""Sockets holding loopback ports for the rest of the test process (see `closed_port`, `silent_port`),
+closed when it exits."""
+atexit.register(lambda: [sock.close() for sock in HELD])
 
 
 def closed_port() -> int:
