@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench soak fuzz kube-apiserver deps schemas serve image deploy clean
+.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -53,6 +53,14 @@ SOAK_SEEDS ?= 1 2 3
 soak: venv deps kube-apiserver
 	@for seed in $(SOAK_SEEDS); do $(PY) -m functions.cli soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
 
+## Mutation score (mutmut) of functions/rules/: each mutant against the tests that reach it; per module, survivors.
+MUTATION_JOBS ?= 2
+mutation: venv
+	@test -x $(VENV)/bin/mutmut || $(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
+	@start=$$(date +%s); $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS); \
+		echo "[mutation] mutmut ran for $$(( $$(date +%s) - start )) s"
+	@$(PY) -m tests.mutation.report
+
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests
 	@$(VENV)/bin/mypy
@@ -77,4 +85,4 @@ deploy: venv
 	@$(VENV)/bin/kubectl apply -k knative/$(OVERLAY)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

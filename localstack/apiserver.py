@@ -44,8 +44,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def default_crd_dir() -> Path:
-    """`$CREFN_UPSTREAM_CRDS`, else `../shared/upstream` beside the repository."""
-    return Path(os.environ.get("CREFN_UPSTREAM_CRDS") or REPO.parent / "shared" / "upstream")
+    """`$CREFN_UPSTREAM_CRDS`, else `../shared/upstream` beside the repository (beside the checkout for the
+    copy `make mutation` runs in, `mutants/`)."""
+    if os.environ.get("CREFN_UPSTREAM_CRDS"):
+        return Path(os.environ["CREFN_UPSTREAM_CRDS"])
+    root = REPO.parent if REPO.name == "mutants" else REPO
+    return root.parent / "shared" / "upstream"
 ADMIN = "admin"
 
 
@@ -231,6 +235,23 @@ class LocalCluster:
     def processes(self) -> dict[str, int]:
         """The cluster's processes by name (etcd, kube-apiserver, ...): their pids."""
         return {name: proc.pid for name, proc in self._procs}
+
+    def hand_over(self) -> Path:
+        """Write what another process needs to use this running cluster (`LocalCluster.attach`)."""
+        path = self.work_dir / "cluster.json"
+        path.write_text(json.dumps({"port": self.port, "tokens": self.tokens, "crd_dir": str(self.crd_dir),
+                                    "cre_groups": list(self.cre_groups)}))
+        return path
+
+    @classmethod
+    def attach(cls, work_dir: Path) -> LocalCluster:
+        """The cluster another process started in `work_dir` and keeps running (`hand_over`): its API
+        server, kubeconfigs and CRDs, with a stand-in kubelet of this process; `stop` stops only that."""
+        handed = json.loads((Path(work_dir) / "cluster.json").read_text())
+        cluster = cls(Path(work_dir), Path(handed["crd_dir"]), cre_groups=handed["cre_groups"])
+        cluster.port, cluster.tokens = handed["port"], handed["tokens"]
+        cluster.kubelet.start()
+        return cluster
 
     @property
     def audit_log(self) -> Path:

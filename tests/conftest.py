@@ -10,6 +10,7 @@ directly or through other fixtures) — tests that start one of their own carry 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import uuid
@@ -31,6 +32,7 @@ SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-
                     "crefn-timeout", "crefn-nodehealth", "crefn-validate", "crefn-resync", "crefn-workloadrun",
                     "crefn-alert", "crefn-apiserversource")
 FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
+SHARED_CLUSTER = os.environ.get("CREFN_TEST_CLUSTER", "")  # read before `hermetic_env` clears CREFN_*
 
 
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
@@ -56,7 +58,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """etcd + kube-apiserver with the upstream CRDs; failing to start fails the tests (never a skip)."""
+    """etcd + kube-apiserver with the upstream CRDs; failing to start fails the tests (never a skip).
+    With `CREFN_TEST_CLUSTER` (a directory: `make mutation`), the one `tests.mutation.cluster` keeps running."""
+    if SHARED_CLUSTER:
+        attached = LocalCluster.attach(Path(SHARED_CLUSTER))
+        yield attached
+        attached.stop()
+        return
     with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS,
                       cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")) as c:
         apply_rbac(c)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from functions.rules.attempts import fnv32a, workload_name
+from events.emitted import WorkloadRef
+from events.types import TRAINJOB_API_VERSION, TRAINJOB_KIND
+from functions.rules.attempts import attempt_of, current_workload_ref, fnv32a, workload_name
+from tests.support.helpers import job
 
 
 @pytest.mark.parametrize(("job_name", "expected"), [
@@ -20,3 +23,33 @@ def test_workload_names(job_name: str, expected: str) -> None:
 
 def test_fnv32a_known_values() -> None:
     assert (fnv32a(""), fnv32a("a"), fnv32a("foobar")) == (0x811C9DC5, 0xE40C292C, 0xBF9CF968)
+
+
+@pytest.mark.parametrize(("labels", "expected"), [
+    ({}, None),
+    ({"crefn.dev/attempt": "2"}, 2),
+    ({"crefn.dev/attempt": "0"}, 0),
+    ({"crefn.dev/attempt": "two"}, None),
+    ({"crefn.dev/attempt": "-1"}, None),
+    ({"crefn.dev/attempt": ""}, None),
+], ids=["no-label", "two", "zero", "not-a-number", "negative", "empty"])
+def test_attempt_of_labels(labels: dict[str, str], expected: int | None) -> None:
+    assert attempt_of(labels) == expected
+
+
+OWN_REF = {"apiVersion": "trainer.kubeflow.org/v2", "kind": "OtherJob", "name": "own", "namespace": "elsewhere"}
+
+
+@pytest.mark.parametrize(("status", "name", "expected"), [
+    ({}, "llm-workload", ("llm-workload", "ns", TRAINJOB_API_VERSION, TRAINJOB_KIND)),
+    ({}, None, ("", "ns", TRAINJOB_API_VERSION, TRAINJOB_KIND)),
+    ({"workloadRef": OWN_REF}, "ignored", ("own", "elsewhere", "trainer.kubeflow.org/v2", "OtherJob")),
+    ({"workloadRef": {"apiVersion": "", "kind": "", "name": "bare"}}, "ignored",
+     ("bare", "ns", TRAINJOB_API_VERSION, TRAINJOB_KIND)),
+], ids=["no-ref-named", "no-ref-default-name", "ref-kept-as-written", "ref-blanks-defaulted"])
+def test_current_workload_ref(status: dict[str, object], name: str | None,
+                              expected: tuple[str, str, str, str]) -> None:
+    state = job(restart_count=3, status=status)
+    ref = current_workload_ref(state.job) if name is None else current_workload_ref(state.job, name)
+    want_name, want_ns, want_api, want_kind = expected
+    assert ref == WorkloadRef(api_version=want_api, kind=want_kind, name=want_name, namespace=want_ns, attempt=3)

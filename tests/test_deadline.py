@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from functions.rules.deadline import deadline, timeout_of
+from functions.rules.deadline import deadline, elapsed, timeout_of
+from functions.rules.jobs import parse_job
 from tests.support.helpers import NOW, cond, job
 
 HOUR = timedelta(hours=1)
@@ -77,3 +78,24 @@ def test_terminal_jobs_and_unbounded_jobs_never_time_out() -> None:
     assert deadline(job(RUNNING, workload_ref=True, status={"workloadStartTime": at(-1000 * HOUR)}), NOW, None) is None
     found = deadline(job(RUNNING, workload_ref=True, status={"workloadStartTime": at(-3 * HOUR)}), NOW, 2 * HOUR)
     assert found is not None and found.message == "Job exceeded timeoutPerJob"
+
+
+@pytest.mark.parametrize(("status", "blocked"), [
+    ({"workloadStartTime": at(-2 * HOUR)}, False),
+    ({"workloadStartTime": at(-3 * HOUR), "schedulingBlockedSince": at(-2 * HOUR)}, True),
+], ids=["running", "blocked-episode"])
+def test_a_deadline_carries_the_bound_it_ran_out(status: dict[str, str], blocked: bool) -> None:
+    state = job(RUNNING, workload_ref=True, status=status, annotations={"crefn.dev/timeout-per-job": "1h"})
+    due = deadline(state, NOW, None)
+    assert due is not None and (due.timeout, due.blocked) == (HOUR, blocked)
+
+
+def test_a_blocked_episode_times_out_strictly_after_the_bound() -> None:
+    assert timed({"schedulingBlockedSince": at(-HOUR)}) is None  # exactly the bound: not yet
+    assert timed({"schedulingBlockedSince": at(-HOUR - timedelta(seconds=1))}) == (3601.0, True)
+
+
+def test_a_job_with_no_creation_time_and_no_workload_is_not_charged() -> None:
+    state = parse_job({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "llm"},
+                       "spec": {"workload": {"trainJob": {}}}, "status": {"conditions": RUNNING}}, "nvcre.nvidia.com")
+    assert state.job.metadata.creation_timestamp is None and elapsed(state, NOW) is None

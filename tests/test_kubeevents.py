@@ -75,6 +75,14 @@ def test_action_events_are_warnings_named_by_their_message() -> None:
     c = action_event(job("InProgress"), "WorkloadCreationError", "Failed to create TrainJob/x: quota", NOW, "launch")
     assert a.body["type"] == "Warning" and a.body["metadata"]["name"] == b.body["metadata"]["name"]
     assert a.body["metadata"]["name"] != c.body["metadata"]["name"]
+    assert (a.body["reason"], a.body["action"], a.body["reportingInstance"]) == (
+        "WorkloadCreationError", "WorkloadCreationError", "crefn-launch")
+    other_reason = action_event(job("InProgress"), "MeasurementCreationError", "Failed to create TrainJob/x: denied",
+                                NOW, "launch")
+    next_attempt = action_event(job("InProgress", restart_count=1), "WorkloadCreationError",
+                                "Failed to create TrainJob/x: denied", NOW, "launch")
+    assert len({a.body["metadata"]["name"], other_reason.body["metadata"]["name"],
+                next_attempt.body["metadata"]["name"]}) == 3  # one Event per reason, attempt and message
 
 
 def test_fail_restart_exhausted_events_and_failed_nodes(functions: Callable[..., dict[str, str]], gateway: Gateway,

@@ -105,6 +105,8 @@ def test_a_nodes_jobs_come_from_its_pods_labels() -> None:
     assert jobs_on_node(pods, "n1", "nvcre.nvidia.com") == (JobRef(namespace="a", name="y"),
                                                             JobRef(namespace="b", name="x"))
     assert jobs_on_node(pods, "n1", "cre.nvidia.com") == ()
+    assert jobs_on_node([{"metadata": {"labels": {"nvcre.nvidia.com/job": "w"}}, "spec": {"nodeName": "n1"}}],
+                        "n1", "nvcre.nvidia.com") == (JobRef(namespace="", name="w"),)  # no namespace: ""
 
 
 # -- the decision (pure) ------------------------------------------------------------------------

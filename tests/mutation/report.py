@@ -1,0 +1,67 @@
+"""`python -m tests.mutation.report`: the score of the last `make mutation` run, from mutmut's results in
+`mutants/`: killed / total per module and in all, then every mutant that survived or that no test
+reaches, each marked with its reason when `equivalent.txt` lists it as equivalent. Exit status 1 when
+fewer than TARGET of the mutants were killed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from mutmut.stats import status_by_exit_code
+
+TARGET = 0.90
+KILLED = ("killed", "timeout", "caught by type check")
+EQUIVALENT = Path(__file__).with_name("equivalent.txt")
+
+
+def equivalents() -> dict[str, str]:
+    """mutant name → why it cannot be told apart from the original (`name  reason` lines, # comments)."""
+    reasons = {}
+    for line in EQUIVALENT.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, reason = line.partition(" ")
+            reasons[name] = reason.strip()
+    return reasons
+
+
+def main() -> int:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "mutants")
+    reasons = equivalents()
+    counts: dict[str, Counter[str]] = {}
+    left: list[tuple[str, str]] = []
+    for meta in sorted(root.glob("functions/**/*.py.meta")):
+        module = ".".join(meta.relative_to(root).with_suffix("").with_suffix("").parts)
+        results = json.loads(meta.read_text())["exit_code_by_key"]
+        if not results:
+            continue
+        tally = counts.setdefault(module, Counter())
+        for name, code in results.items():
+            status = status_by_exit_code[code]
+            tally["killed" if status in KILLED else status] += 1
+            tally["total"] += 1
+            if status not in KILLED:
+                left.append((name, status))
+    total = Counter[str]()
+    print(f"{'module':<36} {'killed':>7} {'total':>6} {'score':>7}  other")
+    for module, tally in counts.items():
+        total.update(tally)
+        print(row(module, tally))
+    print(row("all", total))
+    print(f"\n{len(left)} mutants not killed ({sum(1 for n, _ in left if n in reasons)} equivalent):")
+    for name, status in left:
+        print(f"  {status:<12} {name}" + (f"  -- equivalent: {reasons[name]}" if name in reasons else ""))
+    print("  (`.venv/bin/mutmut show NAME` prints a mutant's diff)")
+    score = total["killed"] / total["total"] if total["total"] else 0.0
+    return 0 if score >= TARGET else 1
+
+
+def row(module: str, tally: Counter[str]) -> str:
+    other = ", ".join(f"{n} {k}" for k, n in sorted(tally.items()) if k not in ("killed", "total"))
+    return f"{module:<36} {tally['killed']:>7} {tally['total']:>6} {tally['killed'] / tally['total']:>7.1%}  {other}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
