@@ -183,6 +183,7 @@ class LocalBroker:
         self._scratch = None if dead_letters else Path(tempfile.mkdtemp(prefix="crefn-dead-letters-"))
         self.dead_letters = dead_letters or Path(str(self._scratch)) / "dead-letters.jsonl"
         self.dead_letters.touch()  # no dead letters: an empty file
+        self._closed_dead: list[Record] | None = None
         self._sink = event_server(0, recorder(None, str(self.dead_letters)), "127.0.0.1")
         self.dead_letter_sink = f"http://127.0.0.1:{self._sink.server_address[1]}/"
         threading.Thread(target=self._sink.serve_forever, daemon=True).start()
@@ -286,7 +287,10 @@ class LocalBroker:
 
     @property
     def dead(self) -> list[Record]:
-        """The dead letters, as the sink's file holds them."""
+        """The dead letters, as the sink's file holds them (as it held them at `close`, for a file of
+        the Broker's own, removed then)."""
+        if self._closed_dead is not None:
+            return self._closed_dead
         return read_recording(self.dead_letters)
 
     # -- deterministic mode -------------------------------------------------------------------
@@ -348,4 +352,5 @@ class LocalBroker:
         if self._log_file:
             self._log_file.close()
         if self._scratch:
+            self._closed_dead = read_recording(self.dead_letters)
             shutil.rmtree(self._scratch, ignore_errors=True)
