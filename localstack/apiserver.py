@@ -255,15 +255,18 @@ class LocalCluster:
 
     @property
     def audit_log(self) -> Path:
-        """The API server's audit log (JSON lines): every TrainJob create and delete, with its answer."""
+        """The API server's audit log (JSON lines): every TrainJob create (with the object made) and delete,
+        with its answer. An API server killed mid-request may have stored an object whose entry it never
+        wrote."""
         return self.work_dir / "audit.log"
 
     def _audit_policy(self) -> Path:
-        trainjobs = {"level": "Metadata", "verbs": ["create", "delete"],
-                     "resources": [{"group": "trainer.kubeflow.org", "resources": ["trainjobs"]}]}
+        trainjobs = [{"group": "trainer.kubeflow.org", "resources": ["trainjobs"]}]
+        created = {"level": "RequestResponse", "verbs": ["create"], "resources": trainjobs}  # with the new uid
+        deleted = {"level": "Metadata", "verbs": ["delete"], "resources": trainjobs}
         path = self.work_dir / "audit-policy.json"
         path.write_text(json.dumps({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
-                                    "omitStages": ["RequestReceived"], "rules": [trainjobs, {"level": "None"}]}))
+                                    "omitStages": ["RequestReceived"], "rules": [created, deleted, {"level": "None"}]}))
         return path
 
     def audited(self, verb: str, resource: str) -> list[dict[str, Any]]:

@@ -20,8 +20,10 @@ letters. Once every Job is terminal and the Broker has been idle for a while (qu
 checks against the API server and its audit log:
 - every Job's True condition, reason and `restartCount` are its script's;
 - exactly one TrainJob create per attempt (`restartCount + 1` creates of the Job's TrainJob, counted
-  from the audit log: every create the API server took, not the final state), so never two
-  restarts for one failure and never a lost one;
+  as distinct uids from the audit log — every create the API server answered, not the final state —
+  and from the ApiServerSource's event log, which also shows a create the API server stored just
+  before it was killed, its audit entry never written), so never two restarts for one failure and
+  never a lost one;
 - `restartCount ≤ maxRestarts`; no managed Job left non-terminal;
 - dead letters only for the malformed events (those the chaos did not drop), read back from the file
   the dead-letter recorder wrote (`dead-letters.jsonl` in the output directory, fsynced before each
@@ -265,8 +267,7 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
             driver.stop()
             final = {j["metadata"]["name"]: j for j in retrying(lambda: stack.gateway.list_all(cre_jobs(GROUP),
                                                                                               NAMESPACE))}
-            creates = Counter(e["objectRef"]["name"] for e in stack.cluster.audited("create", "trainjobs")
-                              if (e.get("responseStatus") or {}).get("code") == 201)
+            creates = created(stack.cluster.audited("create", "trainjobs"), read_recording(out_dir / "events.jsonl"))
             lost = stack.broker.dead_letters_lost
             fates = stack.broker.fates.counts if stack.broker.fates else None
             outcomes = list(stack.broker.outcomes)
@@ -309,6 +310,24 @@ def quiescence(stack: Stack, jobs: int, timeout: float, timeline: Timeline, kill
         time.sleep(1)
     killer.stop()
     return None
+
+
+def created(audited: list[dict[str, Any]], published: list[dict[str, Any]]) -> Counter[str]:
+    """TrainJob name → how many were created: the distinct uids of the creates the audit log answered 201
+    and of the TrainJobs the ApiServerSource published (a create stored by an API server killed before
+    it wrote the audit entry is still seen on the watch)."""
+    uids: dict[str, set[str]] = {}
+    for entry in audited:
+        made = entry.get("responseObject") or {}
+        if (entry.get("responseStatus") or {}).get("code") == 201 and made.get("metadata"):
+            uids.setdefault(made["metadata"]["name"], set()).add(made["metadata"]["uid"])
+    for record in published:
+        data = record.get("data")
+        obj: dict[str, Any] = data if isinstance(data, dict) else {}
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "TrainJob" and meta.get("uid"):
+            uids.setdefault(meta["name"], set()).add(meta["uid"])
+    return Counter({name: len(found) for name, found in uids.items()})
 
 
 def check(scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], creates: Counter[str],

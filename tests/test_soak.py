@@ -47,6 +47,22 @@ def test_each_broken_invariant_is_reported() -> None:
     assert "2 dead letters the recorder never took" in check(scripts, final, creates, [], lost=2)
 
 
+def test_creates_are_counted_by_uid_from_the_audit_log_and_the_watch() -> None:
+    """A create the audit log never recorded (its API server killed first) still counts, once, from the
+    watch; a TrainJob published many times counts once; a refused create does not count."""
+    def audited(name: str, uid: str, code: int = 201) -> dict[str, Any]:
+        return {"responseStatus": {"code": code}, "responseObject": {"metadata": {"name": name, "uid": uid}}}
+
+    def published(name: str, uid: str, kind: str = "TrainJob") -> dict[str, Any]:
+        return {"attributes": {}, "data": {"kind": kind, "metadata": {"name": name, "uid": uid}}}
+
+    counted = soak.created(
+        [audited("a-workload", "1"), audited("a-workload", "x", code=409), audited("b-workload", "3")],
+        [published("a-workload", "1"), published("a-workload", "1"), published("a-workload", "2"),
+         published("b-workload", "3"), published("a-workload", "9", kind="Job")])
+    assert counted == Counter({"a-workload": 2, "b-workload": 1})
+
+
 def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
     out = io.StringIO()
     code = soak.run(jobs=10, seed=2, kill_every=3.0, timeout=300, out=out, out_dir=tmp_path)
