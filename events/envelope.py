@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events.emitted import EventData, WorkloadPhaseData
 from events.types import EVENT_SOURCE_PREFIX, ApiServerType, EventType
@@ -83,9 +83,9 @@ def to_outbound(
 class ObjectReference(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    apiVersion: str
-    kind: str
-    name: str
+    apiVersion: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    name: str = Field(min_length=1)
     namespace: str = ""
 
 

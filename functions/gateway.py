@@ -76,7 +76,10 @@ class Gateway:
     # -- verbs ---------------------------------------------------------------------------------
 
     def get(self, res: Resource, namespace: str | None, name: str, sub: str | None = None) -> JsonObj | None:
-        """The object, or None when it does not exist."""
+        """The object, or None when it does not exist. Without a name (or, for a namespaced kind, a
+        namespace) there is nothing to read: a permanent error, never a LIST by accident."""
+        if not name or (res.namespaced and not namespace):
+            raise PermanentError(f"cannot read a {res.kind} without its {'name' if not name else 'namespace'}")
         try:
             return self.request("GET", res.path(namespace, name, sub))
         except NotFound:

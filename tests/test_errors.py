@@ -112,6 +112,19 @@ def test_a_refused_connection_is_unavailable(tmp_path: Path) -> None:
     assert answer_for(raised.value) == 503
 
 
+@pytest.mark.parametrize(("namespace", "name", "missing"), [("ml", "", "name"), (None, "x", "namespace"),
+                                                           ("", "x", "namespace")],
+                         ids=["no-name", "no-namespace", "empty-namespace"])
+def test_a_read_without_its_name_is_refused_never_a_list(tmp_path: Path, namespace: str | None, name: str,
+                                                         missing: str) -> None:
+    """An event naming no object must not turn a GET into a LIST (which the function may not even be
+    allowed: a 403, retried for ever): a permanent error, before any request."""
+    gw = Gateway.connect(str(unreachable_kubeconfig(tmp_path / "kubeconfig")))
+    with pytest.raises(errors.PermanentError, match=f"without its {missing}") as raised:
+        gw.get(TRAINJOBS, namespace, name)
+    assert answer_for(raised.value) == 400
+
+
 def test_an_api_server_that_never_answers_is_unavailable_within_the_timeout(tmp_path: Path) -> None:
     gw = gateway_to(f"https://127.0.0.1:{silent_port()}", tmp_path, timeout=0.5)
     with pytest.raises(errors.Unavailable, match="Kubernetes API unreachable") as raised:

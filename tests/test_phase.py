@@ -133,6 +133,9 @@ BAD_RECORDS = [
     ("ref-wrong-kind", bad(sample_attrs(type="dev.knative.apiserver.ref.add"),
                            {"apiVersion": "batch/v1", "kind": "Job", "name": "x", "namespace": "y"}),
      "expected TrainJob, got batch/v1/Job"),
+    ("ref-without-name", bad(sample_attrs(type="dev.knative.apiserver.ref.add"),
+                             {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": ""}),
+     "invalid object reference: name"),
 ]
 
 
