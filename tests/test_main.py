@@ -70,6 +70,16 @@ def test_every_answer_is_a_documented_one(servers: dict[str, str], target: str, 
         assert answer.text and "\n" not in answer.text
 
 
+@pytest.mark.parametrize("job", [True, [], "llm", 3, {"name": ["x"], "namespace": "ml"}],
+                         ids=["bool", "list", "string", "number", "name-a-list"])
+def test_a_job_reference_that_is_not_one_is_400_for_workloadrun(servers: dict[str, str], job: Any) -> None:
+    """Found by `make fuzz`: `job` of a job.condition.changed that is not an object crashed the mirror (500)."""
+    attrs = {"specversion": "1.0", "id": "f", "source": "/fuzz", "type": "dev.crefn.job.condition.changed"}
+    answer = send(servers["workloadrun"], {"attributes": attrs, "data": {"job": job, "new": {"type": "Failed"}}})
+    assert answer.status == 400 and answer.text.startswith("invalid dev.crefn.job.condition.changed data: job"), \
+        answer.text
+
+
 def request(url: str, method: str) -> Answer:
     import urllib.error
     import urllib.request

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from events.emitted import ConditionSummary
-from events.envelope import Envelope, ResourceChange, first_error, parse_apiserver_event
+from events.emitted import ConditionSummary, EventData, JobRef
+from events.envelope import Envelope, ResourceChange, first_error, parse_apiserver_event, parse_data
 from events.objects import WorkloadRun
 from events.types import CRE_VERSION, JOB_KIND, WORKLOADRUN_KIND, ApiServerType, EventType, RunReason
 from functions.apply import run
@@ -105,12 +105,17 @@ def read(env: Envelope, ctx: Context) -> Observed:
     return Observed(where, raw, objects, existing)
 
 
+class JobEvent(EventData):
+    """What a mirrored event must carry: the Job it is about (the rest is read fresh)."""
+
+    job: JobRef
+
+
 def read_mirror(env: Envelope, ctx: Context) -> Observed:
-    data = env.data if isinstance(env.data, dict) else None
-    job_ref = (data or {}).get("job") or {}
-    if not job_ref.get("name") or not job_ref.get("namespace"):
+    job_ref = parse_data(env, JobEvent).job
+    if not job_ref.name or not job_ref.namespace:
         raise PermanentError(f"invalid {env.type} data: job.name and job.namespace are required")
-    ns, name = job_ref["namespace"], job_ref["name"]
+    ns, name = job_ref.namespace, job_ref.name
     state = read_job(ctx, ns, name)
     if state is None:
         return Observed(f"Job {ns}/{name}", skip=f"Job {ns}/{name} is gone")
