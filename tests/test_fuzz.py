@@ -46,9 +46,16 @@ BASES += [
      "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}},
      "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "WorkloadFailed"}]}},
 ]
+EMITTED = ("dev.crefn.job.deadline", "dev.crefn.workload.stalled", "dev.crefn.job.validation",
+           "dev.crefn.job.hardware.failed")
+BASES += [load_sample(f"emitted/{name}")["data"] for name in EMITTED]
+BASES += [{"job": {"name": "llm", "namespace": ABSENT}, "attempt": 0, "adopted": False,
+           "workload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                        "namespace": ABSENT, "uid": "u", "resourceVersion": "1", "attempt": 0}}]
 OBJECTS = (0, 1, 2, 6)
 """The bases that are Kubernetes objects (the API server's events carry one)."""
-MATCHING = {"dev.crefn.workload.phase": 3, "dev.crefn.job.condition.changed": 4, "dev.crefn.job.check": 5}
+MATCHING = {"dev.crefn.workload.phase": 3, "dev.crefn.job.condition.changed": 4, "dev.crefn.job.check": 5,
+            **{name: 7 + i for i, name in enumerate(EMITTED)}, "dev.crefn.workload.created": 7 + len(EMITTED)}
 """The base whose shape an event type calls for (objects, for the API server's event types)."""
 ANSWERS: Counter[tuple[str, int]] = Counter()
 SPENT: Counter[str] = Counter()
