@@ -100,7 +100,9 @@ class ResourceChange(BaseModel):
     @property
     def ref(self) -> ObjectReference:
         meta = self.object.get("metadata") or {}
-        return ObjectReference(
+        # built from an object already parsed, not validated again: a reference to an object that lacks
+        # its kind is still the reference the handlers check the kind of (a 400 of theirs, not a crash)
+        return ObjectReference.model_construct(
             apiVersion=str(self.object.get("apiVersion", "")),
             kind=str(self.object.get("kind", "")),
             name=str(meta.get("name", "")),

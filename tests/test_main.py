@@ -80,6 +80,16 @@ def test_a_job_reference_that_is_not_one_is_400_for_workloadrun(servers: dict[st
         answer.text
 
 
+@pytest.mark.parametrize("field", ["kind", "apiVersion"])
+def test_an_object_without_its_kind_is_400_for_every_function(servers: dict[str, str], field: str) -> None:
+    """Found by `make fuzz`: a resource-mode object with an empty kind or apiVersion crashed workloadrun."""
+    attrs = {"specversion": "1.0", "id": "f", "source": "/fuzz", "type": "dev.knative.apiserver.resource.add"}
+    data = {**load_sample("workloadrun-resource-add")["data"], field: ""}
+    for target in sorted(TARGETS):
+        answer = send(servers[target], {"attributes": attrs, "data": data})
+        assert answer.status == 400, (target, answer.status, answer.text)
+
+
 def request(url: str, method: str) -> Answer:
     import urllib.error
     import urllib.request
