@@ -41,6 +41,8 @@ from localstack.trainer import apply_action, wait_until
 NAMESPACE = "bench"
 GROUP = CRE_GROUP_DEFAULT
 SETTINGS = {"CREFN_RESTART_GRACE_SECONDS": "0", "CREFN_LOG_LEVEL": "ERROR"}
+OWN = "broker and sources"
+"""This process (its own CPU only: the stack's other processes are its children)."""
 KUBE_REQUESTS = re.compile(r"^crefn_kube_requests_total\{.*\} ([0-9.e+]+)$", re.M)
 
 
@@ -108,10 +110,10 @@ def process_tree(pid: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) of a process tree so far."""
+def cpu_seconds(pid: int, tree: bool = True) -> float:
+    """CPU time (user + system) of a process (and its descendants, with `tree`) so far."""
     ticks = 0
-    for p in process_tree(pid):
+    for p in process_tree(pid) if tree else [pid]:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -125,7 +127,7 @@ def components(stack: Any) -> dict[str, int]:
     Broker, the sources and the bench's own watch)."""
     procs: dict[str, int] = stack.cluster.processes()
     procs.update({f"fn {name}": served.pid for name, served in stack.functions.items() if served.pid})
-    procs["broker and sources"] = os.getpid()
+    procs[OWN] = os.getpid()
     return procs
 
 
@@ -141,14 +143,14 @@ def api_requests(stack: Any) -> int:
 def profile(stack: Any, before: tuple[dict[str, float], int], burst: int) -> str:
     """Where the burst's CPU went (seconds, the largest first) and the API calls per restart."""
     cpu, requests = before
-    spent = {name: cpu_seconds(pid) - cpu.get(name, 0.0) for name, pid in components(stack).items()}
+    spent = {name: cpu_seconds(pid, name != OWN) - cpu.get(name, 0.0) for name, pid in components(stack).items()}
     top = sorted(spent.items(), key=lambda kv: -kv[1])
     parts = ", ".join(f"{name} {seconds:.0f}" for name, seconds in top if seconds >= 0.5)
     return f"CPU s: {parts}; API calls per restart: {(api_requests(stack) - requests) / burst:.1f}"
 
 
 def snapshot(stack: Any) -> tuple[dict[str, float], int]:
-    return {name: cpu_seconds(pid) for name, pid in components(stack).items()}, api_requests(stack)
+    return {name: cpu_seconds(pid, name != OWN) for name, pid in components(stack).items()}, api_requests(stack)
 
 
 def percentile(values: list[float], q: float) -> float:
