@@ -17,7 +17,7 @@ from functions.context import Context
 from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
 from functions.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.measurements import measures
+from functions.rules.measurements import goodput_name, has_checkpoint, measures
 from functions.rules.pods import (
     TAIL_BYTES,
     TAIL_LINES,
@@ -43,10 +43,17 @@ def read_trainjob(ctx: Context, namespace: str, name: str) -> dict[str, Any] | N
     return ctx.gateway.get(TRAINJOBS, namespace, name)
 
 
-def read_goodputs(ctx: Context, state: JobState) -> tuple[dict[str, Any], ...]:
-    """The GoodputMeasurements that refer to the Job (`spec.jobRef`), in list order: one LIST."""
-    listed = ctx.gateway.list_all(cre_goodput(ctx.settings.cre_group), state.ref.namespace)
-    return tuple(gm for gm in listed if measures(gm, state.ref.name))
+def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tuple[dict[str, Any], ...]:
+    """The GoodputMeasurements that refer to the Job (`spec.jobRef`). The one named `<job>-goodput` (the
+    name `measurements` gives it) when it refers to the Job: one GET, however many the namespace holds;
+    with `evidence`, only when it also reports a checkpoint (else another of the Job's might). Otherwise
+    all that refer to it, in list order (one LIST of the namespace), as CRE's `findJobGoodputMeasurement`
+    looks for them."""
+    res, job = cre_goodput(ctx.settings.cre_group), state.ref.name
+    named = ctx.gateway.get(res, state.ref.namespace, goodput_name(job))
+    if named is not None and measures(named, job) and (not evidence or has_checkpoint((named,), job)):
+        return (named,)
+    return tuple(gm for gm in ctx.gateway.list_all(res, state.ref.namespace) if measures(gm, job))
 
 
 def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:

@@ -3,7 +3,8 @@
 
 read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a
 TrainJob that exists and has not failed on a fresh read is not restarted), the Job's
-GoodputMeasurements (one LIST) when they can change the decision — the checkpoint evidence, the
+GoodputMeasurements (`functions.reads.read_goodputs`: one GET of `<job>-goodput`, else one LIST)
+when they can change the decision — the checkpoint evidence, the
 stall re-check, the measurement a restart resets — and the attempt's pods. A stall is decided again
 on the fresh Job, pods and GoodputMeasurement with the running path's own rules
 (`functions.rules.running`): a TrainJob no longer Running, a workload scheduling-blocked or no longer
@@ -89,8 +90,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if not of_attempt(trainjob, data.workload.attempt):
         trainjob = None
     could_restart = decide_restart(state, evidence=True, require_evidence=True).restart  # all but the evidence
-    goodputs = read_goodputs(ctx, state) if stalled or could_restart else ()  # a LIST: only when it matters
     required = ctx.settings.require_checkpoint_evidence
+    goodputs = read_goodputs(ctx, state, required and could_restart) if stalled or could_restart else ()
     evidence = has_checkpoint(goodputs, state.ref.name) if required and could_restart else None
     capture = None
     if not is_recorded(state.job, data.workload) and not why_not_current(state, data.workload) \
