@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ def gateway_to(server: str, tmp_path: Path, timeout: float = 10.0) -> Gateway:
 
 def test_a_refused_connection_is_unavailable(tmp_path: Path) -> None:
     gw = Gateway.connect(str(unreachable_kubeconfig(tmp_path / "kubeconfig")))
-    with pytest.raises(errors.Unavailable, match="Kubernetes API unreachable") as raised:
+    with closing(gw), pytest.raises(errors.Unavailable, match="Kubernetes API unreachable") as raised:
         gw.get(TRAINJOBS, "ml", "x")
     assert answer_for(raised.value) == 503
 
@@ -120,14 +121,14 @@ def test_a_read_without_its_name_is_refused_never_a_list(tmp_path: Path, namespa
     """An event naming no object must not turn a GET into a LIST (which the function may not even be
     allowed: a 403, retried for ever): a permanent error, before any request."""
     gw = Gateway.connect(str(unreachable_kubeconfig(tmp_path / "kubeconfig")))
-    with pytest.raises(errors.PermanentError, match=f"without its {missing}") as raised:
+    with closing(gw), pytest.raises(errors.PermanentError, match=f"without its {missing}") as raised:
         gw.get(TRAINJOBS, namespace, name)
     assert answer_for(raised.value) == 400
 
 
 def test_an_api_server_that_never_answers_is_unavailable_within_the_timeout(tmp_path: Path) -> None:
     gw = gateway_to(f"https://127.0.0.1:{silent_port()}", tmp_path, timeout=0.5)
-    with pytest.raises(errors.Unavailable, match="Kubernetes API unreachable") as raised:
+    with closing(gw), pytest.raises(errors.Unavailable, match="Kubernetes API unreachable") as raised:
         gw.list_all(TRAINJOBS, "ml")
     assert answer_for(raised.value) == 503
 
@@ -141,7 +142,7 @@ def test_a_failing_api_server_behind_a_proxy_through_the_gateway(tmp_path: Path,
     server = FailingApiServer(status)
     try:
         gw = gateway_to(server.url, tmp_path)
-        with pytest.raises(kind) as raised:
+        with closing(gw), pytest.raises(kind) as raised:
             gw.patch(TRAINJOBS, "ml", "x", {"metadata": {"labels": {"a": "b"}}}, resource_version="1")
         assert type(raised.value) is kind and f"{status} " in str(raised.value)
     finally:

@@ -177,9 +177,12 @@ def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gatew
 
     in_step_job(gateway, namespace, "drifted")
     gateway.delete(TRAINJOBS, namespace, "drifted-workload")  # drift: an event to send
-    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=f"http://127.0.0.1:{closed_port()}/"))
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=f"http://127.0.0.1:{closed_port()}/"),
+                  gateway=cluster.gateway())
     try:
         resync.handle(to_envelope(ping()), ctx)
         raise AssertionError("a tick that could not deliver was answered 202")
     except Unavailable as e:
         assert answer_for(e) == 503 and "0 failed" not in str(e), str(e)
+    finally:
+        ctx.gateway.close()
