@@ -21,7 +21,7 @@ from functions.plan import Outcome, Plan, nothing
 from functions.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
-from functions.rules.launch import LaunchObserved, can_only_fail, decide_launch, needs_launch, replaces
+from functions.rules.launch import LaunchObserved, can_only_fail, creates, decide_launch, needs_launch
 from functions.settings import Settings
 
 FUNCTION = "launch"
@@ -58,7 +58,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
         if can_only_fail(launch):
             capture = read_capture(ctx, state, tail=state.job.status.failure_log is None)
             launch = LaunchObserved(state, existing, capture)
-        elif existing is None or replaces(launch):
+        elif creates(launch):
             launch = LaunchObserved(state, existing, runtime_jobs=read_runtime_jobs(ctx, state))
     return Observed(env, seen.where, launch)
 

@@ -44,7 +44,7 @@ from functions.rules.attempts import current_workload_ref, workload_name, worklo
 from functions.rules.checks import checks_due
 from functions.rules.deadline import deadline
 from functions.rules.jobs import JobState, is_managed, parse_job
-from functions.rules.launch import LaunchObserved, decide_launch, needs_launch, replaces
+from functions.rules.launch import LaunchObserved, creates, decide_launch, needs_launch
 from functions.rules.phase import parse_trainjob, phase_event
 from functions.rules.status import in_step
 from functions.settings import Settings
@@ -88,8 +88,7 @@ def with_runtime(observed: Observed, ctx: Context) -> Observed:
     """A Job about to be launched (its name free, or held by its earlier attempt) gets its training runtime's
     replicatedJobs (one GET, only then)."""
     state = observed.state
-    if needs_launch(state, ctx.settings) or not (observed.trainjob is None
-                                                  or replaces(LaunchObserved(state, observed.trainjob))):
+    if needs_launch(state, ctx.settings) or not creates(LaunchObserved(state, observed.trainjob)):
         return observed
     return Observed(state, observed.trainjob, read_runtime_jobs(ctx, state))
 

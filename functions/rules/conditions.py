@@ -28,6 +28,14 @@ def rfc3339(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_rfc3339(value: str) -> datetime | None:
+    """A Kubernetes timestamp (`...Z` or with an offset); None when empty or unreadable."""
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
+
+
 def condition(type_: ExclusiveType, reason: str, message: str) -> ConditionSummary:
     return ConditionSummary(type=type_, reason=reason, message=message)
 

@@ -37,7 +37,7 @@ from events.types import (
 from functions.plan import Create, Delete, Effect, Plan, Wait, nothing
 from functions.resources import TRAINJOBS
 from functions.rules.attempts import attempt_label, of_attempt, workload_name
-from functions.rules.conditions import changes_condition, condition, decide_conditions
+from functions.rules.conditions import changes_condition, condition, decide_conditions, parse_rfc3339
 from functions.rules.jobs import JobState, condition_changed, is_managed
 from functions.rules.kubeevents import action_event
 from functions.rules.pods import Capture, failure_log_field
@@ -108,13 +108,7 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
 
 
 def not_before(state: JobState) -> datetime | None:
-    value = state.job.metadata.annotations.get(RESTART_NOT_BEFORE_ANNOTATION)
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    return parse_rfc3339(state.job.metadata.annotations.get(RESTART_NOT_BEFORE_ANNOTATION, ""))
 
 
 def needs_launch(state: JobState, settings: Settings) -> str:
@@ -184,6 +178,12 @@ def create(observed: LaunchObserved, name: str, now: datetime, group: str, funct
                  refused=partial(create_refused, state, name, now, function))
     return Plan((new, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
                 reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
+
+
+def creates(observed: LaunchObserved) -> bool:
+    """Whether this launch would create a TrainJob (what makes reading the training runtime worth it):
+    the name is free, or held by the Job's earlier attempt."""
+    return observed.existing is None or replaces(observed)
 
 
 def replaces(observed: LaunchObserved) -> bool:

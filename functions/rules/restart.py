@@ -21,7 +21,7 @@ from events.objects import TrainJob
 from events.types import Phase, Reason
 from functions.durations import parse_go_duration
 from functions.rules.adapter import decide_phase
-from functions.rules.conditions import condition, decide_conditions
+from functions.rules.conditions import condition, decide_conditions, parse_rfc3339
 from functions.rules.jobs import JobState
 from functions.rules.launch import not_before
 from functions.rules.pods import Capture, failure_log_field
@@ -123,11 +123,8 @@ def grace_recorded(state: JobState, trainjob: dict[str, Any] | None) -> bool:
     end = not_before(state)
     if end is None:
         return False
-    created = str(((trainjob or {}).get("metadata") or {}).get("creationTimestamp") or "")
-    try:
-        return not created or end > datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
-        return True
+    created = parse_rfc3339(str(((trainjob or {}).get("metadata") or {}).get("creationTimestamp") or ""))
+    return created is None or end > created
 
 
 def restart_grace(state: JobState, default_seconds: int) -> timedelta:
