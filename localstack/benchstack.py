@@ -142,14 +142,15 @@ def api_requests(stack: Any) -> int:
 
 def profile(stack: Any, before: tuple[dict[str, float], int], burst: int) -> str:
     """Where the burst's CPU went (seconds, the largest first) and the API calls per restart."""
-    cpu, requests = before
-    spent = {name: cpu_seconds(pid, name != OWN) - cpu.get(name, 0.0) for name, pid in components(stack).items()}
+    (cpu, requests), (cpu_after, requests_after) = before, snapshot(stack)
+    spent = {name: seconds - cpu.get(name, 0.0) for name, seconds in cpu_after.items()}
     top = sorted(spent.items(), key=lambda kv: -kv[1])
     parts = ", ".join(f"{name} {seconds:.0f}" for name, seconds in top if seconds >= 0.5)
-    return f"CPU s: {parts}; API calls per restart: {(api_requests(stack) - requests) / burst:.1f}"
+    return f"CPU s: {parts}; API calls per restart: {(requests_after - requests) / burst:.1f}"
 
 
 def snapshot(stack: Any) -> tuple[dict[str, float], int]:
+    """CPU seconds so far by process of the stack, and the functions' API calls so far."""
     return {name: cpu_seconds(pid, name != OWN) for name, pid in components(stack).items()}, api_requests(stack)
 
 
