@@ -53,11 +53,20 @@ SOAK_SEEDS ?= 1 2 3
 soak: venv deps kube-apiserver
 	@for seed in $(SOAK_SEEDS); do $(PY) -m functions.cli soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
 
-## Mutation score (mutmut) of functions/rules/: each mutant against the tests that reach it; per module, survivors.
+## Mutation score (mutmut) of functions/rules/ and functions/handlers/: each mutant against the tests that reach
+## it, the functions served in the test process, one API server for every run; per module, survivors.
 MUTATION_JOBS ?= 2
-mutation: venv
+MUTATION_CLUSTER ?= $(CURDIR)/.mutation-cluster
+mutation: venv kube-apiserver
 	@test -x $(VENV)/bin/mutmut || $(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
-	@start=$$(date +%s); $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS); \
+	@rm -rf $(MUTATION_CLUSTER) && mkdir -p $(MUTATION_CLUSTER)
+	@$(PY) -m tests.mutation.cluster $(MUTATION_CLUSTER) & cluster=$$!; \
+		trap 'kill $$cluster 2>/dev/null; wait $$cluster' EXIT; \
+		for i in $$(seq 120); do test -f $(MUTATION_CLUSTER)/cluster.json && break; sleep 0.5; done; \
+		test -f $(MUTATION_CLUSTER)/cluster.json || { echo "[mutation] the API server did not start"; exit 1; }; \
+		start=$$(date +%s); \
+		PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CREFN_TEST_CLUSTER=$(MUTATION_CLUSTER) CREFN_TEST_IN_PROCESS=1 \
+			$(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS); \
 		echo "[mutation] mutmut ran for $$(( $$(date +%s) - start )) s"
 	@$(PY) -m tests.mutation.report
 

@@ -57,23 +57,27 @@ def responder(name: str) -> Callable[[Any], Any]:
     """What serves the target's requests, made on the first one (the imports happen here)."""
     with _lock:  # one thread builds the settings and the connection; the others wait for them
         ctx = context()
+    return responder_with(name, ctx)
+
+
+def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
+    """What serves the target's requests with this context: a Flask request in, a Flask response out."""
     from functions import transport
 
     if name == METRICS:
-        return lambda request: transport.scrape(request, scrape_jobs, name)
+        return lambda request: transport.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
     from functions.registry import TARGETS
 
     target = TARGETS[name]
     return lambda request: transport.respond(request, lambda env: target.handle(env, ctx), name)
 
 
-def scrape_jobs(accept: str) -> Exposition:
+def scrape_jobs(accept: str, ctx: Context) -> Exposition:
     """The managed Jobs' state (`crefn.dev/managed=true`, or every Job with `CREFN_MANAGE_ALL`), read now."""
     from events.types import MANAGED_LABEL
     from functions.metrics import expose_jobs
     from functions.resources import cre_jobs
 
-    ctx = context()
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
     return expose_jobs(ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), None, label_selector=selector), accept)
 

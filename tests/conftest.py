@@ -10,6 +10,7 @@ directly or through other fixtures) — tests that start one of their own carry 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from functions.resources import NAMESPACES, Resource, cre_jobs
 from localstack.apiserver import LocalCluster, free_port
 from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
+from tests.support.inprocess import InProcessFunction
 from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
 SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-status", "crefn-restart",
@@ -33,6 +35,9 @@ SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-
                     "crefn-alert", "crefn-apiserversource")
 FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
 SHARED_CLUSTER = os.environ.get("CREFN_TEST_CLUSTER", "")  # read before `hermetic_env` clears CREFN_*
+# `make mutation`: functions are served in this process (tests.support.inprocess), where the mutant is
+# switched on and the tests that reach it are traced; tests that need a process of their own are left out
+IN_PROCESS_ONLY = bool(os.environ.get("CREFN_TEST_IN_PROCESS"))
 
 
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
@@ -49,11 +54,30 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
+    if IN_PROCESS_ONLY:  # functions are served in this process: leave out what needs a process of its own
+        apart = [item for item in items if item.get_closest_marker("own_process")
+                 or "recorder" in getattr(item, "fixturenames", ())]
+        if apart:
+            config.hook.pytest_deselected(items=apart)
+            items[:] = [item for item in items if item not in apart]
+
+
+@pytest.fixture(autouse=True)
+def shared_cluster_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With `CREFN_TEST_CLUSTER`, the tests of concurrent sessions that use it take turns: a Node names one
+    stand-in kubelet (the last session's to register it), so two tests placing pods on the same Node at once
+    would read each other's logs."""
+    if not SHARED_CLUSTER or request.node.get_closest_marker("kube") is None:
+        yield
+        return
+    with open(Path(SHARED_CLUSTER) / "turn.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -111,16 +135,17 @@ def namespace(gateway: Gateway, request: pytest.FixtureRequest) -> Iterator[str]
 
 
 @pytest.fixture(scope="session")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ServedFunction]]:
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ServedFunction | InProcessFunction]]:
     """serve(target, **env) → a running functions-framework server, shared across the session."""
-    running: dict[tuple[str, tuple[tuple[str, str], ...]], ServedFunction] = {}
+    running: dict[tuple[str, tuple[tuple[str, str], ...]], ServedFunction | InProcessFunction] = {}
     logs = tmp_path_factory.mktemp("functions")
 
-    def start(target: str, **env: str) -> ServedFunction:
+    def start(target: str, **env: str) -> ServedFunction | InProcessFunction:
         key = (target, tuple(sorted(env.items())))
         if key not in running:
             log = Path(logs) / f"{target}-{len(running)}.log"
-            running[key] = ServedFunction(target, env, log).start()
+            running[key] = (InProcessFunction(target, env, log) if IN_PROCESS_ONLY
+                            else ServedFunction(target, env, log)).start()
         return running[key]
 
     yield start

@@ -365,6 +365,7 @@ def test_chat_gets_a_fresh_cre_verdict_once_and_an_old_one_never(
 SLACK_SECRET, PAGERDUTY_SECRET = "T0SECRET/B0SECRET/xoxSECRETSLACKPATH", "PDSECRETROUTINGKEY0"
 
 
+@pytest.mark.own_process
 def test_no_secret_reaches_a_log_line_or_an_answer(serve: Callable[..., ServedFunction], cluster: LocalCluster,
                                                   gateway: Gateway, namespace: str) -> None:
     refusing = Receiver(403, b"invalid_token")

@@ -237,6 +237,7 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
     assert answer.status == 400 and "expected nvcre.nvidia.com/v1alpha1 Job, got batch/v1/Job" in answer.text
 
 
+@pytest.mark.own_process
 def test_api_server_stopped_mid_test_is_503_then_recovers(functions: Callable[..., dict[str, str]],
                                                           world: Callable[..., World], cluster: LocalCluster,
                                                           namespace: str) -> None:
