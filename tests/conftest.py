@@ -54,6 +54,15 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if IN_PROCESS_ONLY:  # a mutant's session is forked from a process that ran the tests unmutated: forget
+        for name, module in list(sys.modules.items()):  # what its caches hold (compiled CEL, parsed rules)
+            if name.split(".")[0] in ("functions", "events"):
+                for value in list(vars(module).values()):
+                    if callable(getattr(value, "cache_clear", None)):
+                        value.cache_clear()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
