@@ -30,8 +30,9 @@ from tests.test_alerting import NOW, OLD, RUNNING, WINDOW, ago, changed, exclusi
 GOLDEN = Path(__file__).parent / "golden" / "alerts.json"
 UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))
 OOM = FailureInfo(pod_name="llm-workload-node-1-0", node_name="gpu-node-17", exit_code=137, reason="OOMKilled")
-TWO_NODES = {"failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"},
-                             {"name": "gpu-4", "reason": "WorkloadFailed"}]}
+NODES = {"failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"},
+                         {"name": "gpu-4", "reason": "HardwareFailureDetected"},
+                         {"name": "gpu-5", "reason": "WorkloadFailed"}]}
 
 
 def hardware(nodes: list[str], action: str) -> JobHardwareFailedData:
@@ -99,7 +100,7 @@ CASES: dict[str, Callable[[], list[AlertData]]] = {
     "deleted-without-metadata": lambda: on_job_deleted(deleted({"conditions": FAILED}, meta={}), NOW),
     "state-failed-oom": lambda: on_job_state(job(
         exclusive("Failed", "WorkloadFailed", message="boom"), checkpoint={"pvcName": "p", "maxRestarts": 2},
-        restart_count=2, workload_ref=True, status={"failureLog": OOM.model_dump(by_alias=True), **TWO_NODES}),
+        restart_count=2, workload_ref=True, status={"failureLog": OOM.model_dump(by_alias=True), **NODES}),
         NOW, WINDOW, False),
     "state-failed-without-workload": lambda: on_job_state(job(exclusive("Failed", "WorkloadFailed")), NOW, WINDOW,
                                                           False),
@@ -117,7 +118,7 @@ CASES: dict[str, Callable[[], list[AlertData]]] = {
     "state-hardware-and-validation": lambda: on_job_state(job(
         [*exclusive("Succeeded", "WorkloadCompleted", OLD),
          cond("HardwareFailed", "True", "HardwareFailureDetected", "nodes unhealthy", ltt=ago(10)),
-         cond("ValidationFailed", "True", "ThresholdViolated", "goodput low", ltt=ago(10))], status=TWO_NODES),
+         cond("ValidationFailed", "True", "ThresholdViolated", "goodput low", ltt=ago(10))], status=NODES),
         NOW, WINDOW, False),
     "state-hardware-no-nodes": lambda: on_job_state(job(
         [*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected", "unhealthy", ltt=ago(10))]),
