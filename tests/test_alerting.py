@@ -15,9 +15,14 @@ from events.emitted import (
     JobRestartedData,
     JobValidationData,
 )
+from events.envelope import Envelope
+from events.types import EventType
 from functions.alertsinks import Alertmanager, AlertSink, CloudEventsSink, PagerDuty, Slack, meant_for
-from functions.handlers.alert import Observed, decide
+from functions.context import Context
+from functions.errors import PermanentError
+from functions.handlers.alert import Observed, decide, read
 from functions.plan import Notify
+from functions.resources import cre_jobs
 from functions.rules.alerting import (
     Restated,
     dedup_key,
@@ -30,6 +35,8 @@ from functions.rules.alerting import (
 )
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
+from functions.transport import to_envelope
+from localstack.apisource import apiserver_record
 from tests.support.helpers import EARLIER, cond, job
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -335,3 +342,39 @@ def test_a_job_update_is_notified_or_answered_202(settings: dict[str, Any], stat
         (notify,) = plan.effects
         assert isinstance(notify, Notify)
         assert [f"{a.alertname} {a.status}" for a in notify.alerts] == expected
+
+
+def event(type_: str, data: Any) -> Envelope:
+    return Envelope(id="e1", type=type_, source="/crefn/test", data=data)
+
+
+HARDWARE = {"job": {"name": "llm", "namespace": "ml"}, "nodes": ["gpu-3"], "action": "report",
+            "message": "Hardware failure detected on node(s): [gpu-3]"}
+VALIDATION = {"job": {"name": "llm", "namespace": "ml"}, "failed": True, "reason": "ThresholdViolated",
+              "message": "goodput low"}
+
+
+@pytest.mark.parametrize(("envelope", "expected"), [
+    (event(EventType.JOB_CONDITION_CHANGED, changed("Succeeded", "WorkloadCompleted", restarts=1).model_dump(
+        mode="json", by_alias=True)), ["CREJobRestarted resolved"]),
+    (event(EventType.JOB_HARDWARE_FAILED, HARDWARE), ["CREJobHardwareFailed firing"]),
+    (event(EventType.JOB_VALIDATION, VALIDATION), ["CREJobValidationFailed firing"]),
+    (event(EventType.JOB_VALIDATION, {**VALIDATION, "failed": False, "reason": "ThresholdsMet"}),
+     ["CREJobValidationFailed resolved"]),
+], ids=["succeeded-after-a-restart", "hardware-failed", "validation-failed", "validation-passed"])
+def test_each_decision_event_raises_its_alert(envelope: Envelope, expected: list[str]) -> None:
+    """Events that need no read of the Job: what the `alert` function sends for each."""
+    settings = Settings.model_validate({"alertmanager_url": "http://am"})
+    (notify,) = decide(read(envelope, Context(settings)), settings, NOW).effects
+    assert isinstance(notify, Notify)
+    assert [f"{a.alertname} {a.status}" for a in notify.alerts] == expected
+
+
+def test_an_api_server_event_other_than_update_or_delete_is_refused() -> None:
+    record = apiserver_record("add", {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                      "metadata": {"name": "llm", "namespace": "ml"}},
+                              cre_jobs("nvcre.nvidia.com"), "https://127.0.0.1")
+    envelope = to_envelope(record)
+    with pytest.raises(PermanentError) as refused:
+        read(envelope, Context(Settings()))
+    assert str(refused.value) == f"unknown event type {envelope.type!r} for this function"

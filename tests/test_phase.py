@@ -14,9 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from functions.context import Context
 from functions.gateway import Gateway
+from functions.handlers import phase as phase_handler
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
-from functions.transport import Answer, post, send
+from functions.settings import Settings
+from functions.transport import Answer, post, send, to_envelope
 from localstack.apiserver import LocalCluster, free_port
 from localstack.apisource import apiserver_record
 from localstack.manifests import service_account_user
@@ -330,6 +333,31 @@ def test_a_goodput_change_resends_its_jobs_trainjob_phase(phase_kube: ServedFunc
         assert data["workload"]["uid"] == trainjob["metadata"]["uid"] and data["workload"]["attempt"] == 2
 
 
-def test_a_goodput_of_a_job_without_a_trainjob_or_job_is_202(phase_kube: ServedFunction, namespace: str) -> None:
+def goodput_outcome(gateway: Gateway, record: dict[str, Any]) -> tuple[int, str, str]:
+    """What `phase` does with a GoodputMeasurement change: its answer, its reason (logged), the Job it names."""
+    outcome = phase_handler.handle(to_envelope(record), Context(Settings(), gateway=gateway))
+    reply = outcome.reply
+    return (202, outcome.reason, "") if reply is None else (200, "", reply.extensions["job"])
+
+
+def test_a_goodput_of_a_job_without_a_trainjob_or_job_is_202(phase_kube: ServedFunction, gateway: Gateway,
+                                                              namespace: str) -> None:
     assert send(phase_kube.url, goodput_record(namespace, "never-launched")).status == 202
     assert send(phase_kube.url, goodput_record(namespace, "", "orphan", job_ref={})).status == 202
+    assert goodput_outcome(gateway, goodput_record(namespace, "never-launched")) == (
+        202, f"GoodputMeasurement {namespace}/never-launched-goodput: Job never-launched has no TrainJob", "")
+    assert goodput_outcome(gateway, goodput_record(namespace, "", "orphan", job_ref={})) == (
+        202, f"GoodputMeasurement {namespace}/orphan names no Job", "")
+
+
+@pytest.mark.parametrize(("job_ref", "labels", "job"), [
+    ({"name": "llama"}, {}, "llama"),  # jobRef's kind defaults to Job
+    ({"kind": "Job", "name": "llama"}, {"nvcre.nvidia.com/job": "other"}, "llama"),  # jobRef before the label
+    ({"kind": "TrainJob", "name": "llama"}, {}, ""),  # a reference to something else names no Job
+    ({"kind": "TrainJob", "name": "llama-workload"}, {"nvcre.nvidia.com/job": "llama"}, "llama"),
+], ids=["kind-defaults-to-job", "job-ref-before-label", "other-kind", "other-kind-then-label"])
+def test_which_job_a_goodput_names(gateway: Gateway, namespace: str, job_ref: dict[str, str], labels: dict[str, str],
+                                   job: str) -> None:
+    seed_job(gateway, namespace)
+    expected = (200, "", job) if job else (202, f"GoodputMeasurement {namespace}/gm names no Job", "")
+    assert goodput_outcome(gateway, goodput_record(namespace, "", "gm", labels=labels, job_ref=job_ref)) == expected
