@@ -16,14 +16,16 @@ import pytest
 from events.emitted import FailedNode, JobRef
 from events.envelope import Envelope
 from functions.context import Context
+from functions.errors import Unavailable
 from functions.gateway import Gateway
+from functions.handlers import nodehealth
 from functions.handlers.nodehealth import Observed, decide, read
 from functions.plan import Delete, RecordEvent, WriteStatus
 from functions.resources import NODES, TRAINJOBS, cre_jobs
 from functions.rules.jobs import parse_job
 from functions.rules.nodehealth import evaluate, hardware_message, jobs_on_node, merge_failed_nodes, pod_nodes
 from functions.settings import Settings
-from functions.transport import send
+from functions.transport import send, to_envelope
 from localstack.apisource import apiserver_record
 from localstack.pods import create_pod, ensure_node, set_running, terminate
 from tests.support.helpers import cond, job, job_events, pod
@@ -472,3 +474,54 @@ def test_observe_mode_replies_and_writes_nothing(functions: Callable[..., dict[s
     assert json.loads(answer.body)["nodes"] == [node]
     stored = gateway.get(jobs, namespace, "llm") or {}
     assert "failedNodes" not in (stored.get("status") or {}) and not job_events(gateway, namespace)
+
+
+class FailingGateway(Gateway):
+    """A gateway whose reads of the named Jobs fail as they do when the API server answers 503."""
+
+    def __init__(self, inner: Gateway, jobs: tuple[str, ...]) -> None:
+        super().__init__(inner._api, 10.0)
+        self.jobs = jobs
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
+                content_type: str = "application/json") -> dict[str, Any]:
+        if method == "GET" and path.rsplit("/", 2)[-2:] in (["jobs", job] for job in self.jobs):
+            raise Unavailable(f"GET {path}: the API server answered 503")
+        return super().request(method, path, body=body, query=query, content_type=content_type)
+
+
+def two_jobs_on_a_node(w: World) -> tuple[str, dict[str, Any]]:
+    """`llm` and `llm2` each with a pod on one cordoned Node: the Node's update event."""
+    monitored(w, name="llm")
+    monitored(w, name="llm2")
+    node = node_name(w, "shared")
+    place(w, "llm-p", node)
+    place(w, "llm2-p", node, job_name="llm2")
+    w.settle()
+    w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    obj = w.gw.get(NODES, None, node)
+    assert obj is not None
+    return node, apiserver_record("update", obj, NODES, w.gw.host)
+
+
+@pytest.mark.parametrize(("failing", "replied"), [((), "llm"), (("llm",), "llm2"), (("llm", "llm2"), "")],
+                         ids=["none", "the-first", "both"])
+def test_a_node_event_goes_on_past_a_job_it_cannot_read(world: Callable[..., World], gateway: Gateway,
+                                                        failing: tuple[str, ...], replied: str) -> None:
+    """A Job whose read fails is named in the answer's reason and the next Job is checked; only when none
+    could answer with an event is the delivery retried (503), naming the first failure."""
+    w = world()
+    node, record = two_jobs_on_a_node(w)
+    ctx = Context(Settings(), gateway=FailingGateway(gateway, failing))
+    failures = [f"Job {w.ns}/{job}: GET /apis/nvcre.nvidia.com/v1alpha1/namespaces/{w.ns}/jobs/{job}: "
+                f"the API server answered 503" for job in failing]
+    summary = f"node {node}: 2 jobs, {len(failing)} failed"
+    if not replied:
+        with pytest.raises(Unavailable) as raised:
+            nodehealth.handle(to_envelope(record), ctx)
+        assert str(raised.value) == f"{summary}; first: {failures[0]}"
+        return
+    outcome = nodehealth.handle(to_envelope(record), ctx)
+    assert outcome.reply is not None and outcome.reply.extensions["job"] == replied
+    deferred = [f"Job {w.ns}/llm2: a new failed node, left to its next check (one event per answer)"]
+    assert outcome.reason.split("; ") == [summary, *(deferred if replied == "llm" else []), *failures]

@@ -293,3 +293,22 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
                                                      verdict, None)).status == 202
     assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowValidationFailed", message)
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("False", "Superseded")
+
+
+def test_a_refused_spec_says_why_in_the_answer() -> None:
+    """The reason logged with the answer names the run and the field, as the Failed condition does."""
+    from datetime import UTC, datetime
+
+    from functions.handlers.workloadrun import Observed, decide
+    from functions.plan import WriteStatus
+    from functions.settings import Settings
+
+    raw = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+           "metadata": {"name": "wr", "namespace": "ml", "uid": "u1", "labels": {"crefn.dev/managed": "true"}},
+           "spec": {}, "status": {}}
+    message = "spec.framework.mpi.mpiImplementation: only OpenMPI is supported by Kubeflow Trainer"
+    plan = decide(Observed("WorkloadRun ml/wr", raw, invalid=message), Settings(),
+                  datetime(2026, 11, 30, tzinfo=UTC))
+    assert plan.reason == f"WorkloadRun ml/wr: invalid spec: {message}"
+    (write,) = plan.effects
+    assert isinstance(write, WriteStatus)
