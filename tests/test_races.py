@@ -437,3 +437,27 @@ def test_a_redelivered_restart_writes_the_missing_annotation(world: Callable[...
     status_, text = answer(restart.handle, record, ctx)
     assert status_ == 202, text
     assert "crefn.dev/restart-not-before" in w.job()["metadata"]["annotations"]
+
+
+def test_a_tick_adopts_the_trainjob_a_launch_created_under_it(world: Callable[..., World],
+                                                              cluster: LocalCluster) -> None:
+    """resync's launch of a Job meets 409 AlreadyExists on its create: it reads the Job and its TrainJob
+    again and adopts that TrainJob, as launch does (one TrainJob, the created event sent once)."""
+    from functions.handlers import resync
+    from tests.support.helpers import Receiver
+
+    w = world()
+    w.create_job()
+    other: dict[str, Any] = {}
+    sink = Receiver(default=202)
+    try:
+        ctx = racing(cluster, "resync", lambda: other.update(w.gw.create(TRAINJOBS, w.ns, trainjob_record(w, 0))),
+                     at="/trainjobs", k_sink=sink.url)
+        result = resync.resync_job(w.job(), {}, sink.url, ctx)
+        assert (result.event, result.error) == ("dev.crefn.workload.created", "")
+        assert ctx.gateway.race is None  # type: ignore[attr-defined]
+        assert (w.trainjob() or {})["metadata"]["uid"] == other["metadata"]["uid"]
+        assert exclusive(w.job()) == ("InProgress", "WorkloadAdopted")
+        assert [body["adopted"] for body in sink.bodies] == [True]
+    finally:
+        sink.close()
