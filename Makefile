@@ -53,22 +53,15 @@ SOAK_SEEDS ?= 1 2 3
 soak: venv deps kube-apiserver
 	@for seed in $(SOAK_SEEDS); do $(PY) -m functions.cli soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
 
-## Mutation score (mutmut) of functions/rules/ and functions/handlers/: each mutant against the tests that reach
-## it, the functions served in the test process, one API server for every run; per module, survivors.
+## Mutation score (mutmut): every mutant of functions/rules/ against the unit tests that reach it, and a seeded
+## sample of MUTATION_SAMPLE mutants of functions/handlers/ against every test that reaches them (the real-API
+## ones with the functions served in the test process, on one API server); per module, survivors.
 MUTATION_JOBS ?= 2
-MUTATION_CLUSTER ?= $(CURDIR)/.mutation-cluster
+MUTATION_SAMPLE ?= 150
+MUTATION_SEED ?= 1
 mutation: venv kube-apiserver
 	@test -x $(VENV)/bin/mutmut || $(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
-	@rm -rf $(MUTATION_CLUSTER) && mkdir -p $(MUTATION_CLUSTER)
-	@$(PY) -m tests.mutation.cluster $(MUTATION_CLUSTER) & cluster=$$!; \
-		trap 'kill $$cluster 2>/dev/null; wait $$cluster' EXIT; \
-		for i in $$(seq 120); do test -f $(MUTATION_CLUSTER)/cluster.json && break; sleep 0.5; done; \
-		test -f $(MUTATION_CLUSTER)/cluster.json || { echo "[mutation] the API server did not start"; exit 1; }; \
-		start=$$(date +%s); \
-		PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CREFN_TEST_CLUSTER=$(MUTATION_CLUSTER) CREFN_TEST_IN_PROCESS=1 \
-			$(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS); \
-		echo "[mutation] mutmut ran for $$(( $$(date +%s) - start )) s"
-	@$(PY) -m tests.mutation.report
+	@$(PY) -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED)
 
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests

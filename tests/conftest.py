@@ -68,9 +68,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
-    if IN_PROCESS_ONLY:  # functions are served in this process: leave out what needs a process of its own
+    if IN_PROCESS_ONLY:  # functions are served in this process: leave out what needs a process of its own,
+        # and for a mutant of the rules (pure modules) every test that needs the API server: the unit tests judge it
+        rules = os.environ.get("MUTANT_UNDER_TEST", "").startswith("functions.rules.")
         apart = [item for item in items if item.get_closest_marker("own_process")
-                 or "recorder" in getattr(item, "fixturenames", ())]
+                 or "recorder" in getattr(item, "fixturenames", ())
+                 or (rules and item.get_closest_marker("kube"))]
         if apart:
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]

@@ -7,6 +7,7 @@ status 1 when the score is below TARGET."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -42,28 +43,45 @@ def main() -> int:
         tally = counts.setdefault(module, Counter())
         for name, code in results.items():
             status = status_by_exit_code[code]
+            if status == "not checked":
+                tally["not checked"] += 1
+                continue
             tally["killed" if status in KILLED else "typed" if status == TYPED else status] += 1
             tally["total"] += 1
             if status not in KILLED and status != TYPED:
                 left.append((name, status))
-    total = Counter[str]()
-    print(f"{'module':<36} {'killed':>7} {'mypy':>6} {'total':>6} {'score':>7}  other")
+    parts = {part: Counter[str]() for part in ("rules", "handlers")}
+    print(f"{'module':<36} {'killed':>7} {'mypy':>6} {'checked':>7} {'score':>7}  other")
     for module, tally in counts.items():
-        total.update(tally)
-        print(row(module, tally))
-    print(row("all", total))
+        parts[module.split(".")[1]].update(tally)
+        if tally["total"]:
+            print(row(module, tally))
+    for part, tally in parts.items():
+        print(row(f"all {part}", tally) + interval(tally))
     print(f"\n{len(left)} mutants not killed ({sum(1 for n, _ in left if n in reasons)} equivalent):")
     for name, status in left:
         print(f"  {status:<12} {name}" + (f"  -- equivalent: {reasons[name]}" if name in reasons else ""))
     print("  (`.venv/bin/mutmut show NAME` prints a mutant's diff)")
-    score = (total["killed"] + total["typed"]) / total["total"] if total["total"] else 0.0
-    return 0 if score >= TARGET else 1
+    return 0 if all(score(tally) >= TARGET for tally in parts.values() if tally["total"]) else 1
+
+
+def score(tally: Counter[str]) -> float:
+    return (tally["killed"] + tally["typed"]) / tally["total"] if tally["total"] else 0.0
+
+
+def interval(tally: Counter[str]) -> str:
+    """The 95 % Wilson interval of a sample's score (the handlers' mutants are sampled)."""
+    n, p, z = tally["total"], score(tally), 1.96
+    if not tally["not checked"] or not n:
+        return ""
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (
+        1 + z * z / n)
+    return f"  (a sample: 95 % interval {centre - half:.1%} to {centre + half:.1%})"
 
 
 def row(module: str, tally: Counter[str]) -> str:
     other = ", ".join(f"{n} {k}" for k, n in sorted(tally.items()) if k not in ("killed", "typed", "total"))
-    score = (tally["killed"] + tally["typed"]) / tally["total"]
-    return f"{module:<36} {tally['killed']:>7} {tally['typed']:>6} {tally['total']:>6} {score:>7.1%}  {other}"
+    return f"{module:<36} {tally['killed']:>7} {tally['typed']:>6} {tally['total']:>7} {score(tally):>7.1%}  {other}"
 
 
 if __name__ == "__main__":

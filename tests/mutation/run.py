@@ -1,0 +1,80 @@
+"""`python -m tests.mutation.run JOBS SAMPLE SEED` (`make mutation`): mutmut over the rules and the handlers.
+
+1. One API server for the whole run (`tests.mutation.cluster`), which every mutant's test session attaches
+   to (`CREFN_TEST_CLUSTER`), with the functions served in the test process (`CREFN_TEST_IN_PROCESS`).
+2. Every mutant of `functions/rules/`, against the unit tests that reach it (the rules are pure; their
+   real-API tests are left out of a rule mutant's session, see tests/conftest.py).
+3. A sample of SAMPLE mutants of `functions/handlers/`, drawn with SEED (`tests.mutation.sample`), each
+   against every test that reaches it, real-API ones included: those take seconds each, so all of the
+   handlers' mutants would take hours; the sample's score estimates theirs.
+4. The report (`tests.mutation.report`); its exit status is the run's.
+
+mutmut's own output goes to mutants/rules.log and mutants/handlers.log; a progress line is printed every
+30 s."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.mutation.sample import draw, names
+
+PROGRESS = re.compile(r"(\d+/\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)\s+🔇 (\d+)\s+🧙 (\d+)")
+
+
+def mutmut(args: list[str], log: Path, jobs: int, env: dict[str, str], title: str) -> None:
+    """Run `mutmut run` to its end, its output to `log`, a progress line every 30 s; exit 1 if it fails."""
+    started = last = time.monotonic()
+    progress = ""
+    with log.open("w") as out, subprocess.Popen(
+            [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(jobs), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True) as proc:
+        assert proc.stdout is not None
+        buffer = ""
+        while chunk := proc.stdout.read(256):
+            out.write(chunk)
+            buffer = (buffer + chunk)[-4000:]
+            if found := PROGRESS.findall(buffer):
+                done, killed, no_tests, timeout, _, survived, _, typed = found[-1]
+                progress = (f"{done} done: {killed} killed, {typed} refused by mypy, {survived} survived, "
+                            f"{no_tests} reached by no test, {timeout} timed out")
+            if time.monotonic() - last >= 30:
+                last = time.monotonic()
+                print(f"[mutation] {title}: {progress or 'preparing'} ({last - started:.0f} s)", flush=True)
+    if proc.returncode != 0:
+        print("".join(log.read_text().splitlines(keepends=True)[-40:]))
+        sys.exit(f"[mutation] {title}: mutmut failed ({proc.returncode}); its output: {log}")
+    print(f"[mutation] {title}: {progress} in {time.monotonic() - started:.0f} s (output: {log})", flush=True)
+
+
+def main() -> int:
+    jobs, sample, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    cluster_dir = Path(tempfile.mkdtemp(prefix="crefn-mutation-"))
+    cluster = subprocess.Popen([sys.executable, "-m", "tests.mutation.cluster", str(cluster_dir)])
+    try:
+        deadline = time.monotonic() + 120
+        while not (cluster_dir / "cluster.json").exists():
+            if cluster.poll() is not None or time.monotonic() > deadline:
+                sys.exit("[mutation] the API server did not start")
+            time.sleep(0.5)
+        env = {**os.environ, "CREFN_TEST_CLUSTER": str(cluster_dir), "CREFN_TEST_IN_PROCESS": "1",
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        Path("mutants").mkdir(exist_ok=True)
+        mutmut(["functions.rules.*"], Path("mutants/rules.log"), jobs, env, "rules")
+        chosen = draw("functions.handlers.*", sample, seed)
+        mutmut(chosen, Path("mutants/handlers.log"), jobs, env,
+               f"handlers ({len(chosen)} of {len(names('functions.handlers.*'))}, seed {seed})")
+    finally:
+        cluster.send_signal(signal.SIGTERM)
+        cluster.wait(timeout=60)
+    return subprocess.run([sys.executable, "-m", "tests.mutation.report"]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
