@@ -61,7 +61,7 @@ MUTATION_SAMPLE ?= 150
 MUTATION_SEED ?= 1
 mutation: venv kube-apiserver
 	@test -x $(VENV)/bin/mutmut || $(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
-	@$(PY) -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED)
+	@$(PY) -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED) $(if $(MUTATION_AGAIN),again)
 
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests

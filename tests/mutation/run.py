@@ -1,4 +1,6 @@
-"""`python -m tests.mutation.run JOBS SAMPLE SEED` (`make mutation`): mutmut over the rules and the handlers.
+"""`python -m tests.mutation.run JOBS SAMPLE SEED [again]` (`make mutation`): mutmut over the rules and the
+handlers. With `again` (`make mutation MUTATION_AGAIN=1`), only the mutants the last run left (survived, or
+reached by no test) run again, with the tests as they are now.
 
 1. One API server for the whole run (`tests.mutation.cluster`), which every mutant's test session attaches
    to (`CREFN_TEST_CLUSTER`), with the functions served in the test process (`CREFN_TEST_IN_PROCESS`).
@@ -14,6 +16,7 @@ mutmut's own output goes to mutants/rules.log and mutants/handlers.log; a progre
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -22,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from mutmut.stats import status_by_exit_code
 
 from tests.mutation.sample import draw, names
 
@@ -55,6 +60,7 @@ def mutmut(args: list[str], log: Path, jobs: int, env: dict[str, str], title: st
 
 def main() -> int:
     jobs, sample, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    again = sys.argv[4:] == ["again"]
     cluster_dir = Path(tempfile.mkdtemp(prefix="crefn-mutation-"))
     cluster = subprocess.Popen([sys.executable, "-m", "tests.mutation.cluster", str(cluster_dir)])
     try:
@@ -66,6 +72,9 @@ def main() -> int:
         env = {**os.environ, "CREFN_TEST_CLUSTER": str(cluster_dir), "CREFN_TEST_IN_PROCESS": "1",
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         Path("mutants").mkdir(exist_ok=True)
+        if again:
+            mutmut(left(), Path("mutants/again.log"), jobs, env, "the mutants left")
+            return subprocess.run([sys.executable, "-m", "tests.mutation.report"]).returncode
         mutmut(["functions.rules.*"], Path("mutants/rules.log"), jobs, env, "rules")
         chosen = draw("functions.handlers.*", sample, seed)
         mutmut(chosen, Path("mutants/handlers.log"), jobs, env,
@@ -74,6 +83,13 @@ def main() -> int:
         cluster.send_signal(signal.SIGTERM)
         cluster.wait(timeout=60)
     return subprocess.run([sys.executable, "-m", "tests.mutation.report"]).returncode
+
+
+def left(root: Path = Path("mutants")) -> list[str]:
+    """The mutants the last run left: survived, or reached by no test."""
+    return sorted(name for meta in root.glob("functions/**/*.py.meta")
+                  for name, code in json.loads(meta.read_text())["exit_code_by_key"].items()
+                  if status_by_exit_code[code] in ("survived", "no tests"))
 
 
 if __name__ == "__main__":
