@@ -182,3 +182,19 @@ def test_go_formatting() -> None:
     assert go_list(["a", "b"]) == "[a b]" and go_list([]) == "[]"
     assert go_quote('value > double("x")') == '"value > double(\\"x\\")"'
     assert go_quote("a\\b\n\tc\x01é") == '"a\\\\b\\n\\tc\\x01é"'
+
+
+@pytest.mark.parametrize(("text", "quoted"), [
+    ("\a\b\f\r\v", '"\\a\\b\\f\\r\\v"'),
+    ("a b", '"a b"'),
+    ("\x7f\x80", '"\\x7f\\u0080"'),
+    ("\u00a0\u00ad\u2028", '"\\u00a0\\u00ad\\u2028"'),
+    ("\uffff", '"\\uffff"'),
+    ("\U00010000", '"\U00010000"'),
+    ("\U000e0001", '"\\U000e0001"'),
+], ids=["c-escapes", "space-kept", "ascii-byte-then-rune", "unprintable-runes", "last-of-the-bmp",
+        "printable-beyond-the-bmp", "unprintable-beyond-the-bmp"])
+def test_go_quote_matches_go(text: str, quoted: str) -> None:
+    """Threshold keys and expressions appear in CRE's messages as Go's `%q` spells them: the C escapes,
+    `\\x` below U+0080 only, `\\u` up to U+FFFF, `\\U` beyond, printable runes kept."""
+    assert go_quote(text) == quoted
