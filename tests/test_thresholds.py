@@ -165,7 +165,13 @@ def test_succeeded_at(conditions: list[dict[str, Any]], expected: datetime | Non
     (timedelta(seconds=90), "1m30s"), (timedelta(seconds=1.5), "1.5s"), (timedelta(milliseconds=300), "300ms"),
     (timedelta(microseconds=1500), "1.5ms"), (timedelta(microseconds=2), "2µs"),
     (timedelta(hours=26, minutes=3, seconds=4.5), "26h3m4.5s"), (timedelta(seconds=-90), "-1m30s"),
-], ids=["zero", "5m", "1h", "90s", "fraction", "ms", "fraction-ms", "us", "days", "negative"])
+    (timedelta(seconds=1), "1s"), (timedelta(milliseconds=1), "1ms"), (timedelta(microseconds=1), "1µs"),
+    (timedelta(microseconds=999), "999µs"), (timedelta(microseconds=1001), "1.001ms"),
+    (timedelta(milliseconds=1050), "1.05s"), (timedelta(hours=1, milliseconds=50), "1h0m0.05s"),
+    (timedelta(microseconds=-1), "-1µs"),
+], ids=["zero", "5m", "1h", "90s", "fraction", "ms", "fraction-ms", "us", "days", "negative", "one-second",
+        "one-millisecond", "one-microsecond", "just-under-a-millisecond", "leading-zero-ms", "leading-zero-s",
+        "leading-zero-under-hours", "negative-microsecond"])
 def test_go_duration(duration: timedelta, text: str) -> None:
     assert go_duration(duration) == text
 
