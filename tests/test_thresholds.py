@@ -47,6 +47,9 @@ def verdict(thresholds: dict[str, str], measured: dict[str, float], waited: time
      (True, "InvalidThresholdExpression", 'Threshold "goodputRatio": compile threshold expression '
                                           '"(value * 2.0 >= 1.0) ? 1.0 : 2.0": '
                                           'expression must return bool, got double')),
+    ({"goodputRatio": "value * 2.0 >= 1 ? 1.0 : 2.0"}, {"goodputRatio": 0.5},
+     (True, "InvalidThresholdExpression", 'Threshold "goodputRatio": compile threshold expression '
+                                          '"value * 2.0 >= 1 ? 1.0 : 2.0": expression must return bool, got double')),
     ({"busBandwidthGBps": "value >= 400", "algBandwidthGBps": "value +"},
      {"busBandwidthGBps": 350.0, "algBandwidthGBps": 300.0},
      (True, "InvalidThresholdExpression", 'Threshold "algBandwidthGBps": compile threshold expression "value +": '
@@ -58,7 +61,8 @@ def verdict(thresholds: dict[str, str], measured: dict[str, float], waited: time
      {"busBandwidthGBps": 950.0, "goodputRatio": 0.92, "avgStepTimeSec": 2.0, "algBandwidthGBps": 1.0},
      (False, "ThresholdsMet", "All performance thresholds satisfied")),
 ], ids=["unknown-keys-sorted", "unknown-key-wins-over-values", "single-violation", "violations-sorted-by-key",
-        "non-bool", "non-bool-unchecked", "invalid-sorted-before-violation", "evaluation-error", "all-pass"])
+        "non-bool", "non-bool-unchecked", "non-bool-computed-double-against-an-int",
+        "invalid-sorted-before-violation", "evaluation-error", "all-pass"])
 def test_verdicts(thresholds: dict[str, str], measured: dict[str, float], expected: tuple[bool, str, str]) -> None:
     got = verdict(thresholds, measured)
     assert isinstance(got, Verdict)
