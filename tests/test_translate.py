@@ -116,6 +116,12 @@ INVALID = [
      "spec.framework.torch.args must be a list of strings"),
     ("mpi-args-not-a-list", with_spec(framework={"mpi": {"binary": "b", "mpirunPath": "m", "mpiArgs": "-np 2"}}),
      "spec.framework.mpi.mpiArgs must be a list of strings"),
+    ("mpi-args-not-strings", with_spec(framework={"mpi": {"binary": "b", "mpirunPath": "m", "args": [8]}}),
+     "spec.framework.mpi.args must be a list of strings"),
+    ("exec-command-not-strings", with_spec(framework={"exec": {"command": ["sleep", 1]}}),
+     "spec.framework.exec.command must be a list of strings"),
+    ("exec-args-not-a-list", with_spec(framework={"exec": {"command": ["/bin/bash", "-c"], "args": "run.sh"}}),
+     "spec.framework.exec.args must be a list of strings"),
     ("max-restarts-negative", with_spec(checkpoint={"storageSize": "1Gi", "maxRestarts": -1}),
      "spec.checkpoint.maxRestarts must not be negative"),
     ("empty-exec-command", with_spec(framework={"exec": {"command": []}}),
@@ -149,6 +155,17 @@ INVALID = [
      with_spec(gangScheduler={"queue": "a"}, workloadMetadata={"labels": {"kai.scheduler/queue": "b"}}),
      "spec.workloadMetadata.labels['kai.scheduler/queue']: 'b' conflicts"),
 ]
+
+
+def test_the_smallest_counts_are_valid() -> None:
+    """One node of one GPU, and a checkpoint that allows no restart (or says nothing: the default, 0)."""
+    small = translate(with_spec(numNodes=1, gpusPerNode=1, checkpoint={"storageSize": "1Gi", "maxRestarts": 0}))
+    runtime = next(o for o in small.objects if o["kind"] == "TrainingRuntime")
+    assert runtime["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}} and trainer(small.objects)["numProcPerNode"] == 1
+    assert runtime_container(small.objects)["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+    assert small.job["spec"]["checkpoint"] == {"pvcName": "wr-checkpoint-pvc", "maxRestarts": 0}
+    unsaid = translate(with_spec(checkpoint={"storageSize": "1Gi"}))
+    assert unsaid.job["spec"]["checkpoint"] == {"pvcName": "wr-checkpoint-pvc", "maxRestarts": 0}
 
 
 def test_a_queue_name_of_63_characters_is_a_label_value() -> None:
