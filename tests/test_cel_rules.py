@@ -169,6 +169,10 @@ def test_threshold(expression: str, value: float, satisfied: bool) -> None:
     pytest.param("value >= 900 && value + 1 > 2", "ERROR: <input>:1:23: found no matching overload for '_+_' "
                  "applied to '(double, int)' | value >= 900 && value + 1 > 2 | ......................^",
                  id="int-arithmetic"),
+    pytest.param("value == 1 || value == 2", "ERROR: <input>:1:7: found no matching overload for '_==_' applied to "
+                 "'(double, int)' | value == 1 || value == 2 | ......^ ERROR: <input>:1:21: found no matching "
+                 "overload for '_==_' applied to '(double, int)' | value == 1 || value == 2 | ....................^",
+                 id="every-error-in-order"),
     pytest.param("(value >= 900) + 1", "ERROR: <input>:1:16: found no matching overload for '_+_' applied to "
                  "'(bool, int)' | (value >= 900) + 1 | ...............^", id="bool-arithmetic"),
     pytest.param("value.?x >= 1", "ERROR: <input>:1:1: unsupported syntax '.?' | value.?x >= 1 | ^",

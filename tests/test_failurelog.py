@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from functions.resources import TRAINJOBS
 from functions.rules.pods import (
     Capture,
@@ -76,6 +78,15 @@ def test_timeout_log_prefers_the_trainer_step_pod_that_ran() -> None:
     other = timeout_container([pod("launcher", node="n0", exits=[("launcher", -1, "")])])
     assert other is not None and (other.pod, other.container) == ("launcher", "launcher")
     assert timeout_container([pod(phase="Pending")]) is None
+
+
+@pytest.mark.parametrize(("phase", "eligible"), [
+    ("Running", True), ("Succeeded", True), ("Failed", True), ("Pending", False), ("Unknown", False),
+])
+def test_a_timeout_log_comes_from_a_pod_that_ran(phase: str, eligible: bool) -> None:
+    """A pod counts for the timeout log once it ran: Running, Succeeded or Failed (CRE's `captureTimeoutLog`)."""
+    source = timeout_container([pod("worker", node="n1", exits=[("node", 0, "Completed")], phase=phase)])
+    assert (None if source is None else (source.pod, source.container)) == (("worker", "node") if eligible else None)
 
 
 def test_a_timeout_with_no_pod_that_ran_leaves_the_failure_log_unset() -> None:

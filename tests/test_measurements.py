@@ -70,6 +70,9 @@ def test_bodies_are_cres() -> None:
     assert bm["metadata"]["labels"]["cre.nvidia.com/job"] == "llm"
     assert bm["spec"] == {"jobRef": {"apiGroup": "cre.nvidia.com", "kind": "Job", "name": "llm"},
                           "logProfileRef": "nccl", "testType": "all_reduce"}  # no sampleInterval: CRE's default
+    sampled = bandwidth_body(state, GROUP, BandwidthMeasurementSpec(log_profile_ref="nccl", sample_interval="2m"))
+    assert sampled["spec"] == {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "llm"},
+                               "logProfileRef": "nccl", "sampleInterval": "2m"}  # no testType: CRE's default
 
 
 def listed(name: str, job_name: str, kind: str = "Job", step: int = 0) -> dict[str, Any]:

@@ -92,6 +92,12 @@ def test_evaluation_fills_cres_node_defaults(expression: str, node: dict[str, An
     assert tuple(name for name, _ in result.skipped) == skipped
 
 
+def test_a_skipped_node_says_why() -> None:
+    """The reply names each node the expression failed on with the CEL library's reason."""
+    result = evaluate("node.metadata.labels['gpu'] == 'bad'", {"bare": BARE, "gpu-1": {"metadata": {"labels": {}}}})
+    assert result.skipped == (("bare", 'Key not found in map : "gpu"'), ("gpu-1", 'Key not found in map : "gpu"'))
+
+
 def test_nodes_are_those_of_live_placed_pods() -> None:
     pods = [pod("a", node="n2", phase="Running"), pod("b", node="n1", phase="Pending"),
             pod("c", node="n1", phase="Running"), pod("d", node="n3", phase="Succeeded"),

@@ -17,21 +17,32 @@ def cond(type_: str, status: str = "True", reason: str = "R", message: str = "m"
     ([], None),
     ([cond("InProgress", reason="WorkloadRunning", message="Workload TrainJob/x is running")],
      ("InProgress", "WorkflowCreated",
-      "Workflow run created; Job run: WorkloadRunning: Workload TrainJob/x is running")),
+      "Workflow run created; Job llm: WorkloadRunning: Workload TrainJob/x is running")),
     ([cond("Succeeded", reason="WorkloadCompleted")],
      ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
     ([cond("Failed", reason="WorkloadFailed", message="boom")], ("Failed", "WorkflowFailed",
-                                                                 "Job run failed: WorkloadFailed: boom")),
+                                                                 "Job llm failed: WorkloadFailed: boom")),
     ([cond("Succeeded"), cond("ValidationFailed", reason="ThresholdViolation", message="Threshold \"k\" violated")],
      ("Failed", "WorkflowValidationFailed", "Threshold \"k\" violated")),
     ([cond("Succeeded"), cond("ValidationFailed", status="False", reason="ThresholdsMet")],
      ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
     ([cond("InProgress"), cond("Failed", reason="JobTimedOut", message="Job exceeded timeoutPerJob")],
-     ("Failed", "WorkflowFailed", "Job run failed: JobTimedOut: Job exceeded timeoutPerJob")),
+     ("Failed", "WorkflowFailed", "Job llm failed: JobTimedOut: Job exceeded timeoutPerJob")),
+    ([cond("InProgress", reason="WorkloadCreated", message="")],
+     ("InProgress", "WorkflowCreated", "Workflow run created; Job llm: WorkloadCreated")),
+    ([cond("InProgress", reason="", message="")], ("InProgress", "WorkflowCreated", "Workflow run created; Job llm")),
+    ([cond("InProgress", reason="WorkloadPending", message="queued in ClusterQueue GPU-X")],
+     ("InProgress", "WorkflowCreated", "Workflow run created; Job llm: WorkloadPending: queued in ClusterQueue GPU-X")),
+    ([cond("Succeeded"), cond("ValidationFailed", reason="ThresholdViolation", message="")],
+     ("Failed", "WorkflowValidationFailed", "ThresholdViolation")),
+    ([cond("Succeeded"), cond("ValidationFailed", reason="", message="")],
+     ("Failed", "WorkflowValidationFailed", "thresholds not met")),
 ], ids=["nothing-yet", "running", "succeeded", "failed", "validation-failed", "thresholds-met",
-        "dual-true-reads-failed"])
+        "dual-true-reads-failed", "progress-without-message", "progress-without-reason-or-message",
+        "progress-message-whole",
+        "validation-without-message", "validation-without-reason-or-message"])
 def test_mirrored(job_conditions: list[dict[str, Any]], expected: tuple[str, str, str] | None) -> None:
-    got = mirrored("run", "run", job_conditions)
+    got = mirrored("run", "llm", job_conditions)
     assert (None if got is None else (got.type, got.reason, got.message)) == expected
 
 
@@ -43,14 +54,14 @@ def test_created_and_deleted() -> None:
 
 @pytest.mark.parametrize(("job_conditions", "expected"), [
     ([cond("Succeeded", reason="WorkloadCompleted", message="TrainJob completed")],
-     ("InProgress", "WorkflowCreated", "Workflow run created; Job run: WorkloadCompleted: TrainJob completed")),
+     ("InProgress", "WorkflowCreated", "Workflow run created; Job llm: WorkloadCompleted: TrainJob completed")),
     ([cond("Succeeded"), cond("ValidationFailed", reason="MeasurementTimeout", message="Measurement data not "
                               "available within 5m0s for keys: [goodputRatio]")],
      ("Failed", "WorkflowValidationFailed", "Measurement data not available within 5m0s for keys: [goodputRatio]")),
     ([cond("Failed", reason="WorkloadFailed", message="boom")],
-     ("Failed", "WorkflowFailed", "Job run failed: WorkloadFailed: boom")),
+     ("Failed", "WorkflowFailed", "Job llm failed: WorkloadFailed: boom")),
 ], ids=["succeeded-awaiting-the-verdict-stays-in-progress", "verdict-wins", "failed-is-failed"])
 def test_mirrored_while_awaiting_validation(job_conditions: list[dict[str, Any]],
                                             expected: tuple[str, str, str]) -> None:
-    got = mirrored("run", "run", job_conditions, awaiting_validation=True)
+    got = mirrored("run", "llm", job_conditions, awaiting_validation=True)
     assert got is not None and (got.type, got.reason, got.message) == expected

@@ -47,6 +47,9 @@ def verdict(thresholds: dict[str, str], measured: dict[str, float], waited: time
      (True, "InvalidThresholdExpression", 'Threshold "goodputRatio": compile threshold expression '
                                           '"(value * 2.0 >= 1.0) ? 1.0 : 2.0": '
                                           'expression must return bool, got double')),
+    ({"goodputRatio": "value * 2.0 >= 1 ? 1.0 : 2.0"}, {"goodputRatio": 0.5},
+     (True, "InvalidThresholdExpression", 'Threshold "goodputRatio": compile threshold expression '
+                                          '"value * 2.0 >= 1 ? 1.0 : 2.0": expression must return bool, got double')),
     ({"busBandwidthGBps": "value >= 400", "algBandwidthGBps": "value +"},
      {"busBandwidthGBps": 350.0, "algBandwidthGBps": 300.0},
      (True, "InvalidThresholdExpression", 'Threshold "algBandwidthGBps": compile threshold expression "value +": '
@@ -58,7 +61,8 @@ def verdict(thresholds: dict[str, str], measured: dict[str, float], waited: time
      {"busBandwidthGBps": 950.0, "goodputRatio": 0.92, "avgStepTimeSec": 2.0, "algBandwidthGBps": 1.0},
      (False, "ThresholdsMet", "All performance thresholds satisfied")),
 ], ids=["unknown-keys-sorted", "unknown-key-wins-over-values", "single-violation", "violations-sorted-by-key",
-        "non-bool", "non-bool-unchecked", "invalid-sorted-before-violation", "evaluation-error", "all-pass"])
+        "non-bool", "non-bool-unchecked", "non-bool-computed-double-against-an-int",
+        "invalid-sorted-before-violation", "evaluation-error", "all-pass"])
 def test_verdicts(thresholds: dict[str, str], measured: dict[str, float], expected: tuple[bool, str, str]) -> None:
     got = verdict(thresholds, measured)
     assert isinstance(got, Verdict)
@@ -165,7 +169,13 @@ def test_succeeded_at(conditions: list[dict[str, Any]], expected: datetime | Non
     (timedelta(seconds=90), "1m30s"), (timedelta(seconds=1.5), "1.5s"), (timedelta(milliseconds=300), "300ms"),
     (timedelta(microseconds=1500), "1.5ms"), (timedelta(microseconds=2), "2µs"),
     (timedelta(hours=26, minutes=3, seconds=4.5), "26h3m4.5s"), (timedelta(seconds=-90), "-1m30s"),
-], ids=["zero", "5m", "1h", "90s", "fraction", "ms", "fraction-ms", "us", "days", "negative"])
+    (timedelta(seconds=1), "1s"), (timedelta(milliseconds=1), "1ms"), (timedelta(microseconds=1), "1µs"),
+    (timedelta(microseconds=999), "999µs"), (timedelta(microseconds=1001), "1.001ms"),
+    (timedelta(milliseconds=1050), "1.05s"), (timedelta(hours=1, milliseconds=50), "1h0m0.05s"),
+    (timedelta(microseconds=-1), "-1µs"),
+], ids=["zero", "5m", "1h", "90s", "fraction", "ms", "fraction-ms", "us", "days", "negative", "one-second",
+        "one-millisecond", "one-microsecond", "just-under-a-millisecond", "leading-zero-ms", "leading-zero-s",
+        "leading-zero-under-hours", "negative-microsecond"])
 def test_go_duration(duration: timedelta, text: str) -> None:
     assert go_duration(duration) == text
 
@@ -182,3 +192,19 @@ def test_go_formatting() -> None:
     assert go_list(["a", "b"]) == "[a b]" and go_list([]) == "[]"
     assert go_quote('value > double("x")') == '"value > double(\\"x\\")"'
     assert go_quote("a\\b\n\tc\x01é") == '"a\\\\b\\n\\tc\\x01é"'
+
+
+@pytest.mark.parametrize(("text", "quoted"), [
+    ("\a\b\f\r\v", '"\\a\\b\\f\\r\\v"'),
+    ("a b", '"a b"'),
+    ("\x7f\x80", '"\\x7f\\u0080"'),
+    ("\u00a0\u00ad\u2028", '"\\u00a0\\u00ad\\u2028"'),
+    ("\uffff", '"\\uffff"'),
+    ("\U00010000", '"\U00010000"'),
+    ("\U000e0001", '"\\U000e0001"'),
+], ids=["c-escapes", "space-kept", "ascii-byte-then-rune", "unprintable-runes", "last-of-the-bmp",
+        "printable-beyond-the-bmp", "unprintable-beyond-the-bmp"])
+def test_go_quote_matches_go(text: str, quoted: str) -> None:
+    """Threshold keys and expressions appear in CRE's messages as Go's `%q` spells them: the C escapes,
+    `\\x` below U+0080 only, `\\u` up to U+FFFF, `\\U` beyond, printable runes kept."""
+    assert go_quote(text) == quoted

@@ -109,6 +109,21 @@ INVALID = [
     ("neither-script-nor-module", with_spec(framework={"torch": {"args": ["x"]}}),
      "spec.framework.torch: set exactly one of script or module"),
     ("num-nodes-zero", with_spec(numNodes=0), "spec.numNodes must be an integer of at least 1"),
+    ("num-nodes-bool", with_spec(numNodes=True), "spec.numNodes must be an integer of at least 1"),
+    ("gpus-per-node-zero", with_spec(gpusPerNode=0), "spec.gpusPerNode must be an integer of at least 1"),
+    ("gpus-per-node-bool", with_spec(gpusPerNode=True), "spec.gpusPerNode must be an integer of at least 1"),
+    ("args-not-strings", with_spec(framework={"torch": {"script": "a.py", "args": [1]}}),
+     "spec.framework.torch.args must be a list of strings"),
+    ("mpi-args-not-a-list", with_spec(framework={"mpi": {"binary": "b", "mpirunPath": "m", "mpiArgs": "-np 2"}}),
+     "spec.framework.mpi.mpiArgs must be a list of strings"),
+    ("mpi-args-not-strings", with_spec(framework={"mpi": {"binary": "b", "mpirunPath": "m", "args": [8]}}),
+     "spec.framework.mpi.args must be a list of strings"),
+    ("exec-command-not-strings", with_spec(framework={"exec": {"command": ["sleep", 1]}}),
+     "spec.framework.exec.command must be a list of strings"),
+    ("exec-args-not-a-list", with_spec(framework={"exec": {"command": ["/bin/bash", "-c"], "args": "run.sh"}}),
+     "spec.framework.exec.args must be a list of strings"),
+    ("max-restarts-negative", with_spec(checkpoint={"storageSize": "1Gi", "maxRestarts": -1}),
+     "spec.checkpoint.maxRestarts must not be negative"),
     ("empty-exec-command", with_spec(framework={"exec": {"command": []}}),
      "spec.framework.exec.command must not be empty"),
     ("bad-storage-size", with_spec(checkpoint={"storageSize": "lots"}),
@@ -132,10 +147,31 @@ INVALID = [
     ("overrides", with_spec(overrides=[{"patch": {}}]), "spec.overrides needs CRE's Workflow tier"),
     ("timeout", with_spec(orchestration={"timeoutPerJob": "a day"}), "spec.orchestration.timeoutPerJob: 'a day'"),
     ("nic-name-without-count", with_spec(nicResourceName="rdma/ib"), "spec.nicResourceName needs spec.mlnxPerNode"),
+    ("queue-not-a-label-value", with_spec(gangScheduler={"queue": "team a"}),
+     "spec.gangScheduler.queue: 'team a' is not a label value"),
+    ("queue-longer-than-a-label", with_spec(gangScheduler={"queue": "q" * 64}),
+     f"spec.gangScheduler.queue: '{'q' * 64}' is not a label value"),
     ("queue-conflict",
      with_spec(gangScheduler={"queue": "a"}, workloadMetadata={"labels": {"kai.scheduler/queue": "b"}}),
      "spec.workloadMetadata.labels['kai.scheduler/queue']: 'b' conflicts"),
 ]
+
+
+def test_the_smallest_counts_are_valid() -> None:
+    """One node of one GPU, and a checkpoint that allows no restart (or says nothing: the default, 0)."""
+    small = translate(with_spec(numNodes=1, gpusPerNode=1, checkpoint={"storageSize": "1Gi", "maxRestarts": 0}))
+    runtime = next(o for o in small.objects if o["kind"] == "TrainingRuntime")
+    assert runtime["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}} and trainer(small.objects)["numProcPerNode"] == 1
+    assert runtime_container(small.objects)["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+    assert small.job["spec"]["checkpoint"] == {"pvcName": "wr-checkpoint-pvc", "maxRestarts": 0}
+    unsaid = translate(with_spec(checkpoint={"storageSize": "1Gi"}))
+    assert unsaid.job["spec"]["checkpoint"] == {"pvcName": "wr-checkpoint-pvc", "maxRestarts": 0}
+
+
+def test_a_queue_name_of_63_characters_is_a_label_value() -> None:
+    queue = "q" * 63
+    job = next(o for o in translate(with_spec(gangScheduler={"queue": queue})).objects if o["kind"] == "Job")
+    assert job["spec"]["workloadMetadata"]["labels"]["kai.scheduler/queue"] == queue
 
 
 @pytest.mark.parametrize(("r", "message"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
