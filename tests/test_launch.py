@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from events.envelope import Envelope
 from functions.gateway import Gateway
 from functions.plan import Create, Delete, Plan, Wait
 from functions.resources import TRAINING_RUNTIMES, TRAINJOBS
@@ -65,6 +66,42 @@ def test_an_earlier_attempt_is_deleted_by_its_uid() -> None:
     plan = decide_launch(LaunchObserved(job(restart_count=1), trainjob("0")), Settings(), NOW, "launch", None)
     deletes = [e for e in plan.effects if isinstance(e, Delete)]
     assert [(d.name, d.uid) for d in deletes] == [("llm-workload", "tj-uid")]
+
+
+CAUSE = Envelope(id="c1", type="dev.crefn.job.check", source="/crefn/resync",
+                 traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate="vendor=1")
+
+
+@pytest.mark.parametrize(("state", "existing"), [
+    (job(), None),
+    (job(), trainjob()),
+    (job(restart_count=1), trainjob("0")),
+    (job(), trainjob(owner_uid="someone-else")),
+    (job(train_job=False), None),
+], ids=["create", "adopt", "stale-attempt", "collision", "no-trainjob"])
+def test_the_reply_carries_the_trace_context_of_its_cause(state: JobState, existing: dict[str, Any] | None) -> None:
+    """SPEC §4.2: `traceparent`/`tracestate` are copied from the input event, whether the reply is
+    `workload.created` (built from the created object) or the failure's `job.condition.changed`."""
+    plan = decide_launch(LaunchObserved(state, existing), Settings(), NOW, "launch", CAUSE)
+    reply = plan.reply_to_created(trainjob()) if plan.reply_to_created else plan.reply
+    assert reply is not None
+    assert (reply.traceparent, reply.tracestate) == (CAUSE.traceparent, "vendor=1")
+
+
+@pytest.mark.parametrize(("state", "existing", "would"), [
+    (job(), None, "create, writestatus, recordevent"),
+    (job(), trainjob(), "writestatus, recordevent"),
+    (job(restart_count=1), trainjob("0"), "delete, create, writestatus, recordevent"),
+    (job(), trainjob(terminating=True), "wait"),
+    (job(train_job=False), None, "writestatus, recordevent"),
+], ids=["create", "adopt", "stale-attempt", "terminating", "no-trainjob"])
+def test_observe_mode_does_nothing_and_says_what_it_would_do(state: JobState, existing: dict[str, Any] | None,
+                                                            would: str) -> None:
+    """`CREFN_MODE=observe` (SPEC §6.1): no write and no event; the 202 answer names the effects that
+    manage mode would apply, in order."""
+    plan = decide_launch(LaunchObserved(state, existing), Settings(mode="observe"), NOW, "launch", CAUSE)
+    assert (plan.effects, plan.reply, plan.reply_to_created) == ((), None, None)
+    assert plan.reason == f"observe mode: would {would}"
 
 
 def launch_action(plan: Plan) -> str:
