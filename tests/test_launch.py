@@ -125,9 +125,13 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     plan = decide_launch(LaunchObserved(job(restart_count=2), None), Settings(), NOW, "launch", None)
     (create,) = [e for e in plan.effects if isinstance(e, Create)]
     body = create.body
-    meta = body["metadata"]
-    assert meta["labels"]["crefn.dev/attempt"] == "2" and meta["labels"]["nvcre.nvidia.com/job"] == "llm"
-    assert meta["ownerReferences"][0]["uid"] == "job-uid" and meta["ownerReferences"][0]["controller"] is True
+    assert (body["apiVersion"], body["kind"]) == ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+    assert body["metadata"] == {
+        "name": "llm-workload", "namespace": "ns",
+        "labels": {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
+                   "crefn.dev/attempt": "2", "crefn.dev/managed": "true"},
+        "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                             "uid": "job-uid", "controller": True, "blockOwnerDeletion": True}]}
     assert body["spec"]["runtimeRef"] == {"name": "t"}
     (patch,) = body["spec"]["runtimePatches"]
     assert patch["manager"] == "crefn.dev/controller"
@@ -135,6 +139,16 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     assert node["name"] == "node"
     assert node["template"]["spec"]["template"]["metadata"]["labels"] == {
         "nvcre.nvidia.com/job": "llm", "crefn.dev/managed": "true", "crefn.dev/attempt": "2"}
+
+
+def test_the_training_runtimes_replicated_jobs_are_labelled_when_it_was_read() -> None:
+    """The replicatedJobs of the TrainJob's training runtime, as read, win over the guess from its name."""
+    observed = LaunchObserved(job(), None, runtime_jobs=("launcher", "trainer", "launcher"))
+    plan = decide_launch(observed, Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    (patch,) = create.body["spec"]["runtimePatches"]
+    assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
+        "launcher", "trainer"]
 
 
 @pytest.mark.parametrize(("spec", "names"), [
