@@ -18,10 +18,11 @@ import pytest
 
 from events.envelope import Envelope
 from functions.gateway import Gateway
-from functions.plan import Create, Delete, Plan, Wait
-from functions.resources import TRAINING_RUNTIMES, TRAINJOBS
+from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
+from functions.resources import TRAINING_RUNTIMES, TRAINJOBS, cre_jobs
 from functions.rules.jobs import JobState
-from functions.rules.launch import LaunchObserved, decide_launch, replicated_jobs, with_pod_labels
+from functions.rules.launch import LaunchObserved, creates, decide_launch, replicated_jobs, with_pod_labels
+from functions.rules.pods import Capture
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apiserver import LocalCluster
@@ -67,6 +68,107 @@ def test_an_earlier_attempt_is_deleted_by_its_uid() -> None:
     deletes = [e for e in plan.effects if isinstance(e, Delete)]
     assert [(d.name, d.uid) for d in deletes] == [("llm-workload", "tj-uid")]
 
+
+
+def effects_of(plan: Plan) -> list[tuple[Any, ...]]:
+    """A plan's effects as an operator sees them applied: what is created or deleted where, the Job's
+    True condition and fields written, the Events recorded, and why it waits."""
+    seen: list[tuple[Any, ...]] = []
+    for e in plan.effects:
+        if isinstance(e, Create):
+            seen.append(("create", e.res, e.namespace, e.body["metadata"]["name"]))
+        elif isinstance(e, Delete):
+            seen.append(("delete", e.res, e.namespace, e.name, e.uid))
+        elif isinstance(e, WriteStatus):
+            (true,) = [(c["type"], c["reason"], c["message"]) for c in e.status["conditions"] if c["status"] == "True"]
+            seen.append(("write", e.res, e.namespace, e.name, true, sorted(set(e.status) - {"conditions"})))
+        elif isinstance(e, RecordEvent):
+            seen.append(("event", e.body["reason"], e.body["type"], e.body["reportingInstance"], e.body["note"]))
+        else:
+            assert isinstance(e, Wait)
+            seen.append(("wait", e.reason))
+    return seen
+
+
+JOBS_RES = cre_jobs("nvcre.nvidia.com")
+CREATED = "Workload TrainJob/llm-workload created and is starting"
+ADOPTED = "Workload TrainJob/llm-workload adopted"
+FOREIGN = "TrainJob llm-workload already exists and is not owned by Job llm"
+NO_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
+CREATE_EFFECTS = [("create", TRAINJOBS, "ns", "llm-workload"),
+                  ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadCreated", CREATED), ["workloadRef"]),
+                  ("event", "WorkloadCreated", "Normal", "crefn-launch", CREATED)]
+
+
+@pytest.mark.parametrize(("state", "existing", "effects"), [
+    (job(), None, CREATE_EFFECTS),
+    (job(restart_count=1), trainjob("0"), [("delete", TRAINJOBS, "ns", "llm-workload", "tj-uid"), *CREATE_EFFECTS]),
+    (job(), trainjob(), [
+        ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadAdopted", ADOPTED), ["workloadRef"]),
+        ("event", "WorkloadAdopted", "Normal", "crefn-launch", ADOPTED)]),
+    (job(), trainjob(owner_uid="someone-else"), [
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", FOREIGN), ["failureLog"]),
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", FOREIGN)]),
+    (job(train_job=False), None, [
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", NO_TYPE), ["failureLog"]),
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", NO_TYPE)]),
+    (job(), trainjob(terminating=True), [("wait", "TrainJob llm-workload is still terminating")]),
+    (job(annotations={"crefn.dev/restart-not-before": LATER}), None, [
+        ("wait", "restart grace not over: next TrainJob not before 2026-11-30T12:00:10+00:00")]),
+    (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:00:00Z"}), None, CREATE_EFFECTS),
+    (job(conditions=[cond("InProgress", "True", "WorkloadRestarting")], restart_count=1), None, [
+        ("wait", "restart recorded, its grace period not yet written")]),
+], ids=["create", "stale-attempt", "adopt", "collision", "no-trainjob", "terminating", "grace", "grace-ends-now",
+        "restart-annotation-pending"])
+def test_launch_effects(state: JobState, existing: dict[str, Any] | None, effects: list[tuple[Any, ...]]) -> None:
+    """What each launch applies, in order: the status write records `workloadRef` with
+    `InProgress`/`WorkloadCreated` or `WorkloadAdopted`, or fails the Job with its failure log; the
+    Event of the flip comes from `crefn-launch`; a wait says what it waits for (the 503's reason)."""
+    observed = LaunchObserved(state, existing, capture=Capture((), None))
+    assert effects_of(decide_launch(observed, Settings(), NOW, "launch", None)) == effects
+
+
+@pytest.mark.parametrize(("state", "reason"), [
+    (job(workload_ref=True), "Job ns/llm already has its workload"),
+    (job(conditions=[cond("Succeeded", "True", "WorkloadCompleted")]), "Job ns/llm is terminal"),
+], ids=["has-workload", "terminal"])
+def test_a_launch_that_is_not_needed_says_why(state: JobState, reason: str) -> None:
+    plan = decide_launch(LaunchObserved(state, None), Settings(), NOW, "launch", None)
+    assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+
+
+def test_the_workload_created_event_tells_a_creation_from_an_adoption() -> None:
+    created = decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", None)
+    adopted = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
+    assert created.reply_to_created is not None and adopted.reply is not None
+    for reply, was_adopted in ((created.reply_to_created(trainjob()), False), (adopted.reply, True)):
+        assert (reply.type, reply.source) == ("dev.crefn.workload.created", "/crefn/launch")
+        data = reply.data.model_dump(by_alias=True)
+        assert (data["adopted"], data["attempt"], data["workload"]["name"], data["workload"]["uid"]) == (
+            was_adopted, 0, "llm-workload", "tj-uid")
+
+
+def test_a_refused_create_is_a_warning_and_a_retry() -> None:
+    """A create the API refuses records a Warning Event named by the error and waits (retried), so the
+    Job is never failed for it."""
+    plan = decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    assert create.refused is not None
+    refused = "Failed to create TrainJob/llm-workload: quota exceeded"
+    assert effects_of(Plan(create.refused("quota exceeded"))) == [
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", refused), ("wait", f"{refused} (retried)")]
+
+
+@pytest.mark.parametrize(("state", "existing", "creates_one"), [
+    (job(), None, True),
+    (job(restart_count=1), trainjob("0"), True),
+    (job(), trainjob(), False),
+    (job(restart_count=1), trainjob("0", terminating=True), False),
+    (job(), trainjob(owner_uid="someone-else"), False),
+], ids=["name-free", "earlier-attempt", "this-attempt", "earlier-attempt-terminating", "foreign"])
+def test_the_runtime_is_read_only_for_a_launch_that_creates(state: JobState, existing: dict[str, Any] | None,
+                                                             creates_one: bool) -> None:
+    assert creates(LaunchObserved(state, existing)) is creates_one
 
 CAUSE = Envelope(id="c1", type="dev.crefn.job.check", source="/crefn/resync",
                  traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate="vendor=1")
