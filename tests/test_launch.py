@@ -21,7 +21,14 @@ from functions.gateway import Gateway
 from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
 from functions.resources import TRAINING_RUNTIMES, TRAINJOBS, cre_jobs
 from functions.rules.jobs import JobState
-from functions.rules.launch import LaunchObserved, creates, decide_launch, replicated_jobs, with_pod_labels
+from functions.rules.launch import (
+    LaunchObserved,
+    can_only_fail,
+    creates,
+    decide_launch,
+    replicated_jobs,
+    with_pod_labels,
+)
 from functions.rules.pods import Capture
 from functions.settings import Settings
 from functions.transport import send
@@ -81,7 +88,8 @@ def effects_of(plan: Plan) -> list[tuple[Any, ...]]:
             seen.append(("delete", e.res, e.namespace, e.name, e.uid))
         elif isinstance(e, WriteStatus):
             (true,) = [(c["type"], c["reason"], c["message"]) for c in e.status["conditions"] if c["status"] == "True"]
-            seen.append(("write", e.res, e.namespace, e.name, true, sorted(set(e.status) - {"conditions"})))
+            fields = {k: v["reason"] if k == "failureLog" else v for k, v in e.status.items() if k != "conditions"}
+            seen.append(("write", e.res, e.namespace, e.name, true, fields))
         elif isinstance(e, RecordEvent):
             seen.append(("event", e.body["reason"], e.body["type"], e.body["reportingInstance"], e.body["note"]))
         else:
@@ -95,8 +103,11 @@ CREATED = "Workload TrainJob/llm-workload created and is starting"
 ADOPTED = "Workload TrainJob/llm-workload adopted"
 FOREIGN = "TrainJob llm-workload already exists and is not owned by Job llm"
 NO_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
+REF = {"workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                       "namespace": "ns"}}
+LOG = {"failureLog": "PodNotFound"}
 CREATE_EFFECTS = [("create", TRAINJOBS, "ns", "llm-workload"),
-                  ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadCreated", CREATED), ["workloadRef"]),
+                  ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadCreated", CREATED), REF),
                   ("event", "WorkloadCreated", "Normal", "crefn-launch", CREATED)]
 
 
@@ -104,13 +115,13 @@ CREATE_EFFECTS = [("create", TRAINJOBS, "ns", "llm-workload"),
     (job(), None, CREATE_EFFECTS),
     (job(restart_count=1), trainjob("0"), [("delete", TRAINJOBS, "ns", "llm-workload", "tj-uid"), *CREATE_EFFECTS]),
     (job(), trainjob(), [
-        ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadAdopted", ADOPTED), ["workloadRef"]),
+        ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadAdopted", ADOPTED), REF),
         ("event", "WorkloadAdopted", "Normal", "crefn-launch", ADOPTED)]),
     (job(), trainjob(owner_uid="someone-else"), [
-        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", FOREIGN), ["failureLog"]),
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", FOREIGN), LOG),
         ("event", "WorkloadCreationError", "Warning", "crefn-launch", FOREIGN)]),
     (job(train_job=False), None, [
-        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", NO_TYPE), ["failureLog"]),
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", NO_TYPE), LOG),
         ("event", "WorkloadCreationError", "Warning", "crefn-launch", NO_TYPE)]),
     (job(), trainjob(terminating=True), [("wait", "TrainJob llm-workload is still terminating")]),
     (job(annotations={"crefn.dev/restart-not-before": LATER}), None, [
@@ -141,11 +152,16 @@ def test_the_workload_created_event_tells_a_creation_from_an_adoption() -> None:
     created = decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", None)
     adopted = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
     assert created.reply_to_created is not None and adopted.reply is not None
-    for reply, was_adopted in ((created.reply_to_created(trainjob()), False), (adopted.reply, True)):
-        assert (reply.type, reply.source) == ("dev.crefn.workload.created", "/crefn/launch")
+    read = trainjob()
+    read["metadata"]["resourceVersion"] = "42"
+    for reply, was_adopted in ((created.reply_to_created(read), False), (adopted.reply, True)):
+        assert (reply.type, reply.source, reply.subject) == ("dev.crefn.workload.created", "/crefn/launch", "ns/llm")
+        assert reply.extensions == {"namespace": "ns", "job": "llm", "partitionkey": "ns/llm"}
         data = reply.data.model_dump(by_alias=True)
-        assert (data["adopted"], data["attempt"], data["workload"]["name"], data["workload"]["uid"]) == (
-            was_adopted, 0, "llm-workload", "tj-uid")
+        assert (data["adopted"], data["attempt"], data["job"]) == (was_adopted, 0, {"name": "llm", "namespace": "ns"})
+        assert data["workload"] == {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                    "name": "llm-workload", "namespace": "ns", "uid": "tj-uid",
+                                    "resourceVersion": "42" if not was_adopted else "", "attempt": 0}
 
 
 def test_a_refused_create_is_a_warning_and_a_retry() -> None:
@@ -157,6 +173,19 @@ def test_a_refused_create_is_a_warning_and_a_retry() -> None:
     refused = "Failed to create TrainJob/llm-workload: quota exceeded"
     assert effects_of(Plan(create.refused("quota exceeded"))) == [
         ("event", "WorkloadCreationError", "Warning", "crefn-launch", refused), ("wait", f"{refused} (retried)")]
+
+
+@pytest.mark.parametrize(("state", "existing", "fails"), [
+    (job(train_job=False), None, True),
+    (job(), trainjob(owner_uid="someone-else"), True),
+    (job(), trainjob(owner_uid="someone-else", terminating=True), False),
+    (job(), None, False),
+    (job(), trainjob(), False),
+    (job(restart_count=1), trainjob("0"), False),
+], ids=["no-trainjob", "foreign", "foreign-terminating", "name-free", "this-attempt", "earlier-attempt"])
+def test_the_pods_are_read_only_for_a_launch_that_can_only_fail(state: JobState, existing: dict[str, Any] | None,
+                                                                fails: bool) -> None:
+    assert can_only_fail(LaunchObserved(state, existing)) is fails
 
 
 @pytest.mark.parametrize(("state", "existing", "creates_one"), [
