@@ -6,7 +6,7 @@ import pytest
 
 from events.emitted import WorkloadRef
 from events.types import TRAINJOB_API_VERSION, TRAINJOB_KIND
-from functions.rules.attempts import attempt_of, current_workload_ref, fnv32a, workload_name
+from functions.rules.attempts import attempt_of, current_workload_ref, fnv32a, is_recorded, workload_name
 from tests.support.helpers import job
 
 
@@ -53,3 +53,11 @@ def test_current_workload_ref(status: dict[str, object], name: str | None,
     ref = current_workload_ref(state.job) if name is None else current_workload_ref(state.job, name)
     want_name, want_ns, want_api, want_kind = expected
     assert ref == WorkloadRef(api_version=want_api, kind=want_kind, name=want_name, namespace=want_ns, attempt=3)
+
+
+@pytest.mark.parametrize(("attempt", "recorded"), [(None, False), (0, True), (1, True), (2, False), (3, False)],
+                         ids=["no-attempt", "older", "previous", "current", "newer"])
+def test_an_attempt_older_than_the_jobs_has_its_restart_recorded(attempt: int | None, recorded: bool) -> None:
+    workload = WorkloadRef(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND, name="llm-workload",
+                           namespace="ns", attempt=attempt)
+    assert is_recorded(job(restart_count=2).job, workload) is recorded

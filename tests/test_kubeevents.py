@@ -69,6 +69,28 @@ def test_event_names_follow_the_transition() -> None:
     assert first.body["metadata"]["name"].startswith("llm.")
 
 
+def test_each_flip_of_an_attempt_is_an_event_of_its_own() -> None:
+    """`WorkloadCreated` then `WorkloadFailed` in one attempt are two Events: the name of the second is
+    never taken by the first."""
+    created = transition_event(job(), condition("InProgress", "WorkloadCreated", "m"), NOW, "launch")
+    failed = transition_event(job("InProgress"), condition("Failed", "WorkloadFailed", "m"), NOW, "restart")
+    assert created and failed and created.body["metadata"]["name"] != failed.body["metadata"]["name"]
+
+
+def test_the_event_as_recorded() -> None:
+    """An events.k8s.io/v1 Event in the Job's namespace, `regarding` the Job, reported by the controller
+    and the function's instance."""
+    event = transition_event(job("InProgress"), condition("Failed", "WorkloadFailed", "exit 137"), NOW, "restart")
+    assert event is not None and event.namespace == "ml"
+    body = dict(event.body)
+    assert body.pop("metadata") == {"name": event.body["metadata"]["name"], "namespace": "ml"}
+    assert body == {"apiVersion": "events.k8s.io/v1", "kind": "Event", "eventTime": "2026-11-30T12:00:00.123456Z",
+                    "reportingController": "crefn.dev/controller", "reportingInstance": "crefn-restart",
+                    "action": "WorkloadFailed", "reason": "WorkloadFailed", "note": "exit 137", "type": "Warning",
+                    "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                                  "namespace": "ml", "uid": "job-uid"}}
+
+
 def test_action_events_are_warnings_named_by_their_message() -> None:
     a = action_event(job("InProgress"), "WorkloadCreationError", "Failed to create TrainJob/x: denied", NOW, "launch")
     b = action_event(job("InProgress"), "WorkloadCreationError", "Failed to create TrainJob/x: denied", NOW, "resync")

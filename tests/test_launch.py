@@ -16,11 +16,20 @@ from typing import Any
 
 import pytest
 
+from events.envelope import Envelope
 from functions.gateway import Gateway
-from functions.plan import Create, Delete, Plan, Wait
-from functions.resources import TRAINING_RUNTIMES, TRAINJOBS
+from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
+from functions.resources import TRAINING_RUNTIMES, TRAINJOBS, cre_jobs
 from functions.rules.jobs import JobState
-from functions.rules.launch import LaunchObserved, decide_launch, replicated_jobs, with_pod_labels
+from functions.rules.launch import (
+    LaunchObserved,
+    can_only_fail,
+    creates,
+    decide_launch,
+    replicated_jobs,
+    with_pod_labels,
+)
+from functions.rules.pods import Capture
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apiserver import LocalCluster
@@ -67,6 +76,165 @@ def test_an_earlier_attempt_is_deleted_by_its_uid() -> None:
     assert [(d.name, d.uid) for d in deletes] == [("llm-workload", "tj-uid")]
 
 
+
+def effects_of(plan: Plan) -> list[tuple[Any, ...]]:
+    """A plan's effects as an operator sees them applied: what is created or deleted where, the Job's
+    True condition and fields written, the Events recorded, and why it waits."""
+    seen: list[tuple[Any, ...]] = []
+    for e in plan.effects:
+        if isinstance(e, Create):
+            seen.append(("create", e.res, e.namespace, e.body["metadata"]["name"]))
+        elif isinstance(e, Delete):
+            seen.append(("delete", e.res, e.namespace, e.name, e.uid))
+        elif isinstance(e, WriteStatus):
+            (true,) = [(c["type"], c["reason"], c["message"]) for c in e.status["conditions"] if c["status"] == "True"]
+            fields = {k: v["reason"] if k == "failureLog" else v for k, v in e.status.items() if k != "conditions"}
+            seen.append(("write", e.res, e.namespace, e.name, true, fields))
+        elif isinstance(e, RecordEvent):
+            seen.append(("event", e.body["reason"], e.body["type"], e.body["reportingInstance"], e.body["note"]))
+        else:
+            assert isinstance(e, Wait)
+            seen.append(("wait", e.reason))
+    return seen
+
+
+JOBS_RES = cre_jobs("nvcre.nvidia.com")
+CREATED = "Workload TrainJob/llm-workload created and is starting"
+ADOPTED = "Workload TrainJob/llm-workload adopted"
+FOREIGN = "TrainJob llm-workload already exists and is not owned by Job llm"
+NO_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
+REF = {"workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                       "namespace": "ns"}}
+LOG = {"failureLog": "PodNotFound"}
+CREATE_EFFECTS = [("create", TRAINJOBS, "ns", "llm-workload"),
+                  ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadCreated", CREATED), REF),
+                  ("event", "WorkloadCreated", "Normal", "crefn-launch", CREATED)]
+
+
+@pytest.mark.parametrize(("state", "existing", "effects"), [
+    (job(), None, CREATE_EFFECTS),
+    (job(restart_count=1), trainjob("0"), [("delete", TRAINJOBS, "ns", "llm-workload", "tj-uid"), *CREATE_EFFECTS]),
+    (job(), trainjob(), [
+        ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadAdopted", ADOPTED), REF),
+        ("event", "WorkloadAdopted", "Normal", "crefn-launch", ADOPTED)]),
+    (job(), trainjob(owner_uid="someone-else"), [
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", FOREIGN), LOG),
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", FOREIGN)]),
+    (job(train_job=False), None, [
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", NO_TYPE), LOG),
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", NO_TYPE)]),
+    (job(), trainjob(terminating=True), [("wait", "TrainJob llm-workload is still terminating")]),
+    (job(annotations={"crefn.dev/restart-not-before": LATER}), None, [
+        ("wait", "restart grace not over: next TrainJob not before 2026-11-30T12:00:10+00:00")]),
+    (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:00:00Z"}), None, CREATE_EFFECTS),
+    (job(conditions=[cond("InProgress", "True", "WorkloadRestarting")], restart_count=1), None, [
+        ("wait", "restart recorded, its grace period not yet written")]),
+], ids=["create", "stale-attempt", "adopt", "collision", "no-trainjob", "terminating", "grace", "grace-ends-now",
+        "restart-annotation-pending"])
+def test_launch_effects(state: JobState, existing: dict[str, Any] | None, effects: list[tuple[Any, ...]]) -> None:
+    """What each launch applies, in order: the status write records `workloadRef` with
+    `InProgress`/`WorkloadCreated` or `WorkloadAdopted`, or fails the Job with its failure log; the
+    Event of the flip comes from `crefn-launch`; a wait says what it waits for (the 503's reason)."""
+    observed = LaunchObserved(state, existing, capture=Capture((), None))
+    assert effects_of(decide_launch(observed, Settings(), NOW, "launch", None)) == effects
+
+
+@pytest.mark.parametrize(("state", "reason"), [
+    (job(workload_ref=True), "Job ns/llm already has its workload"),
+    (job(conditions=[cond("Succeeded", "True", "WorkloadCompleted")]), "Job ns/llm is terminal"),
+], ids=["has-workload", "terminal"])
+def test_a_launch_that_is_not_needed_says_why(state: JobState, reason: str) -> None:
+    plan = decide_launch(LaunchObserved(state, None), Settings(), NOW, "launch", None)
+    assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+
+
+def test_the_workload_created_event_tells_a_creation_from_an_adoption() -> None:
+    created = decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", None)
+    adopted = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
+    assert created.reply_to_created is not None and adopted.reply is not None
+    read = trainjob()
+    read["metadata"]["resourceVersion"] = "42"
+    for reply, was_adopted in ((created.reply_to_created(read), False), (adopted.reply, True)):
+        assert (reply.type, reply.source, reply.subject) == ("dev.crefn.workload.created", "/crefn/launch", "ns/llm")
+        assert reply.extensions == {"namespace": "ns", "job": "llm", "partitionkey": "ns/llm"}
+        data = reply.data.model_dump(by_alias=True)
+        assert (data["adopted"], data["attempt"], data["job"]) == (was_adopted, 0, {"name": "llm", "namespace": "ns"})
+        assert data["workload"] == {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                    "name": "llm-workload", "namespace": "ns", "uid": "tj-uid",
+                                    "resourceVersion": "42" if not was_adopted else "", "attempt": 0}
+
+
+def test_a_refused_create_is_a_warning_and_a_retry() -> None:
+    """A create the API refuses records a Warning Event named by the error and waits (retried), so the
+    Job is never failed for it."""
+    plan = decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    assert create.refused is not None
+    refused = "Failed to create TrainJob/llm-workload: quota exceeded"
+    assert effects_of(Plan(create.refused("quota exceeded"))) == [
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", refused), ("wait", f"{refused} (retried)")]
+
+
+@pytest.mark.parametrize(("state", "existing", "fails"), [
+    (job(train_job=False), None, True),
+    (job(), trainjob(owner_uid="someone-else"), True),
+    (job(), trainjob(owner_uid="someone-else", terminating=True), False),
+    (job(), None, False),
+    (job(), trainjob(), False),
+    (job(restart_count=1), trainjob("0"), False),
+], ids=["no-trainjob", "foreign", "foreign-terminating", "name-free", "this-attempt", "earlier-attempt"])
+def test_the_pods_are_read_only_for_a_launch_that_can_only_fail(state: JobState, existing: dict[str, Any] | None,
+                                                                fails: bool) -> None:
+    assert can_only_fail(LaunchObserved(state, existing)) is fails
+
+
+@pytest.mark.parametrize(("state", "existing", "creates_one"), [
+    (job(), None, True),
+    (job(restart_count=1), trainjob("0"), True),
+    (job(), trainjob(), False),
+    (job(restart_count=1), trainjob("0", terminating=True), False),
+    (job(), trainjob(owner_uid="someone-else"), False),
+], ids=["name-free", "earlier-attempt", "this-attempt", "earlier-attempt-terminating", "foreign"])
+def test_the_runtime_is_read_only_for_a_launch_that_creates(state: JobState, existing: dict[str, Any] | None,
+                                                             creates_one: bool) -> None:
+    assert creates(LaunchObserved(state, existing)) is creates_one
+
+CAUSE = Envelope(id="c1", type="dev.crefn.job.check", source="/crefn/resync",
+                 traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate="vendor=1")
+
+
+@pytest.mark.parametrize(("state", "existing"), [
+    (job(), None),
+    (job(), trainjob()),
+    (job(restart_count=1), trainjob("0")),
+    (job(), trainjob(owner_uid="someone-else")),
+    (job(train_job=False), None),
+], ids=["create", "adopt", "stale-attempt", "collision", "no-trainjob"])
+def test_the_reply_carries_the_trace_context_of_its_cause(state: JobState, existing: dict[str, Any] | None) -> None:
+    """SPEC §4.2: `traceparent`/`tracestate` are copied from the input event, whether the reply is
+    `workload.created` (built from the created object) or the failure's `job.condition.changed`."""
+    plan = decide_launch(LaunchObserved(state, existing), Settings(), NOW, "launch", CAUSE)
+    reply = plan.reply_to_created(trainjob()) if plan.reply_to_created else plan.reply
+    assert reply is not None
+    assert (reply.traceparent, reply.tracestate) == (CAUSE.traceparent, "vendor=1")
+
+
+@pytest.mark.parametrize(("state", "existing", "would"), [
+    (job(), None, "create, writestatus, recordevent"),
+    (job(), trainjob(), "writestatus, recordevent"),
+    (job(restart_count=1), trainjob("0"), "delete, create, writestatus, recordevent"),
+    (job(), trainjob(terminating=True), "wait"),
+    (job(train_job=False), None, "writestatus, recordevent"),
+], ids=["create", "adopt", "stale-attempt", "terminating", "no-trainjob"])
+def test_observe_mode_does_nothing_and_says_what_it_would_do(state: JobState, existing: dict[str, Any] | None,
+                                                            would: str) -> None:
+    """`CREFN_MODE=observe` (SPEC §6.1): no write and no event; the 202 answer names the effects that
+    manage mode would apply, in order."""
+    plan = decide_launch(LaunchObserved(state, existing), Settings(mode="observe"), NOW, "launch", CAUSE)
+    assert (plan.effects, plan.reply, plan.reply_to_created) == ((), None, None)
+    assert plan.reason == f"observe mode: would {would}"
+
+
 def launch_action(plan: Plan) -> str:
     """The launch plan in the words of SPEC §5."""
     kinds = [type(e) for e in plan.effects]
@@ -88,9 +256,13 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     plan = decide_launch(LaunchObserved(job(restart_count=2), None), Settings(), NOW, "launch", None)
     (create,) = [e for e in plan.effects if isinstance(e, Create)]
     body = create.body
-    meta = body["metadata"]
-    assert meta["labels"]["crefn.dev/attempt"] == "2" and meta["labels"]["nvcre.nvidia.com/job"] == "llm"
-    assert meta["ownerReferences"][0]["uid"] == "job-uid" and meta["ownerReferences"][0]["controller"] is True
+    assert (body["apiVersion"], body["kind"]) == ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+    assert body["metadata"] == {
+        "name": "llm-workload", "namespace": "ns",
+        "labels": {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
+                   "crefn.dev/attempt": "2", "crefn.dev/managed": "true"},
+        "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                             "uid": "job-uid", "controller": True, "blockOwnerDeletion": True}]}
     assert body["spec"]["runtimeRef"] == {"name": "t"}
     (patch,) = body["spec"]["runtimePatches"]
     assert patch["manager"] == "crefn.dev/controller"
@@ -98,6 +270,16 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     assert node["name"] == "node"
     assert node["template"]["spec"]["template"]["metadata"]["labels"] == {
         "nvcre.nvidia.com/job": "llm", "crefn.dev/managed": "true", "crefn.dev/attempt": "2"}
+
+
+def test_the_training_runtimes_replicated_jobs_are_labelled_when_it_was_read() -> None:
+    """The replicatedJobs of the TrainJob's training runtime, as read, win over the guess from its name."""
+    observed = LaunchObserved(job(), None, runtime_jobs=("launcher", "trainer", "launcher"))
+    plan = decide_launch(observed, Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    (patch,) = create.body["spec"]["runtimePatches"]
+    assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
+        "launcher", "trainer"]
 
 
 @pytest.mark.parametrize(("spec", "names"), [

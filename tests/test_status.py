@@ -9,9 +9,13 @@ from typing import Any
 import pytest
 
 from events.emitted import WorkloadPhaseData
+from events.types import Phase
+from functions.errors import PermanentError
+from functions.plan import RecordEvent, WriteStatus
+from functions.resources import cre_jobs
 from functions.rules.status import decide_status
 from functions.transport import send
-from tests.support.helpers import NOW, job
+from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import phase_record
 
 
@@ -39,6 +43,46 @@ def test_status_conditions(phase: str, message: str, expected: tuple[str, str, s
     write, new = decided
     assert (new.type, new.reason, new.message) == expected
     assert ("workloadStartTime" in write.status) is (phase == "Running")
+    commit, event = write.effects
+    assert isinstance(commit, WriteStatus)
+    assert (commit.res, commit.status) == (cre_jobs("nvcre.nvidia.com"), write.status)
+    assert isinstance(event, RecordEvent) and event.body["reportingInstance"] == "crefn-status"
+
+
+@pytest.mark.parametrize(("phase", "conditions", "status"), [
+    ("Pending", [cond("InProgress", "True", "WorkloadPending", "Workload TrainJob/llm-workload is pending")], {}),
+    ("Running", [cond("InProgress", "True", "WorkloadRunning", "Workload TrainJob/llm-workload is running")],
+     {"workloadStartTime": EARLIER}),
+    ("Succeeded", [cond("Succeeded", "True", "WorkloadCompleted",
+                        "Workload TrainJob/llm-workload completed successfully")], {}),
+], ids=["pending", "running", "succeeded"])
+def test_a_phase_the_job_shows_already_writes_nothing(phase: str, conditions: list[dict[str, Any]],
+                                                      status: dict[str, Any]) -> None:
+    exclusive = [cond(t, "False", "NotApplicable") for t in ("InProgress", "Succeeded", "Failed")
+                 if t != conditions[0]["type"]]
+    state = job(conditions=conditions + exclusive, workload_ref=True, status=status)
+    assert decide_status(state, Phase(phase), "llm-workload", "", NOW, "nvcre.nvidia.com", "status") is None
+
+
+def test_a_running_job_without_its_start_time_gets_it_alone() -> None:
+    """The condition shows Running already: only `workloadStartTime` is written, no Event."""
+    running = cond("InProgress", "True", "WorkloadRunning", "Workload TrainJob/llm-workload is running")
+    siblings = [cond(t, "False", "NotApplicable") for t in ("Succeeded", "Failed")]
+    state = job(conditions=[running, *siblings], workload_ref=True)
+    decided = decide_status(state, Phase.RUNNING, "llm-workload", "", NOW, "nvcre.nvidia.com", "status")
+    assert isinstance(decided, tuple)
+    write, true = decided
+    assert write.status == {"workloadStartTime": "2026-11-30T12:00:00Z"}
+    (commit,) = write.effects
+    assert isinstance(commit, WriteStatus)
+    assert (commit.res, commit.status) == (cre_jobs("nvcre.nvidia.com"), write.status)
+    assert true is not None and true.reason == "WorkloadRunning"
+
+
+def test_a_failed_phase_is_refused_naming_the_function_that_decides_it() -> None:
+    with pytest.raises(PermanentError) as raised:
+        decide_status(job(workload_ref=True), Phase.FAILED, "llm-workload", "", NOW, "nvcre.nvidia.com", "status")
+    assert str(raised.value) == "phase Failed is handled by the restart function"
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:

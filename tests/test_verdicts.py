@@ -10,9 +10,10 @@ import pytest
 
 from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
+from functions.resources import cre_jobs
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.verdicts import condition_write, failed_nodes, group_nodes
+from functions.rules.verdicts import condition_write, failed_nodes, group_nodes, independent_write
 from tests.support.helpers import annotate_nodes
 from tests.support.world import JOBS, make_world
 
@@ -73,6 +74,67 @@ def test_condition_write_without_a_flip_records_no_event_and_nothing_is_none() -
     extra_only = condition_write(state, condition("InProgress", "WorkloadRunning", "m"), NOW, GROUP, "status",
                                  {"workloadStartTime": "2026-11-30T12:00:00Z"})
     assert extra_only is not None and extra_only.status == {"workloadStartTime": "2026-11-30T12:00:00Z"}
+
+
+def with_condition(status: str | None) -> JobState:
+    """A Job whose `HardwareFailed` is `status` (None: it has none yet)."""
+    state = job(running=True)
+    if status is None:
+        return state
+    extra = {"type": "HardwareFailed", "status": status, "reason": "XidError", "message": "xid 79",
+             "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"}
+    return parse_job({**state.raw, "status": {**state.raw["status"],
+                                              "conditions": [*state.conditions, extra]}}, GROUP)
+
+
+@pytest.mark.parametrize(("before", "status", "normal_event", "event"), [
+    (None, True, False, ("XidError", "Warning")),
+    ("False", True, False, ("XidError", "Warning")),
+    (None, False, True, ("XidError", "Normal")),
+    (None, False, False, None),
+    ("True", False, True, None),
+], ids=["first-true", "flip-to-true", "first-false-normal", "first-false-quiet", "flip-to-false"])
+def test_an_independent_condition_is_written_with_the_event_of_its_flip(
+        before: str | None, status: bool, normal_event: bool, event: tuple[str, str] | None) -> None:
+    """`HardwareFailed` set on the read resourceVersion, the exclusive set kept; a Warning on the flip to
+    True, a Normal one only on a first False write that asks for it (CRE's `ThresholdsMet`)."""
+    state = with_condition(before)
+    message = "xid 79" if status else "healthy"
+    write = independent_write(state, "HardwareFailed", status, "XidError", message, NOW, GROUP, "nodehealth",
+                              {"failedNodes": []}, normal_event=normal_event)
+    assert write is not None
+    (mine,) = [c for c in write.status["conditions"] if c["type"] == "HardwareFailed"]
+    assert (mine["status"], mine["reason"], mine["message"]) == ("True" if status else "False", "XidError", message)
+    assert [c for c in write.status["conditions"] if c["type"] != "HardwareFailed"] == state.conditions[:3]
+    assert write.status["failedNodes"] == []
+    commit, *events = write.effects
+    assert isinstance(commit, WriteStatus)
+    assert (commit.res, commit.name, commit.resource_version, commit.status) == (
+        cre_jobs(GROUP), "llm", "42", write.status)
+    recorded = [(e.body["reason"], e.body["type"]) for e in events if isinstance(e, RecordEvent)]
+    assert recorded == ([event] if event else [])
+    for e in events:
+        assert isinstance(e, RecordEvent)
+        assert (e.body["note"], e.body["reportingInstance"]) == (message, "crefn-nodehealth")
+        assert e.body["metadata"]["name"].startswith("llm.")
+
+
+def test_an_independent_condition_that_says_so_already_is_not_written() -> None:
+    state = with_condition("True")
+    assert independent_write(state, "HardwareFailed", True, "XidError", "xid 79", NOW, GROUP, "nodehealth") is None
+    write = independent_write(state, "HardwareFailed", True, "XidError", "xid 79", NOW, GROUP, "nodehealth",
+                              {"failedNodes": []})
+    assert write is not None and write.status == {"failedNodes": []} and len(write.effects) == 1
+
+
+def test_each_reason_of_an_independent_condition_is_an_event_of_its_own() -> None:
+    state = with_condition(None)
+    names = set()
+    for reason in ("XidError", "ThresholdViolation"):
+        write = independent_write(state, "HardwareFailed", True, reason, "m", NOW, GROUP, "nodehealth")
+        assert write is not None and isinstance(write.effects[1], RecordEvent)
+        names.add(write.effects[1].body["metadata"]["name"])
+    assert len(names) == 2
 
 
 def test_first_attribution_wins_and_a_deleted_workload_attributes_nodes(functions: Callable[..., dict[str, str]],
