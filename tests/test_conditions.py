@@ -9,7 +9,7 @@ import pytest
 
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS
-from functions.rules.conditions import condition, decide_conditions, is_terminal, true_exclusive
+from functions.rules.conditions import condition, decide_conditions, decide_independent, is_terminal, true_exclusive
 from functions.transport import send
 from tests.support.helpers import EARLIER, NOW, cond
 from tests.support.world import JOBS, make_world
@@ -87,3 +87,42 @@ def test_a_dual_true_job_reads_failed(functions: Callable[..., dict[str, str]], 
     answer = send(urls["launch"], world.job_record())
     assert (answer.status, answer.text) == (202, "")  # terminal: Failed wins over InProgress
     assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
+
+
+HW = "HardwareFailed"
+OTHERS = [cond("InProgress", "True", "WorkloadRunning"), cond("Succeeded", "False", "NotApplicable")]
+
+
+def independent(status: str, reason: str = "HardwareFailureDetected", message: str = "gpu-1 unhealthy", gen: int = 1,
+                ltt: str = EARLIER) -> dict[str, Any]:
+    return {"type": HW, "status": status, "reason": reason, "message": message, "observedGeneration": gen,
+            "lastTransitionTime": ltt}
+
+
+NOW_TEXT = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(("current", "want", "written"), [
+    pytest.param(OTHERS, (True, "HardwareFailureDetected", "gpu-1 unhealthy", 1),
+                 [*OTHERS, independent("True", ltt=NOW_TEXT)], id="first-write-appended"),
+    pytest.param([independent("True"), *OTHERS], (True, "HardwareFailureDetected", "gpu-1 unhealthy", 1), None,
+                 id="same-says-nothing"),
+    pytest.param([independent("True"), *OTHERS], (True, "HardwareFailureDetected", "gpu-2 unhealthy", 1),
+                 [independent("True", message="gpu-2 unhealthy"), *OTHERS], id="message-keeps-its-time"),
+    pytest.param([independent("True"), *OTHERS], (True, "HardwareFailureDetected", "gpu-1 unhealthy", 2),
+                 [independent("True", gen=2), *OTHERS], id="generation-keeps-its-time"),
+    pytest.param([*OTHERS, independent("True")], (False, "NodesHealthy", "", 1),
+                 [*OTHERS, independent("False", "NodesHealthy", "", ltt=NOW_TEXT)], id="flip-in-place"),
+    pytest.param([{"type": HW, "status": "True"}, *OTHERS], (True, "", "", 1),
+                 [independent("True", "", "", ltt=NOW_TEXT), *OTHERS], id="missing-fields-are-written"),
+    pytest.param([{"type": HW, "status": "True", "reason": "", "message": "", "lastTransitionTime": EARLIER}],
+                 (True, "", "", 1), [independent("True", "", "")], id="missing-generation-is-written"),
+    pytest.param([{"type": HW, "status": "True", "observedGeneration": 1, "lastTransitionTime": EARLIER}],
+                 (True, "", "", 1), None, id="missing-texts-read-as-empty"),
+])
+def test_an_independent_condition_is_set_in_place(current: list[dict[str, Any]], want: tuple[bool, str, str, int],
+                                                  written: list[dict[str, Any]] | None) -> None:
+    """`HardwareFailed` or `ValidationFailed` set beside the exclusive set: written in its place (appended the
+    first time), its transition time kept unless the status flips, nothing when it says so already."""
+    status, reason, message, gen = want
+    assert decide_independent(current, gen, HW, status, reason, message, NOW) == written
