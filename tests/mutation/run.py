@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
@@ -58,9 +60,9 @@ def mutmut(args: list[str], log: Path, jobs: int, env: dict[str, str], title: st
     print(f"[mutation] {title}: {progress} in {time.monotonic() - started:.0f} s (output: {log})", flush=True)
 
 
-def main() -> int:
-    jobs, sample, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    again = sys.argv[4:] == ["again"]
+@contextmanager
+def shared_cluster() -> Iterator[dict[str, str]]:
+    """The environment of mutmut's runs, with the API server they share running."""
     cluster_dir = Path(tempfile.mkdtemp(prefix="crefn-mutation-"))
     cluster = subprocess.Popen([sys.executable, "-m", "tests.mutation.cluster", str(cluster_dir)])
     try:
@@ -69,19 +71,25 @@ def main() -> int:
             if cluster.poll() is not None or time.monotonic() > deadline:
                 sys.exit("[mutation] the API server did not start")
             time.sleep(0.5)
-        env = {**os.environ, "CREFN_TEST_CLUSTER": str(cluster_dir), "CREFN_TEST_IN_PROCESS": "1",
+        yield {**os.environ, "CREFN_TEST_CLUSTER": str(cluster_dir), "CREFN_TEST_IN_PROCESS": "1",
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        Path("mutants").mkdir(exist_ok=True)
-        if again:
-            mutmut(left(), Path("mutants/again.log"), jobs, env, "the mutants left")
-            return subprocess.run([sys.executable, "-m", "tests.mutation.report"]).returncode
-        mutmut(["functions.rules.*"], Path("mutants/rules.log"), jobs, env, "rules")
-        chosen = draw("functions.handlers.*", sample, seed)
-        mutmut(chosen, Path("mutants/handlers.log"), jobs, env,
-               f"handlers ({len(chosen)} of {len(names('functions.handlers.*'))}, seed {seed})")
     finally:
         cluster.send_signal(signal.SIGTERM)
         cluster.wait(timeout=60)
+
+
+def main() -> int:
+    jobs, sample, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    again = sys.argv[4:] == ["again"]
+    Path("mutants").mkdir(exist_ok=True)
+    with shared_cluster() as env:
+        if again:
+            mutmut(left(), Path("mutants/again.log"), jobs, env, "the mutants left")
+        else:
+            mutmut(["functions.rules.*"], Path("mutants/rules.log"), jobs, env, "rules")
+            chosen = draw("functions.handlers.*", sample, seed)
+            mutmut(chosen, Path("mutants/handlers.log"), jobs, env,
+                   f"handlers ({len(chosen)} of {len(names('functions.handlers.*'))}, seed {seed})")
     return subprocess.run([sys.executable, "-m", "tests.mutation.report"]).returncode
 
 
