@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,8 +38,20 @@ PROGRESS = re.compile(r"(\d+/\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d
 
 def mutmut(args: list[str], log: Path, jobs: int, env: dict[str, str], title: str) -> None:
     """Run `mutmut run` to its end, its output to `log`, a progress line every 30 s; exit 1 if it fails."""
-    started = last = time.monotonic()
-    progress = ""
+    started = time.monotonic()
+    progress = ["preparing"]
+    running = threading.Event()
+    running.set()
+
+    def tick() -> None:
+        due = 30.0
+        while running.is_set():
+            time.sleep(1)
+            if (elapsed := time.monotonic() - started) >= due:
+                due += 30
+                print(f"[mutation] {title}: {progress[0]} ({elapsed:.0f} s)", flush=True)
+
+    threading.Thread(target=tick, daemon=True).start()
     with log.open("w") as out, subprocess.Popen(
             [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(jobs), *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True) as proc:
@@ -46,18 +59,17 @@ def mutmut(args: list[str], log: Path, jobs: int, env: dict[str, str], title: st
         buffer = ""
         while chunk := proc.stdout.read(256):
             out.write(chunk)
-            buffer = (buffer + chunk)[-4000:]
-            if found := PROGRESS.findall(buffer):
-                done, killed, no_tests, timeout, _, survived, _, typed = found[-1]
-                progress = (f"{done} done: {killed} killed, {typed} refused by mypy, {survived} survived, "
-                            f"{no_tests} reached by no test, {timeout} timed out")
-            if time.monotonic() - last >= 30:
-                last = time.monotonic()
-                print(f"[mutation] {title}: {progress or 'preparing'} ({last - started:.0f} s)", flush=True)
+            *lines, buffer = re.split(r"[\r\n]", buffer + chunk)  # the last piece may be a line cut short
+            for line in lines:
+                if found := PROGRESS.search(line):
+                    done, killed, no_tests, timeout, _, survived, _, typed = found.groups()
+                    progress[0] = (f"{done} done: {killed} killed, {typed} refused by mypy, {survived} survived, "
+                                   f"{no_tests} reached by no test, {timeout} timed out")
+    running.clear()
     if proc.returncode != 0:
         print("".join(log.read_text().splitlines(keepends=True)[-40:]))
         sys.exit(f"[mutation] {title}: mutmut failed ({proc.returncode}); its output: {log}")
-    print(f"[mutation] {title}: {progress} in {time.monotonic() - started:.0f} s (output: {log})", flush=True)
+    print(f"[mutation] {title}: {progress[0]} in {time.monotonic() - started:.0f} s (output: {log})", flush=True)
 
 
 @contextmanager
