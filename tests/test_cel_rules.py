@@ -226,3 +226,10 @@ def test_threads_share_the_compiled_expressions() -> None:
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_a_node_value_cel_cannot_hold_is_an_error_naming_it() -> None:
+    """An integer beyond int64 in the Node's JSON: the CEL library's reason, on one line, never a crash."""
+    with pytest.raises(CelError) as raised:
+        node_health("node.status.x == 1", {"status": {"x": 10**30}})
+    assert str(raised.value).startswith(f"Integer value '{10**30}' out of range")

@@ -228,3 +228,17 @@ def test_a_job_without_its_workload_recorded_gets_none_yet(functions: Callable[.
     create_job(gateway, namespace, goodput={"logProfileRef": "nemo"})
     assert send(functions()["measurements"], created_record(namespace)).status == 202
     assert gateway.get(GOODPUT, namespace, goodput_name("llm")) is None
+
+
+def test_the_bandwidth_resource_is_the_upstream_crds() -> None:
+    """Group, version, plural and kind as CRE's BandwidthMeasurement CRD declares them (the API path)."""
+    import yaml
+
+    from functions.rules.measurements import bandwidth_measurements
+    from localstack.apiserver import default_crd_dir
+
+    crd = yaml.safe_load((default_crd_dir() / "cre" / "nvcre.nvidia.com_bandwidthmeasurements.yaml").read_text())
+    res = bandwidth_measurements("nvcre.nvidia.com")
+    assert (res.group, res.plural, res.kind) == (crd["spec"]["group"], crd["spec"]["names"]["plural"],
+                                                 crd["spec"]["names"]["kind"])
+    assert res.version in [v["name"] for v in crd["spec"]["versions"]]

@@ -116,3 +116,24 @@ def test_mpi_launch_as_cre() -> None:
     assert args == ["--allow-run-as-root", "--mca", "plm_rsh_args",
                     "-o StrictHostKeyChecking=no -o ConnectionAttempts=10", "-x", "NCCL_DEBUG=INFO",
                     "-x", "NCCL_MNNVL_ENABLE=0", "-N", "8", "--bind-to", "none", "/bin/all_reduce_perf", "-b", "8"]
+
+
+@pytest.mark.parametrize(("timeout", "refused"), [("1s", False), ("24h", False), ("0s", True), ("-5m", True),
+                                                  ("soon", True)])
+def test_timeout_per_job_must_be_a_positive_duration(timeout: str, refused: bool) -> None:
+    spec = {"orchestration": {"timeoutPerJob": timeout}}
+    if not refused:
+        check_workflow_fields(spec)
+        return
+    with pytest.raises(InvalidSpec) as raised:
+        check_workflow_fields(spec)
+    assert str(raised.value) == (f"spec.orchestration.timeoutPerJob: {timeout!r} is not a positive duration "
+                                 "(e.g. 30m, 24h)")
+
+
+def test_a_nic_resource_needs_its_count_per_node() -> None:
+    with pytest.raises(InvalidSpec) as raised:
+        check_workflow_fields({"nicResourceName": "nvidia.com/mlnx"})
+    assert str(raised.value) == ("spec.nicResourceName needs spec.mlnxPerNode (the count per node): it cannot be "
+                                 "detected from the GPU architecture here")
+    check_workflow_fields({"nicResourceName": "nvidia.com/mlnx", "mlnxPerNode": 4})
