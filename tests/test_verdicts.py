@@ -159,3 +159,23 @@ def test_first_attribution_wins_and_a_deleted_workload_attributes_nodes(function
     world.settle()
     assert world.final("hw")[:2] == ("Failed", "WorkloadFailed")
     assert world.job("hw")["status"]["failedNodes"] == earlier
+
+
+def test_a_flip_is_an_event_of_its_own_per_attempt_and_condition() -> None:
+    """The same reason in another attempt, or on the other independent condition, is another Event (a name
+    shared with an earlier one would be refused as taken, and the Event lost)."""
+    names = set()
+    for restarts in (0, 1):
+        for cond_type in ("HardwareFailed", "ValidationFailed"):
+            state = parse_job({**job(running=True).raw, "status": {**job(running=True).raw["status"],
+                                                                   "restartCount": restarts}}, GROUP)
+            write = independent_write(state, cond_type, True, "XidError", "m", NOW, GROUP, "nodehealth")
+            assert write is not None and isinstance(write.effects[1], RecordEvent)
+            names.add(write.effects[1].body["metadata"]["name"])
+    assert len(names) == 4
+
+
+def test_a_first_false_write_records_no_event_unless_asked() -> None:
+    write = independent_write(with_condition(None), "ValidationFailed", False, "ThresholdsMet", "ok", NOW, GROUP,
+                              "validate")
+    assert write is not None and [type(e) for e in write.effects] == [WriteStatus]
