@@ -361,14 +361,9 @@ def test_only_pods_of_the_current_attempt_running_or_pending_count(world: Callab
 
 def test_one_node_event_answers_for_one_job_the_tick_for_the_next(world: Callable[..., World]) -> None:
     w = world()
-    monitored(w, name="llm")
-    monitored(w, name="llm2")
-    node = node_name(w, "shared")
-    place(w, "llm-p", node)
-    place(w, "llm2-p", node, job_name="llm2")
-    w.settle()
-    w.gw.patch(NODES, None, node, {"spec": {"unschedulable": True}})
-    node_changed(w, node)
+    node, record = two_jobs_on_a_node(w)
+    w.broker.publish(record)
+    w.broker.drain()
     assert hardware(w, "llm") is not None and hardware(w, "llm2") is None
     assert [r["job"]["name"] for r in hardware_replies(w)] == ["llm"]
     w.tick(rounds=1)
