@@ -111,7 +111,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from functions import replay
 
     return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed,
-                       args.fresh_ids)
+                       args.fresh_ids, args.token_file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -168,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--structured", action="store_true", help="structured mode instead of binary")
     rep.add_argument("--seed", type=int, default=0, help="seed of the shuffle")
     rep.add_argument("--fresh-ids", action="store_true", help="give every send a new id (default: the recorded one)")
+    rep.add_argument("--token-file", help="send the OIDC token in this file as Authorization: Bearer (read for "
+                     "every event; e.g. from `kubectl create token ... --audience ...`)")
     rep.set_defaults(func=cmd_replay)
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.

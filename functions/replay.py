@@ -6,10 +6,11 @@ format (`specversion`, `id`, `type`, ... and `data` or `data_base64` at the top 
 `--rate` events per second; `--duplicate` sends every event twice with the same id (what a Knative
 redelivery looks like); `--shuffle-window K` shuffles events within consecutive windows of K
 (reordering, seeded, repeatable). Events keep their recorded ids; `--fresh-ids` gives each send a
-new one instead (as a source does for every change). A torn last line (its writer stopped mid-write)
-is skipped with a warning. Prints a summary of the answers; exits 1 when any event
-was rejected (an answer that is neither accepted nor a transient 409/429/503), 0 otherwise; exits 2
-when the recording cannot be read.
+new one instead (as a source does for every change). `--token-file` sends the OIDC token in that file
+as `Authorization: Bearer` (a Broker behind an EventPolicy wants one), read again for every event. A
+torn last line (its writer stopped mid-write) is skipped with a warning. Prints a summary of the
+answers; exits 1 when any event was rejected (an answer that is neither accepted nor a transient
+409/429/503), 0 otherwise; exits 2 when the recording or the token file cannot be read.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from functions.errors import Unavailable
+from functions.errors import TemporaryError
 from functions.journal import read_lines
-from functions.transport import Answer, send
+from functions.transport import Answer, bearer, send
 
 
 def read_recording(path: Path, warn: TextIO = sys.stderr) -> list[dict[str, Any]]:
@@ -79,7 +80,7 @@ def arrange(records: list[dict[str, Any]], duplicate: bool = False, shuffle_wind
 
 def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: bool = False,
            shuffle_window: int = 0, structured: bool = False, seed: int = 0,
-           out: TextIO = sys.stdout, fresh_ids: bool = False) -> Counter[int]:
+           out: TextIO = sys.stdout, fresh_ids: bool = False, token_file: str | None = None) -> Counter[int]:
     answers: Counter[int] = Counter()
     total = len(records) * (2 if duplicate else 1)
     started = time.monotonic()
@@ -87,8 +88,9 @@ def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: 
         if rate > 0:
             time.sleep(max(0.0, started + i / rate - time.monotonic()))
         try:
-            answer = send(url, fresh_id(record) if fresh_ids else record, structured=structured)
-        except Unavailable as e:
+            answer = send(url, fresh_id(record) if fresh_ids else record, structured=structured,
+                          token_file=token_file)
+        except TemporaryError as e:  # the peer unreachable, or the token file unreadable since the start
             answer = Answer.unreachable(e)
         answers[answer.status] += 1
         if not answer.accepted:
@@ -107,13 +109,15 @@ def rejected(answers: Counter[int]) -> int:
 
 
 def main(path: str, url: str, rate: float, duplicate: bool, shuffle_window: int, structured: bool, seed: int,
-         fresh_ids: bool = False) -> int:
+         fresh_ids: bool = False, token_file: str | None = None) -> int:
     try:
         records = read_recording(Path(path))
-    except (OSError, ValueError) as e:
+        bearer(token_file)  # a token file that cannot be read fails every send: say so once, send nothing
+    except (OSError, ValueError, TemporaryError) as e:
         print(f"cre-fn replay: {e}", file=sys.stderr)
         return 2
-    answers = replay(records, url, rate, duplicate, shuffle_window, structured, seed, fresh_ids=fresh_ids)
+    answers = replay(records, url, rate, duplicate, shuffle_window, structured, seed, fresh_ids=fresh_ids,
+                     token_file=token_file)
     summary = ", ".join(f"{n}x{status}" for status, n in sorted(answers.items()))
     bad = rejected(answers)
     print(f"replayed {sum(answers.values())} events to {url}: {summary}; {bad} rejected")

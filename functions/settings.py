@@ -35,6 +35,10 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("CREFN_KUBECONFIG", "KUBECONFIG")
     )
     k_sink: str | None = Field(default=None, validation_alias=AliasChoices("CREFN_K_SINK", "K_SINK"))
+    oidc_token_path: str | None = None
+    """A file holding an OIDC token (a projected ServiceAccount token for the Broker's audience), sent as
+    `Authorization: Bearer` with every event posted to `K_SINK`. Read at each send: the kubelet rotates it.
+    Unset: no header."""
     kube_timeout_seconds: float = Field(default=10.0, gt=0)
     default_timeout_per_job: timedelta | None = None
     """A Go duration (`24h`); the bound of a Job without the annotation `crefn.dev/timeout-per-job`."""

@@ -15,7 +15,8 @@
 - The outbound HTTP client. `post()` for raw answers (replay counts them), `deliver()` for a
   CloudEvent that must be accepted (`K_SINK`, a CloudEvents alert sink) and `post_json()` for the
   alert sinks' JSON APIs; answers that are not accepted become the errors of `functions.errors` by
-  `error_for()`, the HTTP twin of the gateway's table.
+  `error_for()`, the HTTP twin of the gateway's table. A CloudEvent sent with a token file carries
+  `Authorization: Bearer` (Knative's OIDC sender identity), the file read at each send (`bearer()`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from cloudevents import exceptions as ce_exceptions
@@ -443,10 +445,30 @@ def post(url: str, headers: Mapping[str, str], body: bytes, timeout: float = 30)
         raise Unavailable(f"{url} answered incompletely: {type(e).__name__}") from e
 
 
-def send(url: str, event: Record | Outbound, structured: bool = False, timeout: float = 30) -> Answer:
-    """POST one CloudEvent; the answer whatever its status."""
+def send(url: str, event: Record | Outbound, structured: bool = False, timeout: float = 30,
+         token_file: str | None = None) -> Answer:
+    """POST one CloudEvent, with the token of `token_file` if given; the answer whatever its status."""
     headers, body = encode(event, structured)
-    return post(url, headers, body, timeout)
+    return post(url, {**headers, **bearer(token_file)}, body, timeout)
+
+
+def bearer(token_file: str | None) -> dict[str, str]:
+    """The `Authorization` header of the OIDC token in `token_file`, read now (a projected token is rotated
+    by the kubelet), or none without a file. TemporaryError, naming the file and never its content, when
+    it cannot be read or holds no token (one line of visible ASCII)."""
+    if not token_file:
+        return {}
+    try:
+        raw = Path(token_file).read_bytes()
+    except OSError as e:
+        raise TemporaryError(f"OIDC token file {token_file} cannot be read: {e.strerror or type(e).__name__}") \
+            from e
+    token = raw.strip()
+    if not token or not all(0x21 <= b <= 0x7E for b in token):
+        raise TemporaryError(f"OIDC token file {token_file} holds no token (want one line of visible ASCII, "
+                             f"got {len(raw)} bytes)")
+    return {"authorization": f"Bearer {token.decode()}"}
+
 
 
 def error_for(what: str, answer: Answer) -> CrefnError:
@@ -459,10 +481,11 @@ def error_for(what: str, answer: Answer) -> CrefnError:
     return PermanentError(f"{what}: answered {answer.status}: {one_line(answer.text, 200)}")
 
 
-def deliver(url: str, event: Record | Outbound, what: str = "", timeout: float = 10) -> Answer:
+def deliver(url: str, event: Record | Outbound, what: str = "", timeout: float = 10,
+            token_file: str | None = None) -> Answer:
     """POST one CloudEvent that must be accepted (2xx); otherwise the error its answer means."""
     try:
-        answer = send(url, event, timeout=timeout)
+        answer = send(url, event, timeout=timeout, token_file=token_file)
     except Unavailable as e:
         raise Unavailable(f"{what or 'sink'}: {e}") from e
     if not answer.accepted:

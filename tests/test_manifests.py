@@ -20,7 +20,7 @@ from events.types import EventType
 from functions import main
 from functions.registry import SERVED, TARGETS
 from functions.settings import Settings
-from localstack.manifests import KNATIVE, render
+from localstack.manifests import KNATIVE, render, service_account_user
 from localstack.manifests import OVERLAYS as STACK_OVERLAYS
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
@@ -29,7 +29,8 @@ CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"
               "PersistentVolumeClaim"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 MONITORING = "overlays/monitoring"
-OVERLAYS = (*STACK_OVERLAYS, MONITORING)
+OIDC = "overlays/oidc"
+OVERLAYS = (*STACK_OVERLAYS, MONITORING, OIDC)
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
 README = (Path(__file__).parents[1] / "README.md").read_text()
 
@@ -78,7 +79,8 @@ def test_renders_and_every_object_is_valid(overlay: str) -> None:
     assert docs
     for doc in docs:
         key = f"{doc['apiVersion']}/{doc['kind']}"
-        if (doc["kind"] in CORE_KINDS and "/" not in doc["apiVersion"]) or doc["apiVersion"].startswith("rbac."):
+        if (doc["kind"] in CORE_KINDS and "/" not in doc["apiVersion"]) or doc["apiVersion"].startswith(
+                ("rbac.", "networking.k8s.io/")):
             kubernetes_validate.validate(doc, "1.37.0", strict=True)
         elif key in UPSTREAM_KINDS:
             errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
@@ -431,3 +433,104 @@ def test_monitors_use_knatives_port_name_and_keep_the_job_gauges_labels() -> Non
             # nvcre_job_* carry the CRE Job's namespace and job: only the metrics pod's labels are honoured
             assert endpoint.get("honorLabels", False) == (monitor["metadata"]["name"] == "crefn-metrics")
     assert [r["metadata"]["name"] for r in of_kind(docs, "PrometheusRule")] == ["crefn"]
+
+
+# -- closed by default: cluster-local Services; the oidc overlay (EventPolicy, audiences, resync's token, NetworkPolicy)
+
+VISIBILITY = "networking.knative.dev/visibility"
+BROKER_AUDIENCE = "eventing.knative.dev/broker/crefn-system/crefn"
+"""Knative's audience of the Broker crefn: <group>/<kind>/<namespace>/<name>, lower case."""
+
+
+def env_of(service: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in service["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_service_is_cluster_local(overlay: str) -> None:
+    services = by_name(RENDERED[overlay], "Service")
+    assert "crefn-metrics" in services  # the one that names every managed Job
+    assert {name: s["metadata"]["labels"].get(VISIBILITY) for name, s in services.items()} == \
+        dict.fromkeys(services, "cluster-local")
+
+
+def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_resync() -> None:
+    docs = RENDERED[OIDC]
+    (policy,) = of_kind(docs, "EventPolicy")
+    assert policy["metadata"]["namespace"] == "crefn-system"
+    broker = {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker", "name": "crefn"}
+    assert policy["spec"]["to"] == [{"ref": broker}]
+    admitted = {(f["ref"]["apiVersion"], f["ref"]["kind"], f["ref"]["name"])
+                for f in policy["spec"]["from"] if "ref" in f}
+    senders = {(s["apiVersion"], s["kind"], s["metadata"]["name"]) for s in of_kind(docs, "ApiServerSource")
+               if s["spec"]["sink"]["ref"]["kind"] == "Broker"}
+    senders |= {(t["apiVersion"], t["kind"], t["metadata"]["name"]) for t in of_kind(docs, "Trigger")
+                if t["spec"]["broker"] == "crefn"}
+    assert len(senders) == len(of_kind(docs, "ApiServerSource")) + len(of_kind(docs, "Trigger"))  # all to crefn
+    assert admitted == senders
+    resync = by_name(docs, "Service")["crefn-resync"]["spec"]["template"]["spec"]["serviceAccountName"]
+    assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [service_account_user(resync)]
+    assert service_account_user(resync) == "system:serviceaccount:crefn-system:crefn-resync"
+    assert not of_kind(RENDERED["base"], "EventPolicy")
+
+
+def test_every_trigger_asks_for_a_token_for_its_subscriber_alone() -> None:
+    audiences = {t["metadata"]["name"]: (t["spec"]["subscriber"]["ref"]["name"], t["spec"]["subscriber"]["audience"])
+                 for t in of_kind(RENDERED[OIDC], "Trigger")}  # the name of its subscriber, its audience
+    assert audiences["crefn-phase-trainjobs"] == ("crefn-phase", "serving.knative.dev/service/crefn-system/crefn-phase")
+    assert {name: audience for name, (_, audience) in audiences.items()} == \
+        {name: f"serving.knative.dev/service/crefn-system/{subscriber}" for name, (subscriber, _) in audiences.items()}
+    assert all("audience" not in t["spec"]["subscriber"] for t in of_kind(RENDERED["base"], "Trigger"))
+
+
+def test_resync_sends_its_token_projected_for_the_brokers_audience() -> None:
+    docs = RENDERED[OIDC]
+    services = by_name(docs, "Service")
+    spec = services["crefn-resync"]["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    path = Path(env_of(services["crefn-resync"])["CREFN_OIDC_TOKEN_PATH"])
+    (mount,) = [m for m in container["volumeMounts"] if Path(m["mountPath"]) == path.parent]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert mount["readOnly"] is True
+    assert volume["projected"]["sources"] == [{"serviceAccountToken": {
+        "audience": BROKER_AUDIENCE, "expirationSeconds": 3600, "path": path.name}}]
+    (binding,) = of_kind(docs, "SinkBinding")  # K_SINK, where resync posts, is that Broker
+    assert binding["spec"]["subject"]["name"] == "crefn-resync"
+    assert binding["spec"]["sink"]["ref"] == {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker",
+                                              "name": "crefn"}
+    assert [name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)] == ["crefn-resync"]
+    assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], "Service").values())
+
+
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+
+
+def test_the_function_pods_take_connections_only_from_knative_and_monitoring() -> None:
+    import yaml
+
+    docs = RENDERED[OIDC]
+    (policy,) = of_kind(docs, "NetworkPolicy")
+    spec = policy["spec"]
+    assert all(selects(spec["podSelector"], {KNATIVE_POD_LABEL: name}) for name in by_name(docs, "Service"))
+    assert not selects(spec["podSelector"], {"app": "an-apiserversource-adapter"})  # no Knative Service's pod
+    assert spec["policyTypes"] == ["Ingress"]
+    admitted: dict[str, Any] = {}
+    for namespace in ("knative-eventing", "knative-serving", "kourier-system", "monitoring", "crefn-system", "default"):
+        for rule in spec["ingress"]:
+            for peer in rule["from"]:
+                labels = {NAMESPACE_LABEL: namespace}
+                if set(peer) == {"namespaceSelector"} and selects(peer["namespaceSelector"], labels):
+                    admitted[namespace] = [p["port"] for p in rule.get("ports", [])] or "every port"
+    assert admitted == {"knative-eventing": "every port", "knative-serving": "every port",
+                        "kourier-system": "every port", "monitoring": [8080]}
+    alone = yaml.safe_load((KNATIVE / "overlays" / "oidc" / "networkpolicy.yaml").read_text())
+    assert alone["metadata"]["namespace"] == "crefn-system"  # `kubectl apply -f` it without the overlay
+    assert not of_kind(RENDERED["base"], "NetworkPolicy")
+
+
+def test_readme_says_how_to_install_closed() -> None:
+    section = README.split("### Closed by default", 1)[1].split("\n#", 1)[0]
+    for needed in ("cluster-local", "authentication-oidc", "overlays/oidc", "EventPolicy", "CREFN_OIDC_TOKEN_PATH",
+                   "--token-file", "NetworkPolicy", "knative-eventing", "knative-serving", "kourier-system",
+                   "monitoring"):
+        assert needed in section, needed

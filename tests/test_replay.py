@@ -119,3 +119,26 @@ def test_dead_letters_recorded_to_the_file_replay_to_the_function_once_it_is_bac
     assert result.returncode == 0, result.stdout + result.stderr
     assert "replayed 2 events" in result.stdout and "2x200" in result.stdout
     assert "dead-letters.jsonl:3: skipped a torn last line" in result.stderr
+
+
+def test_replay_sends_the_token_file_as_bearer_and_nothing_when_it_cannot_be_read(tmp_path: Path) -> None:
+    from tests.support.helpers import Receiver
+
+    second = {**EVENT, "attributes": {**EVENT["attributes"], "id": "e2"}}
+    recording = write_jsonl(tmp_path / "in.jsonl", [EVENT, second])
+    token = tmp_path / "token"
+    token.write_text("replay.token.value\n")
+    absent = tmp_path / "absent"
+    sink = Receiver(default=202)
+    try:
+        plain = cli("replay", str(recording), "--to", sink.url)
+        with_token = cli("replay", str(recording), "--to", sink.url, "--token-file", str(token))
+        missing = cli("replay", str(recording), "--to", sink.url, "--token-file", str(absent))
+    finally:
+        sink.close()
+    assert plain.returncode == with_token.returncode == 0, plain.stdout + with_token.stdout
+    assert [h.get("authorization") for _, h, _ in sink.requests] == [
+        None, None, "Bearer replay.token.value", "Bearer replay.token.value"]
+    assert (missing.returncode, missing.stdout) == (2, "")  # said once, nothing sent
+    assert missing.stderr == f"cre-fn replay: OIDC token file {absent} cannot be read: No such file or directory\n"
+    assert "replay.token.value" not in with_token.stdout + with_token.stderr

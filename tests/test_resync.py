@@ -186,3 +186,54 @@ def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gatew
         assert answer_for(e) == 503 and "0 failed" not in str(e), str(e)
     finally:
         ctx.gateway.close()
+
+
+def test_a_tick_posts_with_the_oidc_token_read_at_each_send(serve: Callable[..., Any], cluster: LocalCluster,
+                                                            gateway: Gateway, namespace: str) -> None:
+    """Served as its ServiceAccount with CREFN_OIDC_TOKEN_PATH, resync posts to K_SINK with `Authorization:
+    Bearer` and the file's token, read again at each send (the kubelet rotates a projected token); without the
+    setting, no header. A file that cannot be read is a 503 naming it; the token is in no answer and no log."""
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from functions.resources import TRAINJOBS
+    from localstack.manifests import service_account_user
+    from tests.support.helpers import Receiver
+
+    in_step_job(gateway, namespace, "drifted")
+    gateway.delete(TRAINJOBS, namespace, "drifted-workload")  # drift: every tick sends this Job's event
+    folder = Path(tempfile.mkdtemp(prefix="oidc"))  # a short path: the 503's one line names it
+    token = folder / "token"
+    token.write_text("first.token.value\n")
+    sink = Receiver(default=202)
+    kubeconfig = str(cluster.kubeconfig_for(service_account_user("crefn-resync")))
+
+    def headers() -> list[str | None]:
+        """The Authorization header of each event sent for this test's Job."""
+        return [h.get("authorization") for _, h, body in sink.requests if json.loads(body)["job"]["name"] == "drifted"
+                and json.loads(body)["job"]["namespace"] == namespace]
+
+    try:
+        plain = serve("resync", CREFN_KUBECONFIG=kubeconfig, K_SINK=sink.url)
+        assert send(plain.url, ping()).status == 202
+        assert headers() == [None]
+        resync = serve("resync", CREFN_KUBECONFIG=kubeconfig, K_SINK=sink.url, CREFN_OIDC_TOKEN_PATH=str(token))
+        assert send(resync.url, ping()).status == 202
+        token.write_text("second.token.value")  # rotated
+        assert send(resync.url, ping()).status == 202
+        assert headers() == [None, "Bearer first.token.value", "Bearer second.token.value"]
+        token.unlink()
+        gone = send(resync.url, ping())
+        token.mkdir()
+        unreadable = send(resync.url, ping())
+        assert headers() == [None, "Bearer first.token.value", "Bearer second.token.value"]  # nothing sent without it
+    finally:
+        sink.close()
+        shutil.rmtree(folder)
+    assert gone.status == 503 and f"OIDC token file {token} cannot be read: No such file or directory" in gone.text
+    assert unreadable.status == 503 and f"OIDC token file {token} cannot be read: Is a directory" in unreadable.text
+    logged = resync.log_path.read_text() if resync.log_path and resync.log_path.exists() else ""
+    assert "cannot be read" in logged or not logged
+    assert "token.value" not in logged + gone.text + unreadable.text

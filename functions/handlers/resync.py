@@ -13,7 +13,8 @@ whose pods are scheduling-blocked (its grace runs out with no pod changing). A J
 bound has run out (`functions.rules.deadline`) gets `dev.crefn.job.deadline` instead, for `timeout`.
 Besides, a Job due for a clock-driven check (`functions.rules.checks`: node health while it runs,
 thresholds after it succeeded) gets `dev.crefn.job.check`, for `nodehealth` and `validate`.
-A Job in step costs nothing: in the steady state a tick sends no event. The events go to `K_SINK` (a SinkBinding).
+A Job in step costs nothing: in the steady state a tick sends no event. The events go to `K_SINK` (a SinkBinding),
+with the OIDC token of `CREFN_OIDC_TOKEN_PATH` when it is set (the `oidc` overlay projects one for the Broker).
 This is what makes lost, duplicated or reordered events harmless and what ends restart grace
 periods. Jobs are handled with bounded concurrency; one JSON summary line per tick; the answer is
 202, or 503 when some Job could not be handled (the tick is retried). A conflict on a Job's write is
@@ -151,12 +152,12 @@ def resync_job(raw: dict[str, Any], trainjobs: dict[tuple[str, str], dict[str, A
         if is_managed(state.job.metadata.labels, ctx.settings) and (due := checks_due(state)):
             data = JobCheckData(job=state.ref, attempt=state.job.status.restart_count, checks=due)
             deliver(sink, to_outbound(EventType.JOB_CHECK, FUNCTION, state.ref.namespace, state.ref.name, data, None),
-                    "K_SINK")
+                    "K_SINK", token_file=ctx.settings.oidc_token_path)
             sent = EventType.JOB_CHECK.value
         outcome = run(ctx, lambda: next(reads, None) or read(state, ctx), decide)
         if outcome.reply is None:
             return JobResult(name, event=sent)
-        deliver(sink, outcome.reply, "K_SINK")
+        deliver(sink, outcome.reply, "K_SINK", token_file=ctx.settings.oidc_token_path)
         return JobResult(name, event=outcome.reply.type)
     except NotYet:
         return JobResult(name)  # waiting (grace, terminating): a later tick retries

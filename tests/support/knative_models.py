@@ -3,13 +3,24 @@ with unknown fields forbidden (a typo is an error, not a silently ignored field)
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class OneOf(Strict):
+    """A union in Kubernetes' manner: exactly one of the fields `one_of` names is set."""
+
+    one_of: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def exactly_one(self) -> Self:
+        assert sum(getattr(self, field) is not None for field in self.one_of) == 1, f"exactly one of {self.one_of}"
+        return self
 
 
 class Meta(Strict):
@@ -29,6 +40,7 @@ class KRef(Strict):
 class Destination(Strict):
     ref: KRef | None = None
     uri: str | None = None
+    audience: str | None = None
 
 
 class Delivery(Strict):
@@ -55,12 +67,28 @@ class ClaimSource(Strict):
     readOnly: bool = False
 
 
-class Volume(Strict):
-    """The volume types Knative Serving allows that `knative/` uses: a PersistentVolumeClaim (behind
-    the `kubernetes.podspec-persistent-volume-claim` feature flag)."""
+class TokenProjection(Strict):
+    audience: str
+    expirationSeconds: int = Field(ge=600)
+    path: str = Field(pattern="^[^/]")
 
+
+class ProjectedSource(Strict):
+    serviceAccountToken: TokenProjection
+
+
+class Projected(Strict):
+    sources: list[ProjectedSource] = Field(min_length=1)
+
+
+class Volume(OneOf):
+    """The volume types Knative Serving allows that `knative/` uses: a PersistentVolumeClaim (behind
+    the `kubernetes.podspec-persistent-volume-claim` feature flag), or a projected ServiceAccount token."""
+
+    one_of = ("persistentVolumeClaim", "projected")
     name: str
-    persistentVolumeClaim: ClaimSource
+    persistentVolumeClaim: ClaimSource | None = None
+    projected: Projected | None = None
 
 
 class Container(Strict):
@@ -191,6 +219,32 @@ class SinkBinding(Strict):
     spec: SinkBindingSpec
 
 
+class PolicyFrom(OneOf):
+    one_of = ("ref", "sub")
+    ref: KRef | None = None
+    sub: str | None = Field(default=None, pattern=r"^[^*]*\*?$")
+    """A ServiceAccount's username; `*` only at the end (a prefix)."""
+
+
+class PolicyTo(Strict):
+    ref: KRef
+
+
+class EventPolicySpec(Strict):
+    to: list[PolicyTo] = Field(min_length=1)
+    from_: list[PolicyFrom] = Field(alias="from", min_length=1)
+
+
+class EventPolicy(Strict):
+    """eventing.knative.dev/v1alpha1 EventPolicy (its CRD is not among the upstream copies): what Knative's
+    webhook checks of the fields we set."""
+
+    apiVersion: Literal["eventing.knative.dev/v1alpha1"]
+    kind: Literal["EventPolicy"]
+    metadata: Meta
+    spec: EventPolicySpec
+
+
 KNATIVE_MODELS: dict[str, type[Strict]] = {
     "serving.knative.dev/v1/Service": KnativeService,
     "eventing.knative.dev/v1/Broker": Broker,
@@ -198,4 +252,5 @@ KNATIVE_MODELS: dict[str, type[Strict]] = {
     "sources.knative.dev/v1/ApiServerSource": ApiServerSource,
     "sources.knative.dev/v1/PingSource": PingSource,
     "sources.knative.dev/v1/SinkBinding": SinkBinding,
+    "eventing.knative.dev/v1alpha1/EventPolicy": EventPolicy,
 }
