@@ -10,6 +10,9 @@ FROM python:3.11-slim
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin crefn
 COPY --from=build /install /usr/local
 ENV PYTHONUNBUFFERED=1 PORT=8080 FUNCTION_SIGNATURE_TYPE=http
+# The Services run on a read-only root: gunicorn's worker heartbeat file (and any other temporary file) goes to
+# /dev/shm, the memory-backed tmpfs every container has; without a writable TMPDIR gunicorn exits at start-up.
+ENV TMPDIR=/dev/shm
 WORKDIR /app
 USER 10001
 EXPOSE 8080
