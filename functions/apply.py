@@ -103,7 +103,7 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
     elif isinstance(effect, Notify):
         done.reasons = [notify(configured_sinks(ctx.settings), effect.alerts)]
     elif isinstance(effect, Wait):
-        raise NotYet("; ".join([*done.reasons, effect.reason]))
+        raise NotYet("; ".join([*done.reasons, effect.reason]), effect.retry_after)
 
 
 def run(ctx: Context, read: Callable[[], Observed], decide: Callable[[Observed, Settings, Any], Plan]) -> Outcome:

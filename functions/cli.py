@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
-from functions.registry import TARGETS
+from functions.registry import RECORD, TARGETS
+from functions.settings import Settings
 
 MAIN = Path(__file__).with_name("main.py")
 DEV_STACK_MISSING = ("cre-fn {command}: the local dev stack is not installed (it lives in the source tree's "
@@ -82,9 +83,19 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from functions import deadletters
-
-    return deadletters.run(args.port, args.out, args.host, args.file)
+    """Serve the `record` target as the functions are served (functions-framework, one worker: the file
+    has one writer), the flags passed as its settings."""
+    if args.max_bytes <= 0 or args.keep < 0:
+        print("cre-fn record: --max-bytes must be positive and --keep at least 0", file=sys.stderr)
+        return 2
+    settings = {"CREFN_RECORD_FILE": args.file or "", "CREFN_RECORD_OUT": args.out,
+                "CREFN_RECORD_MAX_BYTES": str(args.max_bytes), "CREFN_RECORD_KEEP": str(args.keep)}
+    where = " and ".join(w for w in (args.file, args.out) if w)
+    print(f"recording CloudEvents on http://{args.host}:{args.port}/ to {where}", file=sys.stderr, flush=True)
+    argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", RECORD,
+            "--host", args.host, "--port", str(args.port)]
+    os.execve(sys.executable, argv, {**os.environ, **settings, "WORKERS": "1"})
+    return 0  # not reached
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
@@ -137,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.add_argument("--out", default="-", help="JSONL stream to append to (- for stdout, '' for none)")
     record.add_argument("--file", help="JSONL file to append to durably (fsynced before the answer; 503 when it "
                         "cannot be written)")
+    record.add_argument("--max-bytes", type=int, default=Settings.model_fields["record_max_bytes"].default,
+                        help="the file's cap: it is rotated (to FILE.1, ...) before a line would pass it")
+    record.add_argument("--keep", type=int, default=Settings.model_fields["record_keep"].default,
+                        help="rotated files kept; the oldest beyond them is dropped, counted and logged")
     record.set_defaults(func=cmd_record)
     dev = sub.add_parser("dev", help="the local stack and its demo (what `make run` runs)")
     dev.add_argument("--keep", action="store_true", help="keep the stack up; print KUBECONFIG= and BROKER=")

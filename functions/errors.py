@@ -7,10 +7,12 @@ class becomes is one table in `functions.transport` (`ANSWERS`), looked up by cl
 - `PermanentError`: bad input, wrong kind, a request the peer refuses for good (never retried).
 - `NotFound`: the object does not exist (callers decide what "gone" means; escaping, it is a 202).
 - `Conflict`: a stale resourceVersion or a failed precondition; `AlreadyExists` is one kind of it.
-- `Throttled`: the peer asked us to slow down (`retry_after` seconds when it said so).
+- `Throttled`: the peer asked us to slow down.
 - `Unavailable`: the peer is down, unreachable or answered 5xx.
 - `NotYet`: nothing is wrong, it is too early (restart grace, an object still terminating).
-The last four are `TemporaryError`s: Knative retries them with backoff.
+The last four are `TemporaryError`s: Knative retries them with backoff. One may know when to come
+back (`retry_after`, whole seconds: the end of a restart grace, a peer's own `Retry-After`); the
+answer then carries it as `Retry-After`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class PermanentError(CrefnError):
 
 
 class TooLarge(PermanentError):
-    """A request too large to read (the body over the transport's limit): never retried."""
+    """A request too large to read (the body over the transport's limit), or to keep (a dead letter
+    over the recorder's file cap): never retried."""
 
 
 class NotFound(CrefnError):
@@ -36,7 +39,11 @@ class NotFound(CrefnError):
 
 
 class TemporaryError(CrefnError):
-    """The event may succeed later."""
+    """The event may succeed later: `retry_after` seconds from now, when that is known (else None)."""
+
+    def __init__(self, message: str = "", retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Conflict(TemporaryError):
@@ -48,9 +55,7 @@ class AlreadyExists(Conflict):
 
 
 class Throttled(TemporaryError):
-    def __init__(self, message: str, retry_after: str = "") -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+    """The peer asked us to slow down (with its `Retry-After` seconds as `retry_after`, when it gave them)."""
 
 
 class Unavailable(TemporaryError):

@@ -8,6 +8,12 @@ What it relies on (POSIX):
   file is not supported (the deployed recorder is pinned to one pod on a ReadWriteOnce claim).
 - The file is opened for each append (`O_APPEND`, created when missing, its directory fsynced then),
   so a file moved away by rotation is never written again: the next append creates a new one.
+- With a cap (`max_bytes`) the file never holds more: a line that would take it past the cap first
+  rotates it (`<file>` → `<file>.1` → ... → `<file>.<keep>`, renames, the directory fsynced), and the
+  file past `<file>.<keep>`, the oldest, is dropped: its lines and bytes are reported (`dropped`, and
+  a `warn` line), never lost unsaid. A line longer than the cap alone is refused (`TooLarge`). Rotated
+  files end with a whole line (a torn one is cut before the rotation), so `cat <file>.<keep> ...
+  <file>.1 <file>` is the whole recording, oldest first.
 - A line is durable when `os.fsync` returns; only then does the caller answer 202.
 - A failed write (disk full, read-only, I/O error) is cut back to where the file ended, so no
   partial line stays behind, and raises `Unavailable` (503: the sender retries, nothing is lost).
@@ -18,6 +24,7 @@ What it relies on (POSIX):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import threading
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from functions.errors import Unavailable
+from functions.errors import TooLarge, Unavailable
 
 NEWLINE = b"\n"
 
@@ -40,28 +47,70 @@ class Lines:
 
 
 class Journal:
-    """Appends JSON lines to `path`, each one on disk before `append` returns."""
+    """Appends JSON lines to `path`, each one on disk before `append` returns; with `max_bytes`, rotated
+    before it would pass that size, `keep` rotated files kept, and the lines and bytes of an older one
+    reported to `dropped` as it goes."""
 
-    def __init__(self, path: Path, warn: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(self, path: Path, warn: Callable[[str], None] = lambda _: None, max_bytes: int | None = None,
+                 keep: int = 0, dropped: Callable[[int, int], None] = lambda lines, size: None) -> None:
         self.path = path
         self.warn = warn
+        self.max_bytes = max_bytes
+        self.keep = keep
+        self.dropped = dropped
         self._lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> int:
         """Write `record` as one line and fsync it; return the file's size in bytes afterwards."""
         line = json.dumps(record, separators=(",", ":")).encode() + NEWLINE
+        if self.max_bytes is not None and len(line) > self.max_bytes:
+            raise TooLarge(f"a record of {len(line)} bytes is over the cap of {self.path} ({self.max_bytes} bytes)")
         with self._lock:
+            if self.max_bytes is not None and (end := self._cut()) and end + len(line) > self.max_bytes:
+                self._rotate()
+            fd = self._open()
             try:
-                created = not self.path.exists()
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            except OSError as e:
-                raise Unavailable(f"cannot open {self.path}: {e.strerror or e}") from e
-            try:
-                if created:
-                    fsync_directory(self.path.parent)
                 return self._append(fd, line)
             finally:
                 os.close(fd)
+
+    def _open(self) -> int:
+        try:
+            created = not self.path.exists()
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise Unavailable(f"cannot open {self.path}: {e.strerror or e}") from e
+        if created:
+            fsync_directory(self.path.parent)
+        return fd
+
+    def _cut(self) -> int:
+        """The file's size once a torn last line is cut (0 when there is no file)."""
+        if not self.path.exists():
+            return 0
+        fd = self._open()
+        try:
+            return cut_torn_tail(fd, self.warn, self.path)
+        finally:
+            os.close(fd)
+
+    def _rotate(self) -> None:
+        """`<file>` → `<file>.1` → ... → `<file>.<keep>`; the one past `keep` (with keep 0, the file
+        itself) is dropped, its lines and bytes reported."""
+        chain = [self.path, *rotated(self.path, self.keep)]
+        try:
+            if chain[-1].exists():
+                lines, size = count_lines(chain[-1])
+                chain[-1].unlink()
+                self.warn(f"{self.path} reached its cap of {self.max_bytes} bytes: dropped {chain[-1]}, the oldest "
+                          f"past the {self.keep} rotated files kept, with its {lines} lines ({size} bytes)")
+                self.dropped(lines, size)
+            for newer, older in reversed(list(itertools.pairwise(chain))):
+                if newer.exists():
+                    os.replace(newer, older)
+        except OSError as e:
+            raise Unavailable(f"cannot rotate {self.path}: {e.strerror or e}") from e
+        fsync_directory(self.path.parent)
 
     def size(self) -> int:
         """The file's size in bytes (0 when it does not exist yet)."""
@@ -81,6 +130,21 @@ class Journal:
             undo(fd, start)
             raise Unavailable(f"cannot write {self.path}: {e.strerror or e}") from e
         return start + len(line)
+
+
+def rotated(path: Path, keep: int) -> list[Path]:
+    """The rotated files of `path`, newest first: `<path>.1` ... `<path>.<keep>`."""
+    return [path.with_name(f"{path.name}.{n}") for n in range(1, keep + 1)]
+
+
+def count_lines(path: Path) -> tuple[int, int]:
+    """The lines and bytes of a file, read a MiB at a time."""
+    lines = size = 0
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            lines += chunk.count(NEWLINE)
+            size += len(chunk)
+    return lines, size
 
 
 def cut_torn_tail(fd: int, warn: Callable[[str], None], path: Path) -> int:

@@ -5,12 +5,14 @@
 Each target is a plain HTTP function; the transport parses the CloudEvent and maps the outcome to
 Knative's retry API, and answers `GET /metrics` with the process's metrics. The `metrics` target
 handles no event: on `GET /metrics` it lists the managed Jobs (one paged LIST across namespaces) and
-answers with their state. Settings and the Kubernetes connection are built once per process, on the
-first request, never at import time. Importing this module loads functions-framework and nothing
-else: functions-framework imports it in gunicorn's arbiter, before it forks the worker, so whatever
-is imported here would be held twice. The transport, the settings and the target's own handler are
-imported by the worker on its first request, and only those: a process serving `phase` never loads
-the other handlers, nor the Kubernetes client, which only the gateway imports when a read needs it.
+answers with their state. The `record` target is the dead-letter recorder (`cre-fn record`,
+`functions.deadletters`): every CloudEvent kept, then 202. Settings and the Kubernetes connection
+are built once per process, on the first request, never at import time. Importing this module
+loads functions-framework and nothing else: functions-framework imports it in gunicorn's arbiter,
+before it forks the worker, so whatever is imported here would be held twice. The transport, the
+settings and the target's own handler are imported by the worker on its first request, and only
+those: a process serving `phase` never loads the other handlers, nor the Kubernetes client, which
+only the gateway imports when a read needs it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
-from functions.registry import HANDLERS, METRICS, SERVED
+from functions.registry import HANDLERS, METRICS, RECORD, SERVED
 
 if TYPE_CHECKING:
     from functions.context import Context
@@ -66,6 +68,11 @@ def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
 
     if name == METRICS:
         return lambda request: transport.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
+    if name == RECORD:
+        from functions import deadletters
+
+        recorder = deadletters.from_settings(ctx.settings)
+        return lambda request: transport.receive(request, recorder, deadletters.DEAD_LETTERS)
     from functions.registry import TARGETS
 
     target = TARGETS[name]
@@ -94,7 +101,7 @@ def serve(name: str) -> Callable[[Any], Any]:
 
 def __getattr__(name: str) -> Callable[[Any], Any]:
     """functions-framework looks the target up by name (PEP 562)."""
-    if name not in SERVED:
+    if name not in SERVED and name != RECORD:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     with _lock:
         if name not in globals():
@@ -104,4 +111,4 @@ def __getattr__(name: str) -> Callable[[Any], Any]:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *HANDLERS, METRICS})
+    return sorted({*globals(), *HANDLERS, METRICS, RECORD})

@@ -68,6 +68,13 @@ class ProcessMetrics:
         self.journal_bytes = Gauge(
             "crefn_dead_letters_file_bytes", "Size in bytes of the dead-letter file the recorder appends to, by "
             "path (absent when it writes no file).", ("path",), registry=self.registry)
+        self.dropped = Counter(
+            "crefn_dead_letters_dropped_total", "Dead letters the recorder dropped with its oldest rotated file "
+            "(the file at its cap, --keep rotated files kept), by path of the file.", ("path",),
+            registry=self.registry)
+        self.dropped_bytes = Counter(
+            "crefn_dead_letters_dropped_bytes_total", "Bytes of the oldest rotated dead-letter files the recorder "
+            "dropped, by path of the file.", ("path",), registry=self.registry)
 
 
 _made = threading.Lock()
@@ -111,6 +118,13 @@ def count_delivery(sink: str, result: str) -> None:
 
 def set_journal_bytes(path: str, size: int) -> None:
     process().journal_bytes.labels(path).set(size)
+
+
+def count_dropped(path: str, lines: int, size: int) -> None:
+    """A rotated file of `lines` dead letters and `size` bytes dropped (the oldest, past `--keep`)."""
+    metrics = process()
+    metrics.dropped.labels(path).inc(lines)
+    metrics.dropped_bytes.labels(path).inc(size)
 
 
 def expose_process(accept: str = "") -> Exposition:

@@ -13,13 +13,16 @@ effects through the gateway and the transport, in order, then the transport answ
 - `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
 - `RecordEvent`: a Kubernetes Event (events.k8s.io/v1); its name taken means it is recorded already;
 - `Notify`: alerts to every configured sink;
-- `Wait`: stop here and ask for a retry (503): a grace period, an object still terminating.
+- `Wait`: stop here and ask for a retry (503): a grace period, an object still terminating; a wait
+  whose end is known (`wait_until`) says in how many seconds (the 503's `Retry-After`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from events.emitted import AlertData
@@ -78,6 +81,13 @@ class Notify:
 @dataclass(frozen=True)
 class Wait:
     reason: str
+    retry_after: int | None = None
+    """Whole seconds until the wait is over, when the decision knows its end."""
+
+
+def wait_until(reason: str, end: datetime, now: datetime) -> Wait:
+    """A wait over at `end`: the seconds left, rounded up (at least 1, so a retry never comes early)."""
+    return Wait(reason, max(1, math.ceil((end - now).total_seconds())))
 
 
 Effect = WriteStatus | Annotate | Create | Delete | RecordEvent | Notify | Wait

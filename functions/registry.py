@@ -2,7 +2,8 @@
 
 Read by the served entry points (`functions.main`), the CLI, the local dev stack, the tests and the
 manifest tests (a Trigger may route only what its target accepts). `functions.main` also serves
-`metrics`, which handles no event: it answers Prometheus scrapes with the Jobs' state.
+`metrics`, which handles no event: it answers Prometheus scrapes with the Jobs' state. It serves `record`,
+the dead-letter recorder, too.
 """
 
 from __future__ import annotations
@@ -57,3 +58,6 @@ METRICS = "metrics"
 """The scrape target: `GET /metrics` → the managed Jobs' state, listed at scrape time."""
 SERVED: frozenset[str] = frozenset({*HANDLERS, METRICS})
 """Every target `functions.main` serves, each a Knative Service `crefn-<target>`."""
+RECORD = "record"
+"""The dead-letter recorder (`functions.deadletters`), also served by `functions.main`: `cre-fn record`
+runs it, as the Service `crefn-dead-letters` does (so it is not one of SERVED's `crefn-<target>`)."""

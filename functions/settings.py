@@ -51,6 +51,15 @@ class Settings(BaseSettings):
     """How recent a condition's `lastTransitionTime` must be for the alert a Job update derives from it to be
     announced (Slack, a PagerDuty trigger, a CloudEvent) rather than only restated to Alertmanager: one tick
     (60 s) and some delivery delay."""
+    record_file: str = ""
+    """The dead-letter recorder's durable JSONL file ("" for none); `cre-fn record --file` sets it, as the
+    three below from `--out`, `--max-bytes` and `--keep` (`functions.deadletters`)."""
+    record_out: str = "-"
+    """The stream the recorder also writes each record to: `-` or `/dev/stdout` for stdout, "" for none."""
+    record_max_bytes: int = Field(default=128 * 1024 * 1024, gt=0)
+    """The file's cap in bytes: a line that would take it past the cap rotates it first."""
+    record_keep: int = Field(default=4, ge=0)
+    """Rotated files kept (`<file>.1`, the newest, to `<file>.<keep>`); the oldest past them is dropped."""
 
     @field_validator("default_timeout_per_job", mode="before")
     @classmethod

@@ -8,7 +8,9 @@
   extensions and as the W3C `traceparent` header Knative propagates).
 - The answers. `respond()` serves one request: parse → handler → answer. The handler returns a plan
   (`reply` → 200 with the event, none → 202 with its `reason` logged); an error becomes its answer
-  through `ANSWERS`, one table looked up by class; anything else is a bug: 500, process kept alive.
+  through `ANSWERS`, one table looked up by class, with `Retry-After` when a temporary error knows
+  when to come back; anything else is a bug: 500, process kept alive. `receive()` serves an event
+  sink's request the same way (the dead-letter recorder: parse → keep the record → 202).
   One JSON log line per request, and the request counted (`functions.metrics`): its event type, its
   answer, its duration and, when the handler ran, its decision (`decision_of`). `GET /metrics` is
   never an event: it answers the process's metrics. `scrape()` serves the `metrics` target.
@@ -77,6 +79,9 @@ RETRIED = frozenset({404, 408, 409, 429, 500, 502, 503, 504})
 """Answers Knative's delivery retries."""
 TEMPORARY = frozenset({409, 429, 503})
 """The transient answers of SPEC §4.3 (a 500 is retried too, but it is a bug)."""
+RETRY_AFTER = frozenset({429, 503})
+"""The answers that carry `Retry-After` when the error knows when to come back (Knative's delivery honours
+it for these two, with the `delivery-retryafter` feature and a `retryAfterMax`)."""
 CORE_ATTRIBUTES = frozenset({"id", "type", "source", "subject", "specversion", "datacontenttype", "dataschema",
                              "time"})
 TRACE_ATTRIBUTES = ("traceparent", "tracestate")
@@ -251,11 +256,30 @@ def answer_for(error: Exception) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Taken:
+    """What a sink made of an event: nothing to reply, and what it did (the 202's logged reason)."""
+
+    reason: str
+    reply: None = None
+
+
 def respond(request: Request, handler: Callable[[Envelope], Reply], function: str) -> Response:
     """Serve one request: parse → handler → answer (SPEC §4.3); `GET /metrics`: the process's metrics.
 
     The request is one span (`functions.tracing`): a child of the caller's `traceparent`, and the
     parent of every event the handler emits (the Envelope it gets carries the span's own)."""
+    return _serve(request, function, lambda record, env: handler(env), decided=True)
+
+
+def receive(request: Request, take: Callable[[Record], str], function: str) -> Response:
+    """Serve one request of an event sink (`cre-fn record`) as `respond()` serves a function's, with the
+    same limits and answers: the record to `take`, which says what it did (202) or raises (its answer).
+    No decision is counted: a sink decides nothing."""
+    return _serve(request, function, lambda record, env: Taken(take(record)), decided=False)
+
+
+def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Reply], decided: bool) -> Response:
     if request.method in SCRAPE_METHODS and request.path == METRICS_PATH:
         return _exposed(expose_process(request.headers.get("Accept", "")))
     started = time.monotonic()
@@ -272,23 +296,24 @@ def respond(request: Request, handler: Callable[[Envelope], Reply], function: st
         span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
         return _bug(function, None, span, started, e)
     try:
-        outcome = handler(env)
+        outcome = act(record, env)
     except (CrefnError, InvalidEvent) as e:
-        return _answer(function, env, span, started, answer_for(e) or 500, one_line(str(e)), decision_of(e))
+        return _answer(function, env, span, started, answer_for(e) or 500, one_line(str(e)),
+                       decision_of(e) if decided else "", e.retry_after if isinstance(e, TemporaryError) else None)
     except Exception as e:  # a bug: answer 500, keep the process alive
-        return _bug(function, env, span, started, e)
+        return _bug(function, env, span, started, e, "error:internal" if decided else "")
     if outcome.reply is None:
-        return _answer(function, env, span, started, 202, outcome.reason, "nothing")
+        return _answer(function, env, span, started, 202, outcome.reason, "nothing" if decided else "")
     headers, body = encode(outcome.reply)
     _log(function, env, span, started, 200, f"replied {outcome.reply.type}", decision_of(outcome.reply),
          outcome.reply.subject)
     return Response(body, status=200, headers=headers)
 
 
-def _bug(function: str, env: Envelope | None, span: tracing.Span, started: float, e: Exception) -> Response:
+def _bug(function: str, env: Envelope | None, span: tracing.Span, started: float, e: Exception,
+         decision: str = "") -> Response:
     log.error(tracing.log_line({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
-    return _answer(function, env, span, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"),
-                   "error:internal" if env else "")
+    return _answer(function, env, span, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"), decision)
 
 
 def decision_of(made: Outbound | Exception) -> str:
@@ -328,13 +353,15 @@ def _exposed(exposition: Exposition) -> Response:
 
 
 def _answer(function: str, env: Envelope | None, span: tracing.Span, started: float, status: int, reason: str,
-            decision: str) -> Response:
+            decision: str, retry_after: int | None = None) -> Response:
+    """The answer; a 429 or 503 whose error knows when to come back says so (`Retry-After`, seconds)."""
     _log(function, env, span, started, status, reason, decision)
     if status == 202:
         return Response(b"", status=202)
     if status == ANSWERS[TooLarge]:  # streamed: functions-framework would read the whole body before a plain answer
         return Response(iter([reason + "\n"]), status=status, mimetype="text/plain")
-    return Response(reason + "\n", status=status, mimetype="text/plain")
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None and status in RETRY_AFTER else {}
+    return Response(reason + "\n", status=status, mimetype="text/plain", headers=headers)
 
 
 def _log(function: str, env: Envelope | None, span: tracing.Span, started: float, status: int, reason: str,
@@ -475,7 +502,8 @@ def error_for(what: str, answer: Answer) -> CrefnError:
     """The error a peer's answer that is not accepted means: 429 throttled, 5xx unavailable, else refused."""
     if answer.status == 429:
         after = answer.headers.get("retry-after", "")
-        return Throttled(f"{what}: throttled (429{f', retry after {after}s' if after else ''})", after)
+        seconds = int(after) if after.isascii() and after.isdigit() else None  # an HTTP-date: not known here
+        return Throttled(f"{what}: throttled (429{f', retry after {after}s' if after else ''})", seconds)
     if answer.status >= 500:
         return Unavailable(f"{what}: answered {answer.status}: {one_line(answer.text, 200)}")
     return PermanentError(f"{what}: answered {answer.status}: {one_line(answer.text, 200)}")

@@ -4,19 +4,17 @@ and clients that stall. Each gets its one-line 4xx and the process stays small a
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from functions.transport import MAX_BODY_BYTES, encode, post
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
+from tests.support.rawhttp import ce_head, peak_mib, raw
 
 BIG = 50 * 1024 * 1024
 
@@ -27,44 +25,6 @@ def phase(serve: Callable[..., ServedFunction]) -> ServedFunction:
     headers, body = encode(load_sample("trainjob-resource-update-failed"))
     assert post(served.url, headers, body).status == 200  # the first request imports the handler: not measured
     return served
-
-
-def peak_mib(pid: int) -> float:
-    """The peak resident memory (VmHWM) of a process and its children: a body read whole would show."""
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        for line in Path(f"/proc/{p}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                total += int(line.split()[1])
-        todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
-    return total / 1024
-
-
-def raw(port: int, head: bytes, chunks: Iterable[bytes] = (), timeout: float = 30) -> tuple[int, bytes]:
-    """Send a request as bytes while reading the answer, as an HTTP client does (the server may answer
-    before the body is sent); the status and body of the answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        def send() -> None:
-            try:
-                s.sendall(head)
-                for chunk in chunks:
-                    s.sendall(chunk)
-            except OSError:
-                pass  # answered and closed before the whole body was sent
-
-        sender = threading.Thread(target=send, daemon=True)
-        sender.start()
-        answer = http.client.HTTPResponse(s)
-        answer.begin()
-        return answer.status, answer.read()
-
-
-def ce_head(length: int | None, extra: str = "") -> bytes:
-    headers, _ = encode(load_sample("trainjob-resource-update-failed"))
-    lines = [f"{k}: {v}" for k, v in headers.items()]
-    lines.append(f"content-length: {length}" if length is not None else "transfer-encoding: chunked")
-    return ("POST / HTTP/1.1\r\nhost: x\r\n" + "\r\n".join(lines) + extra + "\r\n\r\n").encode()
 
 
 def test_a_body_over_the_limit_is_413_without_being_read(phase: ServedFunction) -> None:

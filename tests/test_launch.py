@@ -10,7 +10,7 @@ import threading
 import urllib.request
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,9 @@ from functions.rules.pods import Capture
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apiserver import LocalCluster
+from localstack.manifests import service_account_user
 from tests.support.helpers import EARLIER, NOW, annotate_nodes, cond, job, job_events, missing
+from tests.support.inprocess import InProcessFunction
 from tests.support.webhook import DenyingWebhook
 from tests.support.world import JOBS, World, make_world, phase_record
 
@@ -137,6 +139,24 @@ def test_launch_effects(state: JobState, existing: dict[str, Any] | None, effect
     Event of the flip comes from `crefn-launch`; a wait says what it waits for (the 503's reason)."""
     observed = LaunchObserved(state, existing, capture=Capture((), None))
     assert effects_of(decide_launch(observed, Settings(), NOW, "launch", None)) == effects
+
+
+@pytest.mark.parametrize(("state", "existing", "seconds"), [
+    (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:00:10Z"}), None, 10),
+    (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:00:09.200Z"}), None, 10),
+    (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:00:00.300Z"}), None, 1),
+    (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:05:00Z"}), None, 300),
+    (job(), trainjob(terminating=True), None),
+    (job(conditions=[cond("InProgress", "True", "WorkloadRestarting")], restart_count=1), None, None),
+], ids=["whole-seconds", "rounded-up", "under-a-second", "minutes", "terminating", "restart-annotation-pending"])
+def test_a_wait_knows_its_seconds_only_when_it_knows_its_end(state: JobState, existing: dict[str, Any] | None,
+                                                              seconds: int | None) -> None:
+    """The restart grace ends at `crefn.dev/restart-not-before`: the wait's `retry_after` (the 503's
+    `Retry-After`) is the whole seconds left, rounded up. A TrainJob still terminating, or a grace not
+    yet written, has no known end: none."""
+    observed = LaunchObserved(state, existing, capture=Capture((), None))
+    (wait,) = decide_launch(observed, Settings(), NOW, "launch", None).effects
+    assert isinstance(wait, Wait) and wait.retry_after == seconds
 
 
 @pytest.mark.parametrize(("state", "reason"), [
@@ -341,10 +361,37 @@ def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callabl
     gateway.delete(TRAINJOBS, namespace, "llm-workload")
     answer = send(urls["launch"], w.job_record())
     assert answer.status == 503 and "terminating" in answer.text
+    assert "retry-after" not in answer.headers  # when the finalizer goes is not known
     gateway.patch(TRAINJOBS, namespace, "llm-workload", {"metadata": {"finalizers": None}})
     answer = send(urls["launch"], w.job_record())
     assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.created"
     assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+
+
+@pytest.mark.parametrize(("left", "retry_after"), [
+    (timedelta(seconds=9, milliseconds=200), "10"), (timedelta(milliseconds=300), "1"), (timedelta(minutes=5), "300"),
+], ids=["rounded-up", "under-a-second", "minutes"])
+def test_a_launch_in_its_restart_grace_answers_when_to_come_back(world: Callable[..., World], gateway: Gateway,
+                                                                cluster: LocalCluster, namespace: str,
+                                                                left: timedelta, retry_after: str) -> None:
+    """Over HTTP, against the API server, launch's clock fixed `left` before the grace's end: the 503
+    carries `Retry-After` with the whole seconds left, rounded up (Knative's delivery can wait that long
+    instead of retrying into the same 503)."""
+    w = world()
+    w.create_job()
+    gateway.patch(JOBS, namespace, "llm", {"metadata": {"annotations": {
+        "crefn.dev/restart-not-before": "2026-11-30T12:00:10Z"}}})
+    end = datetime(2026, 11, 30, 12, 0, 10, tzinfo=UTC)
+    kubeconfig = cluster.kubeconfig_for(service_account_user("crefn-launch"))
+    launch = InProcessFunction("launch", {"CREFN_KUBECONFIG": str(kubeconfig)}, clock=lambda: end - left).start()
+    try:
+        answer = send(launch.url, w.job_record())
+    finally:
+        launch.stop()
+    assert answer.status == 503, answer.text
+    assert answer.text == "restart grace not over: next TrainJob not before 2026-11-30T12:00:10+00:00"
+    assert answer.headers["retry-after"] == retry_after
+    assert w.trainjob() is None
 
 
 def test_earlier_attempt_is_deleted_and_the_next_created_at_once(functions: Callable[..., dict[str, str]],

@@ -8,7 +8,8 @@ older attempt is deleted (uid precondition) and the next created in the same pla
 terminating is a wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
 reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
 retry (`create_refused`). Before the restart grace is over (annotation `crefn.dev/restart-not-before`,
-which `restart` writes just before its commit) it waits; a restart recorded without the annotation
+which `restart` writes just before its commit) it waits, knowing for how long (the 503's `Retry-After`:
+the seconds to the annotation's time, rounded up); a restart recorded without the annotation
 (by an earlier release, which wrote it after the commit) waits too. Observe mode: nothing.
 """
 
@@ -34,7 +35,7 @@ from events.types import (
     Reason,
     job_label,
 )
-from functions.plan import Create, Delete, Effect, Plan, Wait, nothing
+from functions.plan import Create, Delete, Effect, Plan, Wait, nothing, wait_until
 from functions.resources import TRAINJOBS
 from functions.rules.attempts import attempt_label, of_attempt, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions, parse_rfc3339
@@ -133,7 +134,8 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
     true_cond = state.true_condition
     plan: Plan
     if grace_end and now < grace_end:
-        plan = Plan((Wait(f"restart grace not over: next TrainJob not before {grace_end.isoformat()}"),))
+        plan = Plan((wait_until(f"restart grace not over: next TrainJob not before {grace_end.isoformat()}",
+                                grace_end, now),))
     elif grace_end is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
         plan = Plan((Wait("restart recorded, its grace period not yet written"),))
     elif not job.spec.workload.train_job:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,13 @@ def environ(env: Mapping[str, str]) -> Iterator[None]:
 class InProcessFunction:
     """ServedFunction's interface (start, url, terminate, stop) for a target served by a thread."""
 
-    def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None) -> None:
+    def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        """`clock`: the time the function decides with (the Context's), when a test fixes it."""
         self.target = target
         self.env = dict(env or {})
         self.log_path = log_path
+        self.clock = clock
         self.port = 0
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
@@ -60,7 +64,7 @@ class InProcessFunction:
         from functions.settings import Settings
 
         with environ(self.env):
-            self._ctx = Context(Settings())
+            self._ctx = Context(Settings(), **({"clock": self.clock} if self.clock else {}))
         respond = responder_with(self.target, self._ctx)
         app = flask.Flask(f"crefn-{self.target}")
 
