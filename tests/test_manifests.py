@@ -30,7 +30,8 @@ CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 MONITORING = "overlays/monitoring"
 OIDC = "overlays/oidc"
-OVERLAYS = (*STACK_OVERLAYS, MONITORING, OIDC)
+NAMESPACED = "overlays/namespaced"
+OVERLAYS = (*STACK_OVERLAYS, MONITORING, OIDC, NAMESPACED)
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
 README = (Path(__file__).parents[1] / "README.md").read_text()
 
@@ -89,7 +90,8 @@ def test_renders_and_every_object_is_valid(overlay: str) -> None:
         else:
             assert key in MODELS, f"no check for {key}"
             MODELS[key].model_validate(doc)
-        assert doc["metadata"].get("namespace", "crefn-system") == "crefn-system" or doc["kind"] == "Namespace"
+        assert doc["metadata"].get("namespace", "crefn-system") == "crefn-system" or doc["kind"] == "Namespace" \
+            or (overlay, doc["kind"]) == (NAMESPACED, "RoleBinding")  # a tenant namespace's
 
 
 def trigger_types(trigger: dict[str, Any]) -> set[str]:
@@ -200,18 +202,20 @@ def test_services_name_real_targets_and_known_settings(overlay: str) -> None:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_function_has_its_own_bound_role(overlay: str) -> None:
     docs = RENDERED[overlay]
-    roles, bindings = by_name(docs, "ClusterRole"), by_name(docs, "ClusterRoleBinding")
+    roles, bindings = by_name(docs, "ClusterRole"), of_kind(docs, "ClusterRoleBinding") + of_kind(docs, "RoleBinding")
     accounts = set(by_name(docs, "ServiceAccount"))
     used = {s["spec"]["template"]["spec"].get("serviceAccountName") for s in by_name(docs, "Service").values()}
     used |= {s["spec"]["serviceAccountName"] for s in of_kind(docs, "ApiServerSource")}
     used.discard(None)
     assert used <= accounts
     for account in used:
-        binding = bindings[account]
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "crefn-system"}]
-        assert binding["roleRef"]["name"] in roles
-        for rule in roles[binding["roleRef"]["name"]]["rules"]:
-            assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+        mine = [b for b in bindings if any(s["name"] == account for s in b["subjects"])]
+        assert mine, account
+        for binding in mine:  # its own roles: crefn-<function>, and crefn-<function>-cluster (namespaced)
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "crefn-system"}]
+            assert binding["roleRef"]["name"] in (account, f"{account}-cluster")
+            for rule in roles[binding["roleRef"]["name"]]["rules"]:
+                assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
 
 
 def test_resync_is_pinged_and_bound_to_the_broker() -> None:
@@ -310,6 +314,70 @@ def test_readme_rbac_matrix_matches_the_roles() -> None:
                 actual.add((role["metadata"]["name"].removeprefix("crefn-"),
                             f"{res} ({rule['apiGroups'][0] or 'core'})", ", ".join(rule["verbs"])))
     assert documented == actual
+
+
+# -- the overlays that narrow the rights: observe (no write), namespaced (writes in the tenant namespaces only)
+
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+BOUND_PER_NAMESPACE = ("phase", "launch", "status", "restart", "timeout", "measurements", "nodehealth", "validate",
+                       "resync", "workloadrun", "alert", "apiserversource")
+"""The accounts namespaced binds in each tenant namespace: every one of base but metrics (a LIST of Jobs)."""
+
+
+def rights_of(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+            for v in rule["verbs"]}
+
+
+def test_observe_roles_are_bases_without_a_write() -> None:
+    """Observe mode writes nothing (`functions.apply` skips every write of a plan): its roles are base's
+    reads, every one of them, and not one write."""
+    base, observe = RENDERED["base"], RENDERED["overlays/observe"]
+    observed = {name: rights_of(role) for name, role in by_name(observe, "ClusterRole").items()}
+    assert observed == {name: {r for r in rights_of(role) if r[2] not in WRITE_VERBS}
+                        for name, role in by_name(base, "ClusterRole").items()}
+    assert {verb for rights in observed.values() for _, _, verb in rights} == {"get", "list", "watch"}
+    assert by_name(observe, "ClusterRoleBinding") == by_name(base, "ClusterRoleBinding")
+    assert not of_kind(observe, "RoleBinding")
+
+
+def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads_across_the_cluster() -> None:
+    base, docs = RENDERED["base"], RENDERED[NAMESPACED]
+    roles = by_name(docs, "ClusterRole")
+    assert {name: rights_of(role) for name, role in roles.items() if not name.endswith("-cluster")} == \
+        {name: rights_of(role) for name, role in by_name(base, "ClusterRole").items()}
+    cluster_wide = {b["metadata"]["name"]: b for b in of_kind(docs, "ClusterRoleBinding")}
+    assert set(cluster_wide) == {"crefn-metrics", "crefn-launch-cluster", "crefn-resync-cluster",
+                                 "crefn-nodehealth-cluster", "crefn-apiserversource-cluster"}
+    for binding in cluster_wide.values():
+        rights = rights_of(roles[binding["roleRef"]["name"]])
+        assert rights and not {r for r in rights if r[2] in WRITE_VERBS or r[1] == "pods/log"}, binding
+    per_namespace = {(b["metadata"]["namespace"], b["metadata"]["name"], b["roleRef"]["name"], b["subjects"][0]["name"])
+                     for b in of_kind(docs, "RoleBinding")}
+    assert per_namespace == {(ns, f"crefn-{f}", f"crefn-{f}", f"crefn-{f}") for ns in ("team-a", "team-b")
+                             for f in BOUND_PER_NAMESPACE}
+    assert all(not b["metadata"].get("annotations") for b in of_kind(docs, "RoleBinding"))
+    tenants = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                                     "values": ["team-a", "team-b"]}]}
+    assert {s["metadata"]["name"]: s["spec"]["namespaceSelector"] for s in of_kind(docs, "ApiServerSource")} == {
+        "crefn-trainjobs": tenants, "crefn-jobs": tenants, "crefn-workloadruns": tenants, "crefn-pods": tenants,
+        "crefn-goodput": tenants, "crefn-nodes": {}}
+
+
+def test_readme_says_what_each_overlay_grants_and_how_to_list_the_tenant_namespaces() -> None:
+    section = README.split("### What each overlay grants", 1)[1].split("\n### ", 1)[0]
+    table = section.split("| identity |", 1)[1]
+    documented = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:3])
+                  for line in table.splitlines() if line.startswith("| `")}
+    docs = RENDERED[NAMESPACED]
+    roles = by_name(docs, "ClusterRole")
+    actual = {(s["name"].removeprefix("crefn-"), f"{res} ({rule['apiGroups'][0] or 'core'})", ", ".join(rule["verbs"]))
+              for b in of_kind(docs, "ClusterRoleBinding") for s in b["subjects"]
+              for rule in roles[b["roleRef"]["name"]]["rules"] for res in rule["resources"]}
+    assert documented == actual
+    for needed in ("| base |", "| `namespaced` |", "| `observe` |", "components:", "namespaces/team-a",
+                   "kubernetes.io/metadata.name", "403 Forbidden", "503", "CREFnResyncFailing"):
+        assert needed in section, needed
 
 
 # -- the monitoring overlay: the Prometheus Operator's kinds (monitoring.coreos.com/v1), the fields we set

@@ -1,24 +1,42 @@
 """RBAC of `knative/` for real: each function's ServiceAccount identity may do what its code does (the
-lifecycle tests run every function as its ServiceAccount) and is refused the rest (403 here). And the
-rendered base, and the oidc overlay, apply (server-side dry run) to an API server with the Knative CRDs installed."""
+lifecycle tests run every function as its ServiceAccount) and is refused the rest (403 here); under the
+namespaced overlay only in its tenant namespaces, under the observe overlay without any write. And the
+rendered base, and the oidc, namespaced and observe overlays, apply (server-side dry run) to an API server
+with the Knative CRDs installed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from functions.errors import CrefnError, Forbidden, NotFound
 from functions.gateway import Gateway
-from functions.resources import CONFIGMAPS, CRDS, EVENTS, NAMESPACES, PODS, TRAINJOBS, cre_goodput, cre_jobs
+from functions.resources import (
+    CONFIGMAPS,
+    CRDS,
+    EVENTS,
+    NAMESPACES,
+    PODS,
+    TRAINJOBS,
+    Resource,
+    cre_goodput,
+    cre_jobs,
+)
+from functions.transport import send
 from localstack.apiserver import LocalCluster
+from localstack.apisource import apiserver_record
 from localstack.manifests import NAMESPACE as SA_NAMESPACE
 from localstack.manifests import kubectl, render, service_account_user
-from tests.conftest import SERVICE_ACCOUNTS
-from tests.support.helpers import missing
+from tests.conftest import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SERVICE_ACCOUNTS
+from tests.support.helpers import Receiver, missing
+from tests.support.world import Relay, World, ping
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "x"},
@@ -118,7 +136,7 @@ NO_UPSTREAM_CRD = frozenset({"EventPolicy"})
 """Kinds whose CRD is not among the upstream copies the API server loads: tests/test_manifests.py checks them."""
 
 
-@pytest.mark.parametrize("overlay", ["base", "overlays/oidc"])
+@pytest.mark.parametrize("overlay", ["base", "overlays/oidc", "overlays/namespaced", "overlays/observe"])
 def test_applies_with_server_side_dry_run(overlay: str, cluster: LocalCluster, gateway: Gateway,
                                           tmp_path: Any) -> None:
     import time
@@ -130,9 +148,9 @@ def test_applies_with_server_side_dry_run(overlay: str, cluster: LocalCluster, g
         schema = next(v for v in crd["spec"]["versions"] if v.get("storage"))["schema"]["openAPIV3Schema"]
         assert schema["properties"]["spec"].get("properties"), name
     docs = [d for d in render(overlay) if d["kind"] not in NO_UPSTREAM_CRD]
-    if gateway.get(NAMESPACES, None, "crefn-system") is None:  # a dry run creates no namespace to put things in
-        gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": "crefn-system"}})
+    for ns in sorted({d["metadata"].get("namespace") or "crefn-system" for d in docs}):  # crefn-system, tenants
+        if gateway.get(NAMESPACES, None, ns) is None:  # a dry run creates no namespace to put things in
+            gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     rendered = tmp_path / "rendered.yaml"
     rendered.write_text(yaml.safe_dump_all(docs))
     argv = [kubectl(), "--kubeconfig", str(cluster.kubeconfig), "apply", "--dry-run=server", "-o", "json", "-f",
@@ -147,9 +165,9 @@ def test_applies_with_server_side_dry_run(overlay: str, cluster: LocalCluster, g
     answered = json.loads(result.stdout)
     answers = answered["items"] if answered.get("kind") == "List" else [answered]
     assert len(answers) == len(docs)
-    by_key = {(a["kind"], a["metadata"]["name"]): a for a in answers}
+    by_key = {(a["kind"], a["metadata"].get("namespace"), a["metadata"]["name"]): a for a in answers}
     for doc in docs:  # 1.20 drops unknown fields silently: each answer must hold all that was sent
-        got = by_key[(doc["kind"], doc["metadata"]["name"])]
+        got = by_key[(doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])]
         assert missing(doc, got) == [], (doc["kind"], doc["metadata"]["name"], missing(doc, got))
 
 
@@ -157,17 +175,41 @@ VERBS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update"
          "delete": "DELETE", "deletecollection": "DELETE"}
 
 
-def granted() -> dict[str, set[tuple[str, str, str]]]:
-    """Each ServiceAccount's (apiGroup, resource, verb) rights, from knative/base's ClusterRoles and bindings."""
-    docs = render("base")
+Right = tuple[str, str, str]
+"""(apiGroup, resource, verb)"""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What an account is granted: by ClusterRoleBindings (everywhere), and by RoleBindings (per namespace)."""
+
+    cluster: frozenset[Right] = frozenset()
+    namespaces: Mapping[str, frozenset[Right]] = field(default_factory=dict)
+
+
+def bound_rights(docs: list[dict[str, Any]]) -> dict[str, Bound]:
+    """Each ServiceAccount's rights, from the ClusterRoles and bindings of rendered manifests."""
     roles = {d["metadata"]["name"]: d["rules"] for d in docs if d["kind"] == "ClusterRole"}
-    rights: dict[str, set[tuple[str, str, str]]] = {}
-    for binding in (d for d in docs if d["kind"] == "ClusterRoleBinding"):
+    cluster: dict[str, set[Right]] = {}
+    namespaces: dict[str, dict[str, set[Right]]] = {}
+    for binding in (d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        rules = roles[binding["roleRef"]["name"]]
+        rights = {(g, r, v) for rule in rules for g in rule.get("apiGroups", []) for r in rule["resources"]
+                  for v in rule["verbs"]}
         for subject in binding["subjects"]:
-            mine = rights.setdefault(subject["name"], set())
-            for rule in roles[binding["roleRef"]["name"]]:
-                mine |= {(g, r, v) for g in rule.get("apiGroups", []) for r in rule["resources"] for v in rule["verbs"]}
-    return rights
+            if binding["kind"] == "ClusterRoleBinding":
+                cluster.setdefault(subject["name"], set()).update(rights)
+            else:
+                namespaces.setdefault(subject["name"], {}).setdefault(binding["metadata"]["namespace"], set()) \
+                    .update(rights)
+    return {account: Bound(frozenset(cluster.get(account, ())),
+                           {ns: frozenset(r) for ns, r in namespaces.get(account, {}).items()})
+            for account in cluster.keys() | namespaces.keys()}
+
+
+def granted() -> dict[str, set[Right]]:
+    """Each ServiceAccount's (apiGroup, resource, verb) rights, from knative/base's ClusterRoles and bindings."""
+    return {account: set(bound.cluster) for account, bound in bound_rights(render("base")).items()}
 
 
 RIGHTS = granted()
@@ -183,7 +225,8 @@ def path_of(group: str, resource: str, verb: str, namespaced: dict[tuple[str, st
     where = f"{base}/namespaces/{namespace}/{plural}" if scoped else f"{base}/{plural}"
     named = verb not in ("list", "watch", "create", "deletecollection") or sub
     path = f"{where}/anything" + (f"/{sub}" if sub else "") if named else where
-    query = [("watch", "true"), ("timeoutSeconds", "1")] if verb == "watch" else []
+    query = [("watch", "true"), ("timeoutSeconds", "1"), ("labelSelector", "crefn.dev/none=none")] \
+        if verb == "watch" else []  # a watch allowed ends after a second, having sent nothing
     return path, query
 
 
@@ -215,18 +258,230 @@ def test_every_verb_outside_the_role_is_refused(account: str, cluster: LocalClus
                     continue
                 if "/" in resource and verb in ("list", "watch", "deletecollection"):
                     continue  # a subresource is reached through one object: get, create, update, patch, delete
-                path, query = path_of(group, resource, verb, namespaced, namespace)
-                body = {} if method in ("POST", "PUT", "PATCH") else None
                 tried += 1
-                try:
-                    identity.request(method, path, body=body, query=query,
-                                     content_type="application/merge-patch+json" if method == "PATCH"
-                                     else "application/json")
+                if authorized(identity, method, *path_of(group, resource, verb, namespaced, namespace)):
                     allowed.append(f"{verb} {resource}")
-                except Forbidden:
-                    continue
-                except CrefnError as e:
-                    allowed.append(f"{verb} {resource}: {e}")
     finally:
         identity.close()
     assert tried > 20 and not allowed, allowed
+
+
+def authorized(identity: Gateway, method: str, path: str, query: list[tuple[str, str]]) -> bool:
+    """Whether the authorizer lets `identity` make the request: any answer but its 403 (404 for the object
+    `anything`, 400 or 422 for an empty body, a watch's stream) is past it."""
+    try:
+        identity.request(method, path, body={} if method in ("POST", "PUT", "PATCH") else None, query=query,
+                         content_type="application/merge-patch+json" if method == "PATCH" else "application/json")
+    except Forbidden:
+        return False
+    except (CrefnError, ValueError):  # ValueError: an answer that is not one JSON document
+        return True
+    return True
+
+
+# -- the overlays that narrow the rights: namespaced (writes in the tenant namespaces only), observe (no write)
+
+NAMESPACED, OBSERVE = "overlays/namespaced", "overlays/observe"
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+RBAC_KINDS = {"ClusterRole": CLUSTER_ROLES, "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
+              "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """An overlay's ClusterRoles and bindings as loaded into the API server, under names of their own (they
+    meet neither knative/base's, which the session loads, nor another run's): its ServiceAccounts in the
+    namespace `accounts`, each of its tenant namespaces renamed (`tenants`: the overlay's name → the name here)."""
+
+    accounts: str
+    tenants: Mapping[str, str]
+    rights: Mapping[str, Bound]
+
+
+def load_rbac(gw: Gateway, overlay: str) -> Loaded:
+    tag = uuid.uuid4().hex[:6]
+    docs = [d for d in render(overlay) if d["kind"] in RBAC_KINDS]
+    rights = bound_rights(docs)
+    accounts = f"crefn-{overlay.rsplit('/', 1)[-1]}-{tag}"
+    tenants = {d["metadata"]["namespace"]: f"{d['metadata']['namespace']}-{tag}" for d in docs
+               if d["kind"] == "RoleBinding"}
+    for name in (accounts, *tenants.values()):
+        gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    for doc in docs:
+        meta = doc["metadata"]
+        if doc["kind"] == "RoleBinding":
+            meta["namespace"] = tenants[meta["namespace"]]
+        else:
+            meta["name"] += f"-{tag}"
+        if doc["kind"] != "ClusterRole":
+            doc["roleRef"]["name"] += f"-{tag}"
+            doc["subjects"] = [{**s, "namespace": accounts} for s in doc["subjects"]]
+        gw.create(RBAC_KINDS[doc["kind"]], meta.get("namespace"), doc)
+    roles = {d["metadata"]["name"]: d["rules"] for d in docs if d["kind"] == "ClusterRole"}
+    for kind in ("ClusterRoleBinding", "RoleBinding"):  # each kind's bindings reach the authorizer in order
+        last = [d for d in docs if d["kind"] == kind][-1:]
+        for binding in last:
+            rule = roles[binding["roleRef"]["name"]][0]
+            until_allowed(gw, binding["subjects"][0], binding["metadata"].get("namespace", "default"), rule)
+    return Loaded(accounts, tenants, rights)
+
+
+def until_allowed(gw: Gateway, subject: dict[str, str], namespace: str, rule: dict[str, Any]) -> None:
+    """Waits (10 s at most) until the authorizer grants `subject` the first verb of `rule` in `namespace`."""
+    import time
+
+    resource, _, sub = rule["resources"][0].partition("/")
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {
+        "user": f"system:serviceaccount:{subject['namespace']}:{subject['name']}",
+        "resourceAttributes": {"namespace": namespace, "group": rule["apiGroups"][0], "verb": rule["verbs"][0],
+                               "resource": resource, "subresource": sub}}}
+    deadline = time.monotonic() + 10
+    while not gw.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)["status"].get("allowed"):
+        assert time.monotonic() < deadline, review
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def overlay_rbac(gateway: Gateway) -> Iterator[Callable[[str], Loaded]]:
+    """overlay_rbac(overlay) → its RBAC, loaded once for the module."""
+    loaded: dict[str, Loaded] = {}
+
+    def load(overlay: str) -> Loaded:
+        if overlay not in loaded:
+            loaded[overlay] = load_rbac(gateway, overlay)
+        return loaded[overlay]
+
+    yield load
+
+
+def tried_writes(identity: Gateway, namespaced: dict[tuple[str, str], tuple[str, bool]], namespace: str,
+                 expected: Callable[[Right, bool], bool]) -> tuple[set[Right], list[str]]:
+    """Every (resource, verb) of UNIVERSE tried for real in `namespace` (a resource of no namespace too):
+    the writes the authorizer let through, and every answer that is not the `expected(right, scoped)` one."""
+    writes, wrong = set(), []
+    for group, resource in UNIVERSE:
+        scoped = namespaced[(group, resource.partition("/")[0])][1]
+        for verb, method in VERBS.items():
+            if "/" in resource and verb in ("list", "watch", "deletecollection"):
+                continue
+            allowed = authorized(identity, method, *path_of(group, resource, verb, namespaced, namespace))
+            if allowed and verb in WRITE_VERBS:
+                writes.add((group, resource, verb))
+            if allowed != expected((group, resource, verb), scoped):
+                wrong.append(f"{verb} {resource} in {namespace}: {'allowed' if allowed else 'refused'}")
+    return writes, wrong
+
+
+@pytest.mark.parametrize("overlay", [NAMESPACED, OBSERVE])
+@pytest.mark.parametrize("account", sorted(RIGHTS))
+def test_overlay_rights_hold_exactly_where_they_are_bound(overlay: str, account: str, cluster: LocalCluster,
+                                                          gateway: Gateway, namespace: str,
+                                                          overlay_rbac: Callable[[str], Loaded]) -> None:
+    """Every (resource, verb) of UNIVERSE, tried for real in each tenant namespace and in another one, is
+    allowed exactly when the overlay's bindings grant it there. namespaced: each write of knative/base is
+    allowed in every tenant namespace and refused (403) in any other, and nothing is writable cluster-wide
+    (nor a pod's log readable); observe: every write is refused everywhere."""
+    loaded = overlay_rbac(overlay)
+    bound = loaded.rights.get(account, Bound())
+    base_writes = {right for right in RIGHTS[account] if right[2] in WRITE_VERBS}
+    assert not {right for right in bound.cluster if right[2] in WRITE_VERBS}
+    assert ("", "pods/log", "get") not in bound.cluster or overlay == OBSERVE  # observe reads as base does
+    namespaced = discovery(gateway)
+    identity = cluster.service_account_gateway(loaded.accounts, account)
+    try:
+        elsewhere, wrong = tried_writes(identity, namespaced, namespace,
+                                        lambda right, scoped: right in bound.cluster)
+        assert elsewhere == set() and wrong == []
+        for listed, here in loaded.tenants.items():
+            granted_here = bound.cluster | bound.namespaces.get(listed, frozenset())
+            writes, wrong = tried_writes(identity, namespaced, here, lambda right, scoped, granted=granted_here:
+                                         right in (granted if scoped else bound.cluster))
+            assert (writes, wrong) == (base_writes, []), listed
+    finally:
+        identity.close()
+    assert sorted(loaded.tenants) == (["team-a", "team-b"] if overlay == NAMESPACED else [])
+
+
+def served_as(serve: Callable[..., Any], cluster: LocalCluster, loaded: Loaded, target: str, **env: str) -> str:
+    """`target` served as its ServiceAccount of `loaded` (that overlay's rights and no others)."""
+    kubeconfig = cluster.service_account_kubeconfig(loaded.accounts, f"crefn-{target}")
+    return str(serve(target, CREFN_KUBECONFIG=str(kubeconfig), CREFN_LOG_LEVEL="WARNING", **env).url)
+
+
+def test_namespaced_launches_in_a_tenant_namespace_and_names_the_refusal_elsewhere(
+        overlay_rbac: Callable[[str], Loaded], serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway,
+        namespace: str) -> None:
+    """A Job outside the tenant namespaces (no source watches it; a replayed event, or a Job resync lists)
+    is refused by the API server: the function answers 503 with the refusal, which names its ServiceAccount,
+    the verb, the resource and the namespace. Knative retries it, then keeps it as a dead letter."""
+    loaded = overlay_rbac(NAMESPACED)
+    tenant = loaded.tenants["team-a"]
+    url = served_as(serve, cluster, loaded, "launch")
+    job = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+           "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+           "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}}
+    try:
+        for ns in (tenant, namespace):
+            gateway.create(JOBS, ns, job)
+        launched = send(url, apiserver_record("add", gateway.get(JOBS, tenant, "llm") or {}, JOBS, "test"))
+        assert (launched.status, launched.ce.get("type")) == (200, "dev.crefn.workload.created"), launched.text
+        assert gateway.get(TRAINJOBS, tenant, "llm-workload") is not None
+        refused = send(url, apiserver_record("add", gateway.get(JOBS, namespace, "llm") or {}, JOBS, "test"))
+        assert refused.status == 503  # the answer is one line of at most 300 characters: the refusal's start
+        assert refused.text.startswith(
+            f'GET /apis/nvcre.nvidia.com/v1alpha1/namespaces/{namespace}/jobs/llm: 403 Forbidden: jobs.nvcre.nvidia.com'
+            f' "llm" is forbidden: User "system:serviceaccount:{loaded.accounts}:crefn-launch" cannot get resource'
+            ' "jobs"'), refused.text
+        assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
+        sink = Receiver(default=202)
+        try:  # resync's LIST is cluster-wide: it meets the Job, is refused, names it and answers 503
+            tick = send(served_as(serve, cluster, loaded, "resync", K_SINK=sink.url), ping())
+        finally:
+            sink.close()
+        assert tick.status == 503
+        assert f"failed; first: {namespace}/llm: POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}" \
+            "/trainjobs: 403 Forbidden: trainjobs.trainer.kubeflow.org is forbidden: User " in tick.text, tick.text
+    finally:  # a later resync tick of another test lists Jobs across namespaces
+        for res, name in ((TRAINJOBS, "llm-workload"), (JOBS, "llm")):
+            with contextlib.suppress(NotFound):
+                gateway.delete(res, tenant, name)
+
+
+def test_observe_mode_writes_nothing_on_the_observe_overlays_rights(
+        overlay_rbac: Callable[[str], Loaded], serve: Callable[..., Any], cluster: LocalCluster, relay: Relay,
+        world: Callable[..., World]) -> None:
+    """The functions a failing attempt reaches, served in observe mode as the observe overlay's ServiceAccounts:
+    they answer every event (no 403 turned 503), emit their verdicts, and call no write at all."""
+    loaded = overlay_rbac(OBSERVE)
+    targets = ("phase", "launch", "status", "restart", "measurements")
+    urls = {t: served_as(serve, cluster, loaded, t, CREFN_MODE="observe", K_SINK=relay.url,
+                         CREFN_RESTART_GRACE_SECONDS="0") for t in targets}
+    w = world(urls)
+    w.create_job()
+    w.checkpoint_evidence()
+    w.settle()  # launch in observe mode: CRE's own controller launches
+    assert w.trainjob() is None
+    w.launched_by_cre()
+    before = w.job()["metadata"]["resourceVersion"]
+    w.settle()
+    w.trainer("fail")
+    w.settle()
+    assert w.job()["metadata"]["resourceVersion"] == before
+    assert {o.status for o in w.broker.outcomes} <= {200, 202} and not w.dead_letters, w.dump()
+    assert {"dev.crefn.workload.phase", "dev.crefn.job.condition.changed", "dev.crefn.job.restarted"} \
+        <= {type_ for _, type_ in w.replies()}
+    calls = {target: kube_calls(url) for target, url in urls.items()}
+    assert {verb for made in calls.values() for verb, _, _ in made} == {"get", "list"}, calls
+    assert {code for made in calls.values() for _, _, code in made} <= {"200", "404"}, calls
+
+
+def kube_calls(url: str) -> set[tuple[str, str, str]]:
+    """(verb, resource, code) of every Kubernetes API call a served function counted (its /metrics)."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {(m["verb"], m["resource"], m["code"]) for m in re.finditer(
+        r'^crefn_kube_requests_total\{(?=[^}]*verb="(?P<verb>[^"]+)")(?=[^}]*resource="(?P<resource>[^"]+)")'
+        r'(?=[^}]*code="(?P<code>[^"]+)")[^}]*\}', text, re.MULTILINE)}

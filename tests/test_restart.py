@@ -237,21 +237,11 @@ def test_failed_nodes_and_messages_when_restarts_run_out(world: Callable[..., Wo
 
 
 def test_observe_mode_writes_nothing_and_still_emits(functions: Callable[..., dict[str, str]],
-                                                     world: Callable[..., World], gateway: Gateway,
-                                                     namespace: str) -> None:
+                                                     world: Callable[..., World]) -> None:
     w = world(functions(CREFN_MODE="observe"))
-    created = w.create_job()
+    w.create_job()
     w.checkpoint_evidence()
-    # CRE's own controller launched the workload
-    tj = gateway.create(TRAINJOBS, namespace, {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-        "metadata": {"name": "llm-workload", "labels": {"crefn.dev/attempt": "0"}, "ownerReferences": [{
-            "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm", "uid": created["metadata"]["uid"],
-            "controller": True}]},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}}})
-    gateway.patch(w.jobs, namespace, "llm", {"status": {"workloadRef": {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
-        "namespace": namespace}}}, status=True)
+    tj = w.launched_by_cre()
     before = w.job()["metadata"]["resourceVersion"]
     w.settle()
     w.trainer("fail")

@@ -121,6 +121,21 @@ class World:
     def trainjob(self, job: str = "llm") -> dict[str, Any] | None:
         return self.gw.get(TRAINJOBS, self.ns, workload_name(job))
 
+    def launched_by_cre(self, job: str = "llm") -> dict[str, Any]:
+        """The Job's first workload as CRE's own controller launches it (observe mode launches nothing): the
+        TrainJob, owned by the Job, and the Job's `workloadRef`."""
+        owner = self.job(job)
+        trainjob = self.gw.create(TRAINJOBS, self.ns, {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": workload_name(job), "labels": {ATTEMPT_LABEL: "0"}, "ownerReferences": [{
+                "apiVersion": owner["apiVersion"], "kind": "Job", "name": job, "uid": owner["metadata"]["uid"],
+                "controller": True}]},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}}})
+        self.gw.patch(self.jobs, self.ns, job, {"status": {"workloadRef": {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": workload_name(job),
+            "namespace": self.ns}}}, status=True)
+        return trainjob
+
     # -- the Trainer --------------------------------------------------------------------------
 
     def trainer(self, action: str, job: str = "llm") -> None:
