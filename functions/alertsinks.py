@@ -10,23 +10,29 @@ Duplicates: a redelivered event re-sends every alert; Alertmanager (labels) and 
 key) absorb them, Slack shows the message again and the CloudEvents sink receives it again. A
 `Restated` alert (a Job update repeating a state) goes only where a repeat changes nothing (`meant_for`).
 Each batch sent to a sink is counted (`crefn_alert_deliveries_total`) by the sink's name and its
-result: delivered, refused, unavailable or throttled.
+result: delivered, refused, unavailable or throttled. A sink is a `Peer` of the transport: its URL, the
+routing key and Alertmanager's credentials are secrets, and what goes wrong names the sink (`slack`,
+`alertmanager`), never its URL. `start()` shows how many sinks are configured
+(`crefn_alert_sinks_configured`) as soon as the function's settings are read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+from pydantic import SecretStr
 
 from events.emitted import AlertData
 from events.envelope import to_outbound
 from events.types import EventType
 from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable
-from functions.metrics import count_delivery
+from functions.metrics import count_delivery, set_alert_sinks
 from functions.rules.alerting import Restated, dedup_key
 from functions.settings import Settings
-from functions.transport import deliver, post_json
+from functions.transport import Peer, deliver, post_json
 
 TIMEOUT = 10.0
 
@@ -45,7 +51,7 @@ def iso(alert_time: Any) -> str:
 
 @dataclass(frozen=True)
 class Alertmanager:
-    url: str
+    peer: Peer
     name: str = "alertmanager"
 
     def send(self, alerts: Sequence[AlertData]) -> None:
@@ -58,12 +64,12 @@ class Alertmanager:
             if a.ends_at is not None:
                 item["endsAt"] = iso(a.ends_at)
             payload.append(item)
-        post_json(self.url.rstrip("/") + "/api/v2/alerts", payload, self.name, TIMEOUT)
+        post_json(self.peer.at("/api/v2/alerts"), payload, TIMEOUT)
 
 
 @dataclass(frozen=True)
 class Slack:
-    url: str
+    peer: Peer
     name: str = "slack"
 
     def send(self, alerts: Sequence[AlertData]) -> None:
@@ -77,7 +83,7 @@ class Slack:
                     {"title": "job", "value": slack_text(a.job.name), "short": True},
                     {"title": "reason", "value": slack_text(a.reason), "short": True},
                     {"title": "severity", "value": slack_text(a.severity), "short": True}]}]}
-            post_json(self.url, payload, self.name, TIMEOUT, expect=(200,))
+            post_json(self.peer, payload, TIMEOUT, expect=(200,))
 
 
 def slack_text(text: str) -> str:
@@ -88,8 +94,8 @@ def slack_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class PagerDuty:
-    url: str
-    routing_key: str
+    peer: Peer
+    routing_key: str = field(repr=False)
     name: str = "pagerduty"
 
     def send(self, alerts: Sequence[AlertData]) -> None:
@@ -101,32 +107,54 @@ class PagerDuty:
                                     "severity": a.severity, "timestamp": iso(a.starts_at), "component": a.job.name,
                                     "group": a.job.namespace, "class": a.alertname,
                                     "custom_details": {"description": a.description, "reason": a.reason}}
-            post_json(self.url, event, self.name, TIMEOUT, expect=(200, 202))
+            post_json(self.peer, event, TIMEOUT, expect=(200, 202))
 
 
 @dataclass(frozen=True)
 class CloudEventsSink:
-    url: str
+    peer: Peer
     name: str = "cloudevents"
 
     def send(self, alerts: Sequence[AlertData]) -> None:
         for a in alerts:
             out = to_outbound(EventType.ALERT, "alert", a.job.namespace, a.job.name, a, None, alertname=a.alertname,
                               alertstatus=a.status, severity=a.severity)
-            deliver(self.url, out, self.name, TIMEOUT)
+            deliver(self.peer, out, timeout=TIMEOUT)
 
 
 def configured_sinks(settings: Settings) -> list[AlertSink]:
     sinks: list[AlertSink] = []
     if settings.alertmanager_url:
-        sinks.append(Alertmanager(settings.alertmanager_url))
+        sinks.append(Alertmanager(alertmanager_peer(settings)))
     if settings.slack_webhook_url:
-        sinks.append(Slack(settings.slack_webhook_url))
+        sinks.append(Slack(Peer("slack", settings.slack_webhook_url.get_secret_value())))
     if settings.pagerduty_routing_key:
-        sinks.append(PagerDuty(settings.pagerduty_url, settings.pagerduty_routing_key))
+        key = settings.pagerduty_routing_key.get_secret_value()
+        sinks.append(PagerDuty(Peer("pagerduty", settings.pagerduty_url.get_secret_value(), secrets=(key,)), key))
     if settings.alert_sink_url:
-        sinks.append(CloudEventsSink(settings.alert_sink_url))
+        sinks.append(CloudEventsSink(Peer("cloudevents", settings.alert_sink_url.get_secret_value())))
     return sinks
+
+
+def alertmanager_peer(settings: Settings) -> Peer:
+    """Alertmanager with its credentials: a bearer token, or a username and password (or the user and
+    password of its URL), and the CA verifying its certificate."""
+    s = settings
+    return Peer("alertmanager", _text(s.alertmanager_url), bearer_token=_text(s.alertmanager_bearer_token),
+                bearer_token_file=_text(s.alertmanager_bearer_token_file), username=s.alertmanager_username or "",
+                password=_text(s.alertmanager_password), password_file=_text(s.alertmanager_password_file),
+                ca_file=_text(s.alertmanager_ca_file))
+
+
+def _text(value: SecretStr | Path | None) -> str:
+    """A setting as the transport takes it: a secret's text, a path, or "" when unset."""
+    return "" if value is None else value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+
+
+def start(function: str, settings: Settings) -> None:
+    """What the alert function shows once its settings are read: how many sinks it has (0: its alerts reach
+    no one)."""
+    set_alert_sinks(function, len(configured_sinks(settings)))
 
 
 def meant_for(sink: AlertSink, alerts: Sequence[AlertData]) -> list[AlertData]:

@@ -2,11 +2,11 @@
 
 Two kinds, because a Knative function scaled to zero keeps no numbers:
 - The process's counters (`ProcessMetrics`): what this process answered, decided, asked the Kubernetes
-  API and delivered to alert sinks. The transport, the gateway and the alert sinks count into them;
-  every function target answers `GET /metrics` with them. They are made on first use (not at import)
-  and live as long as the process: gunicorn's threads share them (prometheus_client locks every
-  value); with several gunicorn workers each worker would have its own, which is why the Services run
-  `WORKERS=1`. No `_created` series are exposed.
+  API and delivered to alert sinks, and (the alert function) how many alert sinks it has. The transport,
+  the gateway and the alert sinks count into them; every function target answers `GET /metrics` with
+  them. They are made on first use (not at import) and live as long as the process: gunicorn's threads
+  share them (prometheus_client locks every value); with several gunicorn workers each worker would
+  have its own, which is why the Services run `WORKERS=1`. No `_created` series are exposed.
 - The Jobs' state (`expose_jobs`), computed at scrape time by the `metrics` target from one LIST of the
   managed Jobs: a fresh registry per scrape, nothing kept between scrapes, so a deleted Job's series
   go with it (CRE deletes them with the Job). Names and labels are CRE's (`pkg/controller/metrics.go`:
@@ -65,6 +65,9 @@ class ProcessMetrics:
         self.deliveries = Counter(
             "crefn_alert_deliveries_total", "Batches of alerts sent to a sink, by result: delivered, refused, "
             "unavailable or throttled.", ("sink", "result"), registry=self.registry)
+        self.alert_sinks = Gauge(
+            "crefn_alert_sinks_configured", "Alert sinks the function sends Job alerts to (Alertmanager, Slack, "
+            "PagerDuty, a CloudEvents sink); 0: its alerts reach no one.", ("function",), registry=self.registry)
         self.journal_bytes = Gauge(
             "crefn_dead_letters_file_bytes", "Size in bytes of the dead-letter file the recorder appends to, by "
             "path (absent when it writes no file).", ("path",), registry=self.registry)
@@ -114,6 +117,10 @@ def count_kube_request(verb: str, resource: str, code: str) -> None:
 
 def count_delivery(sink: str, result: str) -> None:
     process().deliveries.labels(sink, result).inc()
+
+
+def set_alert_sinks(function: str, count: int) -> None:
+    process().alert_sinks.labels(function).set(count)
 
 
 def set_journal_bytes(path: str, size: int) -> None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from events.envelope import Envelope
     from functions.context import Context
     from functions.plan import Outcome
+    from functions.settings import Settings
 
 HANDLERS = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
             "workloadrun", "alert")
@@ -61,3 +62,12 @@ SERVED: frozenset[str] = frozenset({*HANDLERS, METRICS})
 RECORD = "record"
 """The dead-letter recorder (`functions.deadletters`), also served by `functions.main`: `cre-fn record`
 runs it, as the Service `crefn-dead-letters` does (so it is not one of SERVED's `crefn-<target>`)."""
+STARTS: Mapping[str, str] = {"alert": "functions.alertsinks"}
+"""Targets with something to show before their first event: the module whose `start(target, settings)` runs
+once the target's settings are read (the alert function's `crefn_alert_sinks_configured`)."""
+
+
+def start(name: str, settings: Settings) -> None:
+    """What a target does once its settings are read, before it serves its first request."""
+    if name in STARTS:
+        importlib.import_module(STARTS[name]).start(name, settings)

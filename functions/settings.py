@@ -2,14 +2,30 @@
 
 Nothing else in `functions/` reads the environment. `KUBECONFIG` is read here too (as `kubeconfig`),
 so the gateway never looks at the environment for it.
+
+The alert sinks' URLs, the PagerDuty routing key and Alertmanager's credentials are secrets (`SecretStr`:
+their repr is `**********`), checked when the settings are built: a value that cannot be used fails with
+`load_settings()`'s one line naming the variable and what is wrong, never the value. Their files (a bearer
+token, a password, a CA bundle) must be readable then; the credentials are read again at each send.
 """
 
 from __future__ import annotations
 
+import ssl
 from datetime import timedelta
+from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from functions.durations import parse_go_duration
@@ -25,11 +41,20 @@ class Settings(BaseSettings):
     cre_group: str = "nvcre.nvidia.com"
     restart_grace_seconds: int = Field(default=30, ge=0)
     require_checkpoint_evidence: bool = True
-    alertmanager_url: str | None = None
-    slack_webhook_url: str | None = None
-    pagerduty_routing_key: str | None = None
-    pagerduty_url: str = DEFAULT_PAGERDUTY_URL
-    alert_sink_url: str | None = None
+    alertmanager_url: SecretStr | None = None
+    alertmanager_bearer_token: SecretStr | None = None
+    alertmanager_bearer_token_file: Path | None = None
+    """Read at each send (a mounted Secret or a projected token is rotated)."""
+    alertmanager_username: str | None = None
+    alertmanager_password: SecretStr | None = None
+    alertmanager_password_file: Path | None = None
+    """Read at each send, as the bearer token file."""
+    alertmanager_ca_file: Path | None = None
+    """PEM certificates that verify Alertmanager's TLS certificate (instead of the system's)."""
+    slack_webhook_url: SecretStr | None = None
+    pagerduty_routing_key: SecretStr | None = None
+    pagerduty_url: SecretStr = SecretStr(DEFAULT_PAGERDUTY_URL)
+    alert_sink_url: SecretStr | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     kubeconfig: str | None = Field(
         default=None, validation_alias=AliasChoices("CREFN_KUBECONFIG", "KUBECONFIG")
@@ -73,6 +98,67 @@ class Settings(BaseSettings):
             return duration
         return value
 
+    @field_validator("alertmanager_url", "slack_webhook_url", "alert_sink_url", "pagerduty_url", mode="before")
+    @classmethod
+    def _sink_url(cls, value: object, info: ValidationInfo) -> object:
+        if (text := _text(value)) is None:
+            return value
+        if not text:
+            return DEFAULT_PAGERDUTY_URL if info.field_name == "pagerduty_url" else None
+        check_url(text)
+        return text
+
+    @field_validator("pagerduty_routing_key", mode="before")
+    @classmethod
+    def _routing_key(cls, value: object) -> object:
+        if (text := _text(value)) is None:
+            return value
+        if text and not (text.isascii() and text.isalnum()):
+            raise ValueError("not a PagerDuty routing key: letters and digits only")
+        return text or None
+
+    @field_validator("alertmanager_bearer_token", mode="before")
+    @classmethod
+    def _token(cls, value: object) -> object:
+        if (text := _text(value)) is None:
+            return value
+        if text and not visible_ascii(text):
+            raise ValueError("not a bearer token: visible ASCII only, no spaces")
+        return text or None
+
+    @field_validator("alertmanager_username", "alertmanager_password", mode="before")
+    @classmethod
+    def _basic(cls, value: object, info: ValidationInfo) -> object:
+        if (text := _text(value)) is None:
+            return value
+        if not text.isprintable() or (info.field_name == "alertmanager_username" and ":" in text):
+            raise ValueError("holds a character basic auth cannot carry (a control character, or `:` in the name)")
+        return text or None
+
+    @field_validator("alertmanager_bearer_token_file", "alertmanager_password_file", "alertmanager_ca_file",
+                     mode="before")
+    @classmethod
+    def _file(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str | Path) or not str(value).strip():
+            return None if isinstance(value, str) else value
+        path = Path(str(value).strip())
+        try:
+            content = path.read_bytes()
+            if info.field_name == "alertmanager_ca_file":
+                ssl.create_default_context(cafile=str(path))
+        except ssl.SSLError:  # an OSError too
+            raise ValueError(f"{path} holds no PEM certificate") from None
+        except OSError as e:
+            raise ValueError(f"{path} cannot be read ({e.strerror or type(e).__name__})") from None
+        if info.field_name != "alertmanager_ca_file" and not visible_ascii(content.decode("latin-1").strip()):
+            raise ValueError(f"{path} holds no credential (one line of visible ASCII)")
+        return path
+
+    @model_validator(mode="after")
+    def _alertmanager_credentials(self) -> Settings:
+        check_credentials(self)
+        return self
+
     @property
     def observe(self) -> bool:
         return self.mode == "observe"
@@ -80,3 +166,83 @@ class Settings(BaseSettings):
     @property
     def alert_sinks_configured(self) -> bool:
         return any((self.alertmanager_url, self.slack_webhook_url, self.pagerduty_routing_key, self.alert_sink_url))
+
+
+class InvalidSettings(ValueError):
+    """Settings that cannot be used. Its text is one line naming each variable and what is wrong with it, and
+    never a value: pydantic's own text quotes the input (a webhook URL, a key, a password)."""
+
+
+def load_settings() -> Settings:
+    """The settings from the environment; InvalidSettings when they cannot be used."""
+    try:
+        return Settings()
+    except ValidationError as e:
+        raise InvalidSettings(describe(e)) from None
+
+
+def describe(error: ValidationError) -> str:
+    """What a ValidationError says, without the input: `invalid settings: CREFN_X: why; CREFN_Y: why`."""
+    problems = []
+    for item in error.errors(include_input=False, include_url=False, include_context=False):
+        why = " ".join(str(item["msg"]).removeprefix("Value error, ").split())
+        name = str(item["loc"][0]) if item["loc"] else ""
+        problems.append(f"{name if name.isupper() else f'CREFN_{name.upper()}'}: {why}" if name else why)
+    return "invalid settings: " + "; ".join(problems)
+
+
+def _text(value: object) -> str | None:
+    """A setting's text, stripped of surrounding spaces and newlines (a value kept in a file or a Secret often
+    ends with one); None for what is not text."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return value.strip() if isinstance(value, str) else None
+
+
+def visible_ascii(text: str) -> bool:
+    """Whether `text` is non-empty visible ASCII (what a header's token may hold)."""
+    return bool(text) and all("!" <= c <= "~" for c in text)
+
+
+def check_url(url: str) -> None:
+    """ValueError saying what is wrong with a sink's URL, never quoting it: its path, its query or its
+    userinfo may be the secret (a Slack webhook's path, a password)."""
+    if not url.isprintable() or any(c.isspace() for c in url):
+        raise ValueError("not a URL: it holds spaces or control characters")
+    parts = urlsplit(url)
+    if "://" not in url or not parts.scheme:
+        raise ValueError("not a URL: it has no scheme (it must begin with https:// or http://)")
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError("not an http or https URL")
+    if not parts.hostname:
+        raise ValueError("not a URL: it has no host")
+    try:
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError:
+        raise ValueError("not a URL: its port is not a number from 0 to 65535") from None
+
+
+def check_credentials(settings: Settings) -> None:
+    """ValueError when Alertmanager's credentials contradict each other or have no Alertmanager to go to."""
+    prefix = "CREFN_ALERTMANAGER_"
+    given = {name for name in ("BEARER_TOKEN", "BEARER_TOKEN_FILE", "USERNAME", "PASSWORD", "PASSWORD_FILE",
+                               "CA_FILE") if getattr(settings, f"alertmanager_{name.lower()}") is not None}
+    url = settings.alertmanager_url.get_secret_value() if settings.alertmanager_url else ""
+    pairs = (("BEARER_TOKEN", "BEARER_TOKEN_FILE"), ("PASSWORD", "PASSWORD_FILE"))
+    for one, other in pairs:
+        if {one, other} <= given:
+            raise ValueError(f"set {prefix}{one} or {prefix}{other}, not both")
+    if given and not url:
+        raise ValueError(f"{prefix}{sorted(given)[0]} is set but {prefix}URL is not")
+    basic = {"USERNAME", "PASSWORD", "PASSWORD_FILE"} & given
+    if basic and "USERNAME" not in basic:
+        raise ValueError(f"{prefix}{sorted(basic)[0]} needs {prefix}USERNAME")
+    if basic == {"USERNAME"}:
+        raise ValueError(f"{prefix}USERNAME needs {prefix}PASSWORD or {prefix}PASSWORD_FILE")
+    if basic and {"BEARER_TOKEN", "BEARER_TOKEN_FILE"} & given:
+        raise ValueError("Alertmanager takes a bearer token or a username and password, not both")
+    if "@" in urlsplit(url).netloc and given - {"CA_FILE"}:
+        raise ValueError(f"{prefix}URL holds credentials (user:password@) and {prefix}"
+                         f"{sorted(given - {'CA_FILE'})[0]} is set too: use one")
+    if "CA_FILE" in given and urlsplit(url).scheme.lower() != "https":
+        raise ValueError(f"{prefix}CA_FILE is set but {prefix}URL is not https")

@@ -19,24 +19,31 @@
   alert sinks' JSON APIs; answers that are not accepted become the errors of `functions.errors` by
   `error_for()`, the HTTP twin of the gateway's table. A CloudEvent sent with a token file carries
   `Authorization: Bearer` (Knative's OIDC sender identity), the file read at each send (`bearer()`).
+- A `Peer` is a sink whose URL and credentials are secrets (an alert sink): its requests carry them,
+  its errors name it (`slack`) and never hold them, and its redirects are not followed.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import http.client
 import json
 import logging
+import os
 import random
+import ssl
 import time
 import traceback
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from cloudevents import exceptions as ce_exceptions
 from cloudevents.http import from_http
@@ -457,11 +464,13 @@ class Answer:
         return decode(self.headers, self.body) if self.status == 200 and self.ce else None
 
 
-def post(url: str, headers: Mapping[str, str], body: bytes, timeout: float = 30) -> Answer:
-    """One POST; the answer whatever its status. Unavailable when the peer cannot be reached."""
+def post(url: str, headers: Mapping[str, str], body: bytes, timeout: float = 30,
+         opener: urllib.request.OpenerDirector | None = None) -> Answer:
+    """One POST (through `opener`, a Peer's, when given); the answer whatever its status. Unavailable when the
+    peer cannot be reached."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
+        with (opener.open if opener else urllib.request.urlopen)(request, timeout=timeout) as resp:
             return Answer(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
     except urllib.error.HTTPError as e:
         with e:
@@ -509,9 +518,15 @@ def error_for(what: str, answer: Answer) -> CrefnError:
     return PermanentError(f"{what}: answered {answer.status}: {one_line(answer.text, 200)}")
 
 
-def deliver(url: str, event: Record | Outbound, what: str = "", timeout: float = 10,
+def deliver(url: str | Peer, event: Record | Outbound, what: str = "", timeout: float = 10,
             token_file: str | None = None) -> Answer:
     """POST one CloudEvent that must be accepted (2xx); otherwise the error its answer means."""
+    if isinstance(url, Peer):
+        headers, body = encode(event)
+        answer = url.post(headers, body, timeout)
+        if not answer.accepted:
+            raise error_for(url.name, answer)
+        return answer
     try:
         answer = send(url, event, timeout=timeout, token_file=token_file)
     except Unavailable as e:
@@ -521,13 +536,119 @@ def deliver(url: str, event: Record | Outbound, what: str = "", timeout: float =
     return answer
 
 
-def post_json(url: str, payload: Any, what: str, timeout: float = 10, expect: Sequence[int] = ()) -> Answer:
+def post_json(peer: Peer, payload: Any, timeout: float = 10, expect: Sequence[int] = ()) -> Answer:
     """POST a JSON document to an HTTP API; the error its answer means unless it is accepted."""
-    try:
-        answer = post(url, {"content-type": "application/json"}, json.dumps(payload).encode(), timeout)
-    except Unavailable as e:
-        raise Unavailable(f"{what}: unreachable ({e.__cause__ and getattr(e.__cause__, 'reason', e.__cause__)})") \
-            from e
+    answer = peer.post({"content-type": "application/json"}, json.dumps(payload).encode(), timeout)
     if not answer.accepted or (expect and answer.status not in expect):
-        raise error_for(what, answer)
+        raise error_for(peer.name, answer)
     return answer
+
+
+# -- a peer whose URL and credentials are secrets -----------------------------------------------
+
+SHORTEST_SECRET = 4
+"""Secrets shorter than this are not cut out of error texts: cutting them would cut words."""
+
+
+@dataclass(frozen=True)
+class Peer:
+    """An HTTP peer whose URL and credentials are secrets: a webhook's path, a token in the query, a user and
+    password in the URL (sent as basic auth, the URL without them), a bearer token, a password; a credential
+    in a file is read at each send (it may be rotated). Errors name the peer (`name`) and never hold a secret:
+    every text they carry, the peer's answer included, has them cut out (`scrub`), and no cause is chained.
+    Redirects are not followed (a 3xx answer is refused): the credentials go to the configured host only.
+    `ca_file`: PEM certificates verifying the peer's TLS certificate, instead of the system's."""
+
+    name: str
+    url: str = field(repr=False)
+    bearer_token: str = field(default="", repr=False)
+    bearer_token_file: str = ""
+    username: str = ""
+    password: str = field(default="", repr=False)
+    password_file: str = ""
+    ca_file: str = ""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """More text to cut out of errors (what the body carries: a routing key)."""
+
+    def at(self, path: str) -> Peer:
+        """The same peer, `path` appended to its URL's path."""
+        parts = urlsplit(self.url)
+        return replace(self, url=urlunsplit(parts._replace(path=parts.path.rstrip("/") + path)))
+
+    def post(self, headers: Mapping[str, str], body: bytes, timeout: float) -> Answer:
+        """One POST with the peer's credentials; the answer whatever its status (scrubbed unless 2xx). Unavailable
+        when the peer cannot be reached, or a credential or CA file cannot be read; PermanentError when its URL
+        or a credential cannot be sent (a character HTTP does not carry)."""
+        parts = urlsplit(self.url)
+        authorization, said = self._authorization(parts)
+        secrets = self._secret_texts(parts, said)
+        url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        try:
+            answer = post(url, {**headers, **authorization}, body, timeout, self._opener())
+        except Unavailable as e:
+            reason = getattr(e.__cause__, "reason", e.__cause__)
+            raise Unavailable(scrub(f"{self.name}: unreachable ({reason})", secrets)) from None
+        except ValueError as e:  # urllib and http.client quote the URL or the header they refuse
+            raise PermanentError(f"{self.name}: its URL or credentials cannot be sent ({type(e).__name__})") \
+                from None
+        return answer if answer.accepted else replace(answer, body=scrub(answer.text, secrets).encode())
+
+    def _authorization(self, parts: SplitResult) -> tuple[dict[str, str], list[str]]:
+        """The Authorization header, and the credentials it says (to scrub)."""
+        if self.bearer_token or self.bearer_token_file:
+            token = self.bearer_token or self._read(self.bearer_token_file, "bearer token")
+            return {"authorization": f"Bearer {token}"}, [token]
+        username = self.username or unquote(parts.username or "")
+        if not username:
+            return {}, []
+        password = (self.password or (self._read(self.password_file, "password") if self.password_file else "")
+                    if self.username else unquote(parts.password or ""))
+        basic = base64.b64encode(f"{username}:{password}".encode()).decode()
+        return {"authorization": f"Basic {basic}"}, [password, basic]
+
+    def _read(self, path: str, what: str) -> str:
+        """A credential from its file, read now; Unavailable naming the file, never its content."""
+        try:
+            text = Path(path).read_text(errors="replace").strip()
+        except OSError as e:
+            raise Unavailable(f"{self.name}: its {what} file {path} cannot be read "
+                              f"({e.strerror or type(e).__name__})") from None
+        if not text:
+            raise Unavailable(f"{self.name}: its {what} file {path} is empty")
+        return text
+
+    def _secret_texts(self, parts: SplitResult, said: list[str]) -> list[str]:
+        path = parts.path if parts.path not in ("", "/") else ""
+        userinfo = parts.netloc.rpartition("@")[0]
+        found = [self.url, userinfo, unquote(parts.password or ""), path, parts.query, unquote(path),
+                 self.bearer_token, self.password, *said, *self.secrets]
+        return sorted({s for s in found if len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
+
+    def _opener(self) -> urllib.request.OpenerDirector:
+        try:
+            return _opener(self.ca_file, os.stat(self.ca_file).st_mtime_ns if self.ca_file else 0)
+        except OSError as e:  # ssl.SSLError too: not PEM
+            raise Unavailable(f"{self.name}: its CA file {self.ca_file} cannot be used "
+                              f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """`text` with every secret (longest first) cut out."""
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any) -> None:
+        return None  # the 3xx becomes the answer
+
+
+@functools.lru_cache(maxsize=16)
+def _opener(ca_file: str, stamp: int) -> urllib.request.OpenerDirector:
+    """An opener following no redirect, verifying TLS with `ca_file` when given (made again when the file
+    changes: `stamp` is its modification time)."""
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+    if ca_file:
+        handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)))
+    return urllib.request.build_opener(*handlers)

@@ -1,16 +1,21 @@
 """A Prometheus Alertmanager on loopback (Debian's `prometheus-alertmanager`), clustering off, with
-one webhook receiver: for the test suite and for trying the alert sinks locally. Stopped by PID."""
+one webhook receiver: for the test suite and for trying the alert sinks locally. Stopped by PID.
+With a `Guard`, its API is behind TLS and basic auth (its `--web.config.file`), as a production
+Alertmanager often is."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -54,16 +59,40 @@ def find_alertmanager() -> str:
     return path
 
 
+@dataclass(frozen=True)
+class Guard:
+    """TLS and basic auth in front of Alertmanager's API: the certificate (for 127.0.0.1, self-signed: it is
+    its own CA) and key it serves, and its one user, with the bcrypt hash of the password it checks."""
+
+    cert: Path
+    key: Path
+    username: str
+    password: str
+    password_hash: str
+
+    def web_config(self) -> dict[str, Any]:
+        return {"tls_server_config": {"cert_file": str(self.cert), "key_file": str(self.key)},
+                "basic_auth_users": {self.username: self.password_hash}}
+
+    def request(self, url: str) -> urllib.request.Request:
+        basic = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+        return urllib.request.Request(url, headers={"Authorization": f"Basic {basic}"})
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.cert))
+
+
 class LocalAlertmanager:
-    def __init__(self, work_dir: Path, webhook_url: str) -> None:
+    def __init__(self, work_dir: Path, webhook_url: str, guard: Guard | None = None) -> None:
         self.work_dir = Path(work_dir)
         self.webhook_url = webhook_url
+        self.guard = guard
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.guard else 'http'}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30) -> LocalAlertmanager:
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -74,23 +103,31 @@ class LocalAlertmanager:
         }
         config_file = self.work_dir / "alertmanager.yml"
         config_file.write_text(yaml.safe_dump(config))
+        web = []
+        if self.guard:
+            (self.work_dir / "web.yml").write_text(yaml.safe_dump(self.guard.web_config()))
+            web = [f"--web.config.file={self.work_dir / 'web.yml'}"]
         self.port = free_port()
         with (self.work_dir / "alertmanager.log").open("ab") as log:
             self._proc = subprocess.Popen([
                 find_alertmanager(), f"--config.file={config_file}", f"--storage.path={self.work_dir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=warn",
+                f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=warn", *web,
             ], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        if why := wait_ready(self._proc, f"{self.url}/-/ready", timeout, self.work_dir / "alertmanager.log",
-                             "alertmanager"):
+        if why := wait_ready(self._proc, self._request("/-/ready"), timeout, self.work_dir / "alertmanager.log",
+                             "alertmanager", self.guard.context() if self.guard else None):
             self.stop()
             raise AlertmanagerError(why)
         return self
 
     def alerts(self, **filters: str) -> list[dict[str, Any]]:
         query = "&".join(f"{k}={v}" for k, v in filters.items())
-        with urllib.request.urlopen(f"{self.url}/api/v2/alerts{'?' + query if query else ''}", timeout=5) as resp:
+        with urllib.request.urlopen(self._request(f"/api/v2/alerts{'?' + query if query else ''}"), timeout=5,
+                                    context=self.guard.context() if self.guard else None) as resp:
             result: list[dict[str, Any]] = json.loads(resp.read())
             return result
+
+    def _request(self, path: str) -> urllib.request.Request:
+        return self.guard.request(self.url + path) if self.guard else urllib.request.Request(self.url + path)
 
     def stop(self) -> None:
         if self._proc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -19,15 +20,16 @@ from localstack.apiserver import free_port, kill_group, signal_group, stop_proce
 MAIN = Path(functions.__file__).with_name("main.py")
 
 
-def wait_ready(proc: subprocess.Popen[bytes], url: str, timeout: float, log_path: Path, name: str) -> str:
-    """Wait until `url` answers 200 (a `/-/ready` endpoint): "" then, else why not (the process exited,
-    with the end of its log, or it was not ready in time)."""
+def wait_ready(proc: subprocess.Popen[bytes], url: str | urllib.request.Request, timeout: float, log_path: Path,
+               name: str, context: ssl.SSLContext | None = None) -> str:
+    """Wait until `url` answers 200 (a `/-/ready` endpoint; a Request to send headers, `context` to verify its
+    TLS): "" then, else why not (the process exited, with the end of its log, or it was not ready in time)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return f"{name} exited with {proc.returncode}: {log_path.read_text()[-2000:]}"
         try:
-            with urllib.request.urlopen(url, timeout=1) as resp:
+            with urllib.request.urlopen(url, timeout=1, context=context) as resp:
                 if resp.status == 200:
                     return ""
         except (urllib.error.URLError, OSError):

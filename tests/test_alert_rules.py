@@ -1,7 +1,8 @@
 """The PrometheusRule `crefn` (`knative/overlays/monitoring`) run by promtool: its groups, taken from
 the rendered overlay, are written to a rules file; `promtool check rules` accepts it, and `promtool
 test rules` runs each row below (input series → the alerts expected at one time), every alert firing
-in one row at least and quiet in another. A missing promtool fails these tests."""
+in one row at least and quiet in another. Every alert links its runbook, a page of `docs/runbooks/`. A
+missing promtool fails these tests."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ import yaml
 from functions.metrics import JobStates, ProcessMetrics
 from localstack.prometheus import find_promtool, rule_groups, write_rules
 
+RUNBOOKS = Path(__file__).parents[1] / "docs" / "runbooks"
+RUNBOOK_BASE = "https://github.com/crefn/cre-functions/blob/main/docs/runbooks/"
 GROUPS = rule_groups()
 RULES = {r["alert"]: r for g in GROUPS for r in g["rules"] if "alert" in r}
 RECORDS = [r["record"] for g in GROUPS for r in g["rules"] if "record" in r]
 
 JOB = {"namespace": "ml", "job": "llama"}
 PING = {"function": "resync", "type": "dev.knative.sources.ping"}
+ALERT_POD = {"function": "alert", "pod": "crefn-alert-00001-deployment-a"}
 DEAD = {"function": "dead-letters", "type": "dev.crefn.job.condition.changed", "answer": "202"}
 
 
@@ -113,6 +117,19 @@ CASES = {
             series("crefn_alert_deliveries_total", {"sink": "slack", "result": "refused"}): "_x20 1x20",
             series("crefn_alert_deliveries_total", {"sink": "alertmanager", "result": "delivered"}): "0+1x40"},
         "26m", [Fired({"sink": "slack"}, "alert sink slack: 1 failed, none delivered in 10 minutes")]),
+    "no alert sink: a pod reporting none for 5m fires": Case(
+        "CREFnNoAlertSinks", {series("crefn_alert_sinks_configured", ALERT_POD): "0x10"}, "5m",
+        [Fired({"function": "alert"}, "alert has no alert sink: Job alerts reach no one")]),
+    "no alert sink: still firing half an hour after that pod went away": Case(
+        "CREFnNoAlertSinks", {series("crefn_alert_sinks_configured", ALERT_POD): "0x10"}, "40m",
+        [Fired({"function": "alert"}, "alert has no alert sink: Job alerts reach no one")]),
+    "no alert sink: pending for its first 5 minutes": Case(
+        "CREFnNoAlertSinks", {series("crefn_alert_sinks_configured", ALERT_POD): "0x10"}, "4m"),
+    "no alert sink: a pod with two sinks is quiet": Case(
+        "CREFnNoAlertSinks", {series("crefn_alert_sinks_configured", ALERT_POD): "2x30"}, "20m"),
+    "no alert sink: a new pod with a sink ends it": Case(
+        "CREFnNoAlertSinks", {series("crefn_alert_sinks_configured", ALERT_POD): "0x10",
+                              series("crefn_alert_sinks_configured", {**ALERT_POD, "pod": "b"}): "_x15 1x10"}, "20m"),
     "alert sink: pending for its first 5 minutes": Case(
         "CREFnAlertSinkFailing", {
             series("crefn_alert_deliveries_total", {"sink": "slack", "result": "refused"}): "_x20 1x20"}, "23m"),
@@ -144,15 +161,28 @@ def test_promtool_checks_the_rules(rules_file: Path) -> None:
 
 def test_the_rules_are_cres_documented_alerts_and_the_projects() -> None:
     assert set(RULES) == {"NVCREHardwareFailure", "NVCREJobStuck", "CREFnFunctionErrors", "CREFnDeadLetters",
-                          "CREFnResyncFailing", "CREFnAlertSinkFailing"}
+                          "CREFnResyncFailing", "CREFnAlertSinkFailing", "CREFnNoAlertSinks"}
     cre = {(a, RULES[a]["expr"], RULES[a]["for"], RULES[a]["labels"]["severity"])
            for a in ("NVCREHardwareFailure", "NVCREJobStuck")}
     assert cre == {("NVCREHardwareFailure", "nvcre_job_failed_nodes > 0", "1m", "warning"),
                    ("NVCREJobStuck", 'nvcre_job_status{status="in_progress"} == 1', "6h", "warning")}
     for rule in RULES.values():
         assert rule["labels"]["severity"] in ("warning", "critical")
-        assert set(rule["annotations"]) == {"summary", "description"}
+        assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}
         assert "{{" not in rule["annotations"]["description"]  # only the summary is a template
+
+
+def test_every_alert_links_its_runbook_and_every_runbook_is_an_alerts() -> None:
+    assert {name: rule["annotations"]["runbook_url"] for name, rule in RULES.items()} == {
+        name: f"{RUNBOOK_BASE}{name}.md" for name in RULES}
+    pages = {page.stem for page in RUNBOOKS.glob("*.md")} - {"README"}
+    assert pages == set(RULES)
+    index = (RUNBOOKS / "README.md").read_text()
+    for name in RULES:
+        text = (RUNBOOKS / f"{name}.md").read_text()
+        headings = [line for line in text.splitlines() if line.startswith("#")]
+        assert headings == [f"# {name}", "## What it means", "## What to check", "## What to do"], name
+        assert f"[{name}.md]({name}.md)" in index
 
 
 def test_every_metric_the_rules_read_is_one_the_functions_expose() -> None:
@@ -180,8 +210,7 @@ def unit_test(rules_file: Path, case: Case) -> dict[str, Any]:
                 "eval_time": case.at,
                 "alertname": case.alert,
                 "exp_alerts": [{"exp_labels": {**f.labels, **rule["labels"]},
-                                "exp_annotations": {"summary": f.summary,
-                                                    "description": rule["annotations"]["description"]}}
+                                "exp_annotations": {**rule["annotations"], "summary": f.summary}}
                                for f in case.fired],
             }],
         }],

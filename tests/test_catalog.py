@@ -101,7 +101,7 @@ def test_settings_defaults_and_environment(monkeypatch: pytest.MonkeyPatch) -> N
     s = Settings()
     assert (s.mode, s.manage_all, s.cre_group, s.restart_grace_seconds, s.require_checkpoint_evidence) == (
         "manage", False, "nvcre.nvidia.com", 30, True)
-    assert s.pagerduty_url == "https://events.pagerduty.com/v2/enqueue" and s.log_level == "INFO"
+    assert s.pagerduty_url.get_secret_value() == "https://events.pagerduty.com/v2/enqueue" and s.log_level == "INFO"
     monkeypatch.setenv("CREFN_MODE", "observe")
     monkeypatch.setenv("CREFN_CRE_GROUP", "cre.nvidia.com")
     monkeypatch.setenv("CREFN_RESTART_GRACE_SECONDS", "0")

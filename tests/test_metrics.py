@@ -23,7 +23,7 @@ from functions.errors import Forbidden, Unavailable
 from functions.gateway import Gateway, kube_call_of
 from functions.metrics import expose_process
 from functions.resources import PODS, cre_jobs
-from functions.transport import Answer, post, send
+from functions.transport import Answer, Peer, post, send
 from localstack.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
@@ -331,8 +331,9 @@ def test_alert_deliveries_by_sink_and_result() -> None:
     alert = AlertData(alertname="CREJobFailed", status="firing", severity="critical",
                       job=JobRef(name="llm", namespace="ml"), reason="WorkloadFailed", summary="s", description="d",
                       starts_at=datetime.now(UTC), labels={"alertname": "CREJobFailed"})
-    sinks = [Alertmanager(delivered.url), Slack(throttled.url), PagerDuty(refused.url, "key"),
-             CloudEventsSink(f"http://127.0.0.1:{closed_port()}/")]
+    sinks = [Alertmanager(Peer("alertmanager", delivered.url)), Slack(Peer("slack", throttled.url)),
+             PagerDuty(Peer("pagerduty", refused.url), "key"),
+             CloudEventsSink(Peer("cloudevents", f"http://127.0.0.1:{closed_port()}/"))]
     try:
         before = parse(expose_process().body.decode())
         with pytest.raises(Unavailable):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import json
 import socket
+import subprocess
 import threading
 import time
 from datetime import UTC, datetime
@@ -62,6 +63,15 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by openssl: self-signed, so it is its own CA."""
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", str(key),
+                    "-out", str(cert), "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
 
 
 HELD: list[socket.socket] = []

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +17,7 @@ from typing import Any
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.resources import Resource
+from tests.support.helpers import self_signed
 
 WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                     "ValidatingWebhookConfiguration", namespaced=False)
@@ -32,10 +32,7 @@ class DenyingWebhook:
                  object_selector: dict[str, Any], message: str, probe: tuple[Resource, str, dict[str, Any]]) -> None:
         self.gateway, self.name, self.message = gateway, name, message
         self.reviews: list[dict[str, Any]] = []
-        cert, key = work_dir / "webhook.crt", work_dir / "webhook.key"
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", str(key),
-                        "-out", str(cert), "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                       check=True, capture_output=True)
+        cert, key = self_signed(work_dir, "webhook")
         webhook = self
 
         class Handler(BaseHTTPRequestHandler):
