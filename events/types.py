@@ -95,6 +95,8 @@ class Reason(StrEnum):
     THRESHOLDS_MET = "ThresholdsMet"
     UNKNOWN_THRESHOLD_KEY = "UnknownThresholdKey"
     INVALID_THRESHOLD_EXPRESSION = "InvalidThresholdExpression"
+    INVALID_NODE_HEALTH_EXPRESSION = "InvalidNodeHealthExpression"
+    """A Warning Event only (the project's): the node health expression ran past its time budget."""
     MEASUREMENT_TIMEOUT = "MeasurementTimeout"
     MEASUREMENT_CREATION_ERROR = "MeasurementCreationError"
     SUSPENDED = "Suspended"

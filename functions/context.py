@@ -1,4 +1,5 @@
-"""What every handler is given: the settings, the Kubernetes gateway (connected on first use) and a clock.
+"""What every handler is given: the settings, the Kubernetes gateway (connected on first use), a clock, and
+the evaluator of tenant CEL (`functions.celbudget`, its worker processes started on first use).
 
 The gateway's module, and with it the Kubernetes client, is imported on first use too: a function
 that never calls the API (`phase` in Resource mode) starts faster and smaller without it.
@@ -8,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from functions.settings import Settings
 
 if TYPE_CHECKING:
+    from functions.celbudget import CelBudget
     from functions.gateway import Gateway
 
 
@@ -31,6 +33,7 @@ class Context:
         self.settings = settings
         self.clock = clock
         self._gateway = gateway
+        self._cel: CelBudget | None = None
         self._lock = threading.Lock()
 
     @property
@@ -42,3 +45,13 @@ class Context:
 
                 self._gateway = Gateway.connect(self.settings.kubeconfig, self.settings.kube_timeout_seconds)
             return self._gateway
+
+    @property
+    def cel(self) -> CelBudget:
+        """One per process (its workers serve every thread), made on first use."""
+        with self._lock:
+            if self._cel is None:
+                from functions.celbudget import CelBudget
+
+                self._cel = CelBudget(timedelta(seconds=self.settings.cel_budget_seconds))
+            return self._cel

@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     """A Go duration (`24h`); the bound of a Job without the annotation `crefn.dev/timeout-per-job`."""
     log_timeout_seconds: float = Field(default=30.0, gt=0)
     """How long reading a failed container's log may take in all."""
+    cel_budget_seconds: float = Field(default=1.0, gt=0)
+    """How long compiling and evaluating a Job's CEL expression on one input may take (node health,
+    thresholds); past it the expression counts as invalid."""
     hardware_failure_action: Literal["report", "restart"] = "report"
     """On a node health failure: report it (CRE's Job tier), or also delete the TrainJob so that `restart`
     decides (what CRE's Workflow causes)."""

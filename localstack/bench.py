@@ -9,6 +9,8 @@ asserted.
 - memory: resident set of the served process tree (gunicorn's arbiter and worker) after the load.
 - cold start: process start → first answer, phase against the floor.
 - phase in process: parse + adapter per call, against parsing alone.
+- a node health expression on a Node of real size, per evaluation: through the CEL budget's worker
+  process (`functions.celbudget`), against the same evaluation in-process.
 - resync over N managed Jobs in step on the real API server: the tick's time and API requests,
   against the API server's own LIST of those Jobs.
 """
@@ -26,11 +28,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from events.objects import TrainJob
+from functions.celbudget import CelBudget
 from functions.rules.adapter import decide_phase
+from functions.rules.cel import outcomes
 from functions.transport import encode, send
 from localstack.benchstack import lifecycle_figures, process_tree
 from localstack.samples import load_sample
@@ -132,6 +137,24 @@ def in_process_figures(rows: list[dict[str, Any]]) -> None:
                  "ratio": round(both / parse_only, 2)})
 
 
+def cel_figures(rows: list[dict[str, Any]]) -> None:
+    node = {"metadata": {"name": "gpu-1", "labels": {f"example.com/label-{i}": "true" for i in range(30)},
+                         "annotations": {"example.com/inventory": "x" * 2000}},
+            "status": {"conditions": [{"type": f"Check{i}", "status": "False"} for i in range(15)],
+                       "images": [{"names": [f"registry.example.com/image-{i}:v1"], "sizeBytes": i}
+                                  for i in range(50)]}}
+    expression = "node.status.conditions.exists(c, c.type == 'GPUHealthy' && c.status == 'False')"
+    budget = CelBudget(timedelta(seconds=1))
+    try:
+        budget.outcomes("node", expression, [node])  # the worker started
+        inside = per_call(lambda: list(outcomes("node", expression, [node])), 5000)
+        through = per_call(lambda: budget.outcomes("node", expression, [node]), 5000)
+    finally:
+        budget.close()
+    rows.append({"figure": "node health CEL per evaluation (µs)", "baseline": "in-process",
+                 "base": round(inside * 1e6, 1), "ours": round(through * 1e6, 1), "ratio": round(through / inside, 2)})
+
+
 def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
     from functions.context import Context
     from functions.gateway import Gateway
@@ -206,6 +229,7 @@ def main() -> int:
         print("[bench] phase over HTTP against the no-op floor ...", file=sys.stderr, flush=True)
         http_figures(rows)
         in_process_figures(rows)
+        cel_figures(rows)
     jobs = int(os.environ.get("BENCH_JOBS", "1000"))
     if jobs:
         resync_figures(rows, jobs)

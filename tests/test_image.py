@@ -100,3 +100,19 @@ def test_cre_fn_dev_without_the_dev_stack_says_so_in_one_line(site: Path, tmp_pa
                             capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "the local dev stack is not installed" in result.stderr
+
+
+def test_tenant_cel_is_evaluated_by_a_worker_of_the_installed_package_that_writes_nothing(site: Path,
+                                                                                         tmp_path: Path) -> None:
+    """`functions.celbudget` starts its worker process (`python -m functions.celworker`) from the installed
+    copy, through pipes, with nothing to write (the image's root filesystem is read-only)."""
+    assert (site / "functions" / "celworker.py").is_file()
+    before = sorted(site.rglob("*"))
+    code = ("from datetime import timedelta; from functions.celbudget import CelBudget; "
+            "budget = CelBudget(timedelta(seconds=5)); "
+            "print(budget.outcomes('node', 'node.spec.unschedulable == true', [{'spec': {'unschedulable': True}}]))")
+    result = subprocess.run([sys.executable, "-c", code], env=installed_env(site), cwd=tmp_path, capture_output=True,
+                            text=True, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, "(CelOutcome(value=True, failure=None, error=''),)\n", "")
+    assert sorted(site.rglob("*")) == before and list(tmp_path.iterdir()) == []

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+import urllib.request
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,14 +19,22 @@ import pytest
 from events.emitted import FailedNode, JobRef
 from events.envelope import Envelope
 from functions.context import Context
-from functions.errors import Unavailable
+from functions.errors import PermanentError, Unavailable
 from functions.gateway import Gateway
 from functions.handlers import nodehealth
 from functions.handlers.nodehealth import Observed, decide, read
 from functions.plan import Delete, RecordEvent, WriteStatus
 from functions.resources import NODES, TRAINJOBS, cre_jobs
+from functions.rules.cel import CelOutcome, outcomes
 from functions.rules.jobs import parse_job
-from functions.rules.nodehealth import evaluate, hardware_message, jobs_on_node, merge_failed_nodes, pod_nodes
+from functions.rules.nodehealth import (
+    Evaluation,
+    evaluate,
+    hardware_message,
+    jobs_on_node,
+    merge_failed_nodes,
+    pod_nodes,
+)
 from functions.settings import Settings
 from functions.transport import send, to_envelope
 from localstack.apisource import apiserver_record
@@ -76,6 +87,15 @@ def test_the_message_names_the_merged_entries_as_go_prints_a_slice(entries: list
 BARE = {"metadata": {"name": "bare"}}
 
 
+def evaluated(expression: str, nodes: dict[str, dict[str, Any]]) -> Evaluation:
+    """The expression on the Nodes, evaluated in this process (`functions.celbudget` runs the same code)."""
+    names = sorted(nodes)
+    checked = list(outcomes("node", expression, ()))
+    if checked:
+        return Evaluation(rejected=checked[0])
+    return evaluate(names, list(outcomes("node", expression, [nodes[n] for n in names])))
+
+
 @pytest.mark.parametrize(("expression", "node", "unhealthy", "skipped"), [
     (CORDONED, BARE, (), ()),
     ("size(node.spec.taints) > 0 || size(node.status.conditions) > 0", BARE, (), ()),
@@ -87,14 +107,14 @@ BARE = {"metadata": {"name": "bare"}}
         "a-missing-key-skips-the-node", "optional-types"])
 def test_evaluation_fills_cres_node_defaults(expression: str, node: dict[str, Any], unhealthy: tuple[str, ...],
                                             skipped: tuple[str, ...]) -> None:
-    result = evaluate(expression, {"bare": node})
+    result = evaluated(expression, {"bare": node})
     assert result.unhealthy == unhealthy
     assert tuple(name for name, _ in result.skipped) == skipped
 
 
 def test_a_skipped_node_says_why() -> None:
     """The reply names each node the expression failed on with the CEL library's reason."""
-    result = evaluate("node.metadata.labels['gpu'] == 'bad'", {"bare": BARE, "gpu-1": {"metadata": {"labels": {}}}})
+    result = evaluated("node.metadata.labels['gpu'] == 'bad'", {"bare": BARE, "gpu-1": {"metadata": {"labels": {}}}})
     assert result.skipped == (("bare", 'Key not found in map : "gpu"'), ("gpu-1", 'Key not found in map : "gpu"'))
 
 
@@ -137,7 +157,7 @@ def observed(expression: str | None = CORDONED, nodes: dict[str, dict[str, Any]]
                 status={"failedNodes": failed_nodes or []})
     if not managed:
         state = parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, "nvcre.nvidia.com")
-    return Observed(CAUSE, REF, None if gone else state, nodes or {}, unread, trainjob)
+    return Observed(CAUSE, REF, None if gone else state, evaluated(expression or "", nodes or {}), unread, trainjob)
 
 
 def cordoned(name: str) -> dict[str, Any]:
@@ -214,6 +234,32 @@ def test_a_second_failure_while_true_updates_the_message_without_an_event() -> N
     assert hardware["message"] == "Hardware failure detected on node(s): [n1 n2]"
     assert hardware["lastTransitionTime"] == already[0]["lastTransitionTime"]
     assert plan.reply is not None and plan.reply.data_json()["nodes"] == ["n2"]
+
+
+INTERRUPTED = CelOutcome(failure="interrupted", error="operation interrupted: took longer than 1s")
+
+
+@pytest.mark.parametrize(("on", "note"), [
+    ("n2", "node health expression rejected on node n2: CEL evaluation error: operation interrupted: took longer "
+           "than 1s"),
+    ("", "node health expression rejected: CEL compilation error: operation interrupted: took longer than 1s"),
+], ids=["evaluating", "compiling"])
+def test_an_interrupted_expression_writes_nothing_and_is_a_warning_event(on: str, note: str) -> None:
+    state = observed().state
+    evaluation = Evaluation(("n1", "n2") if on else (), rejected=INTERRUPTED, rejected_on=on)
+    plan = decide(Observed(CAUSE, REF, state, evaluation), REPORT, NOW)
+    (event,) = plan.effects
+    assert isinstance(event, RecordEvent) and plan.reply is None
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == (
+        "Warning", "InvalidNodeHealthExpression", note)
+    assert plan.reason == "Job ns/llm: node health expression rejected: operation interrupted: took longer than 1s"
+
+
+def test_the_outcomes_stop_at_the_one_that_rejects() -> None:
+    outcomes_ = (CelOutcome(True), CelOutcome(failure="evaluate", error="no such key"), INTERRUPTED)
+    assert evaluate(("a", "b", "c", "d"), outcomes_) == Evaluation(("a", "b", "c", "d"), rejected=INTERRUPTED,
+                                                                   rejected_on="c")
+    assert evaluate(("a", "b"), outcomes_[:2]) == Evaluation(("a", "b"), ("a",), (("b", "no such key"),))
 
 
 def test_restart_deletes_the_attempts_trainjob_by_uid_after_the_write() -> None:
@@ -526,3 +572,73 @@ def test_a_node_event_goes_on_past_a_job_it_cannot_read(world: Callable[..., Wor
     assert outcome.reply is not None and outcome.reply.extensions["job"] == replied
     deferred = [f"Job {w.ns}/llm2: a new failed node, left to its next check (one event per answer)"]
     assert outcome.reason.split("; ") == [summary, *(deferred if replied == "llm" else []), *failures]
+
+
+# -- tenant CEL under its time budget (functions.celbudget) -------------------------------------
+
+INVENTORY = "node.metadata.annotations['example.com/inventory']"
+ZEROS = "[" + ",".join(["0"] * 90) + "]"
+SLOW = f"{ZEROS}.all(i, {ZEROS}.all(j, size({INVENTORY} + {INVENTORY} + {INVENTORY}) > 0))"
+"""8100 iterations, each concatenating a 150 KB annotation three times: over ten seconds in-process,
+holding the interpreter lock all along; 270 characters."""
+
+
+def timed(call: Callable[[], Any]) -> tuple[Any, float, float]:
+    """What `call` gave, when it started and when it ended (monotonic seconds)."""
+    started = time.monotonic()
+    got = call()
+    return got, started, time.monotonic()
+
+
+def test_an_expression_past_its_budget_holds_up_nothing_and_is_told_on_the_job(
+        world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:
+    """While one Job's expression runs out its budget (1 s) in a worker process, the function answers its
+    metrics and another Job's check (which starts a second worker) at once; then the expression is
+    interrupted: nothing written, a Warning Event on the Job. Evaluated in the server's own process, the
+    expression would hold up both for over ten seconds."""
+    w = world()
+    url = functions()["nodehealth"]
+    monitored(w, SLOW, name="slow")
+    monitored(w, CORDONED, name="quick")
+    slow_node, sick_node = node_name(w, "big"), node_name(w, "sick")
+    place(w, "slow-workload-node-0-0", slow_node, job_name="slow")
+    place(w, "quick-workload-node-0-0", sick_node, job_name="quick")
+    w.gw.patch(NODES, None, slow_node, {"metadata": {"annotations": {"example.com/inventory": "x" * 150_000}}})
+    w.settle()
+    assert send(url, check_record(w.ns, "quick")).status == 202  # healthy: the function has evaluated once
+    w.gw.patch(NODES, None, sick_node, {"spec": {"unschedulable": True}})
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(timed, lambda: send(url, check_record(w.ns, "slow")))
+        time.sleep(0.3)
+        (status, _), metrics_from, metrics_to = timed(lambda: scrape(url))
+        quick, quick_from, quick_to = timed(lambda: send(url, check_record(w.ns, "quick")))
+        answer, slow_from, slow_to = slow.result()
+    assert status == 200 and metrics_to - metrics_from < 0.5 and metrics_to < slow_to
+    assert quick.status == 200 and quick_to - quick_from < 2.0
+    assert hardware(w, "quick") == ("True", HW, f"Hardware failure detected on node(s): [{sick_node}]")
+    assert answer.status == 202 and 1.0 <= slow_to - slow_from < 2.5
+    assert hardware(w, "slow") is None and "failedNodes" not in w.job("slow")["status"]
+    assert warnings(w, "slow") == [("InvalidNodeHealthExpression", f"node health expression rejected on node "
+                                    f"{slow_node}: CEL evaluation error: operation interrupted: took longer than 1s")]
+
+    assert send(url, check_record(w.ns, "slow")).status == 202  # the next tick: the same Event, not another
+    assert len(warnings(w, "slow")) == 1
+
+
+def warnings(w: World, job_name: str) -> list[tuple[str, str]]:
+    return [(e["reason"], e["message"]) for e in job_events(w.gw, w.ns, job_name) if e["type"] == "Warning"]
+
+
+def scrape(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url + "metrics", timeout=30) as resp:
+        return resp.status, resp.read()
+
+
+def test_the_api_server_caps_a_node_health_expression_at_2048_characters(world: Callable[..., World]) -> None:
+    """The CRD's `maxLength`, which `functions.rules.cel.MAX_LENGTH` applies to thresholds too."""
+    w = world()
+    monitored(w, CORDONED + " " * (2048 - len(CORDONED)), name="longest")
+    with pytest.raises(PermanentError) as refused:
+        monitored(w, CORDONED + " " * (2049 - len(CORDONED)), name="too-long")
+    assert str(refused.value).endswith(
+        "spec.nodeHealthMonitor.cel.expression in body should be at most 2048 chars long")

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from functions.rules.cel import CelOutcome, outcomes
 from functions.rules.thresholds import (
     Verdict,
     Waiting,
     decide_validation,
+    evaluate,
     go_duration,
     go_float,
     go_list,
@@ -19,6 +21,7 @@ from functions.rules.thresholds import (
     measured_values,
     measurement_timeout,
     succeeded_at,
+    to_evaluate,
 )
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -28,7 +31,10 @@ VALID = "[busBandwidthGBps, algBandwidthGBps, goodputRatio, avgTFLOPsPerGPU, avg
 
 def verdict(thresholds: dict[str, str], measured: dict[str, float], waited: timedelta | None = timedelta(0),
             timeout: timedelta = FIVE) -> Verdict | Waiting:
-    return decide_validation(thresholds, measured, None if waited is None else NOW - waited, timeout, NOW)
+    """The verdict, the thresholds evaluated in this process (`functions.celbudget` runs the same code)."""
+    evaluated = {key: next(outcomes("value", expression, [value]))
+                 for key, expression, value in to_evaluate(thresholds, measured)}
+    return decide_validation(thresholds, measured, None if waited is None else NOW - waited, timeout, NOW, evaluated)
 
 
 @pytest.mark.parametrize(("thresholds", "measured", "expected"), [
@@ -60,9 +66,16 @@ def verdict(thresholds: dict[str, str], measured: dict[str, float], waited: time
     ({"busBandwidthGBps": "value >= 900", "goodputRatio": "value >= 0.85", "avgStepTimeSec": "value < 2.5"},
      {"busBandwidthGBps": 950.0, "goodputRatio": 0.92, "avgStepTimeSec": 2.0, "algBandwidthGBps": 1.0},
      (False, "ThresholdsMet", "All performance thresholds satisfied")),
+    ({"busBandwidthGBps": "value >= 900" + " " * 2036}, {"busBandwidthGBps": 950.0},
+     (False, "ThresholdsMet", "All performance thresholds satisfied")),
+    ({"busBandwidthGBps": "value >= 900" + " " * 2037, "algBandwidthGBps": "value >= 1"},
+     {"busBandwidthGBps": 950.0, "algBandwidthGBps": 2.0},
+     (True, "InvalidThresholdExpression", 'Threshold "busBandwidthGBps": compile threshold expression '
+                                          "(2049 characters): spec.thresholds.busBandwidthGBps should be at most "
+                                          "2048 chars long")),
 ], ids=["unknown-keys-sorted", "unknown-key-wins-over-values", "single-violation", "violations-sorted-by-key",
         "non-bool", "non-bool-unchecked", "non-bool-computed-double-against-an-int",
-        "invalid-sorted-before-violation", "evaluation-error", "all-pass"])
+        "invalid-sorted-before-violation", "evaluation-error", "all-pass", "2048-characters", "2049-characters"])
 def test_verdicts(thresholds: dict[str, str], measured: dict[str, float], expected: tuple[bool, str, str]) -> None:
     got = verdict(thresholds, measured)
     assert isinstance(got, Verdict)
@@ -83,6 +96,25 @@ def test_cre_evaluate_cases(expression: str, measured: float, met: bool) -> None
     got = verdict({"busBandwidthGBps": expression}, {"busBandwidthGBps": measured})
     assert isinstance(got, Verdict) and got.failed is not met
     assert got.reason == ("ThresholdsMet" if met else "ThresholdViolated")
+
+
+def test_an_expression_interrupted_past_its_budget_is_invalid() -> None:
+    """The outcome `functions.celbudget` gives an evaluation it stopped: the threshold is invalid."""
+    interrupted = CelOutcome(failure="interrupted", error="operation interrupted: took longer than 1s")
+    assert evaluate("goodputRatio", "value >= 0.9", 0.95, interrupted) == Verdict(
+        True, "InvalidThresholdExpression", 'Threshold "goodputRatio": evaluate threshold expression "value >= 0.9" '
+                                            "with value=0.950000: operation interrupted: took longer than 1s")
+
+
+@pytest.mark.parametrize(("thresholds", "measured", "evaluated"), [
+    ({"goodputRatio": "value > 0.5", "busBandwidthGBps": "value > 1"}, {"goodputRatio": 0.6, "busBandwidthGBps": 2.0},
+     (("busBandwidthGBps", "value > 1", 2.0), ("goodputRatio", "value > 0.5", 0.6))),
+    ({"goodputRatio": "value > 0.5", "busBandwidthGBps": "value > 1"}, {"goodputRatio": 0.6}, ()),
+    ({"goodputRatio": "value > 0.5", "busBandwidth": "value > 1"}, {"goodputRatio": 0.6, "busBandwidth": 2.0}, ()),
+], ids=["all-by-key", "none-while-one-is-missing", "none-with-an-unknown-key"])
+def test_what_is_evaluated(thresholds: dict[str, str], measured: dict[str, float],
+                           evaluated: tuple[tuple[str, str, float], ...]) -> None:
+    assert to_evaluate(thresholds, measured) == evaluated
 
 
 @pytest.mark.parametrize(("waited", "timeout", "expected"), [

@@ -18,7 +18,9 @@ from events.types import EventType
 from functions.handlers.validate import Observed, cre_bandwidth, decide
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import cre_goodput, cre_workloadruns
+from functions.rules.cel import outcomes as outcomes_of
 from functions.rules.jobs import JobState, parse_job
+from functions.rules.thresholds import measured_values, to_evaluate
 from functions.settings import Settings
 from functions.transport import send
 from localstack.apisource import apiserver_record
@@ -40,8 +42,12 @@ def check_event(checks: list[str]) -> Envelope:
 
 
 def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = None, skip: str = "") -> Observed:
+    """What `read` gives, the thresholds evaluated in this process (`functions.celbudget` runs the same code)."""
+    measured = measured_values("llm", (), bandwidth or ())
+    outcomes = {key: next(outcomes_of("value", expression, [value]))
+                for key, expression, value in to_evaluate(state.job.spec.thresholds if state else {}, measured)}
     return Observed(check_event(["validation"]), JobRef(name="llm", namespace="ns"), state, (),
-                    tuple(bandwidth or ()), skip)
+                    tuple(bandwidth or ()), skip, outcomes)
 
 
 def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str, Any]] | None = None,
@@ -281,6 +287,28 @@ def test_an_invalid_expression_is_reported(world: Callable[..., World]) -> None:
     succeed(w)
     assert validation(w) == ("True", "InvalidThresholdExpression", 'Threshold "algBandwidthGBps": compile threshold '
                              'expression "value + 1.0": expression must return bool, got double')
+
+
+ZEROS = "[" + ",".join(["0"] * 90) + "]"
+SLOW = f"[{ZEROS}].all(x, {ZEROS}.all(i, {ZEROS}.all(j, size({' + '.join(['x'] * 16)}) > 0)))"
+"""8100 iterations, each concatenating a list 16 times: about 10 s in-process."""
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    (SLOW, f'Threshold "algBandwidthGBps": evaluate threshold expression "{SLOW}" with value=400.000000: '
+           "operation interrupted: took longer than 1s"),
+    ("value >= 1.0" + " " * 2037, 'Threshold "algBandwidthGBps": compile threshold expression (2049 characters): '
+                                  "spec.thresholds.algBandwidthGBps should be at most 2048 chars long"),
+], ids=["past-its-budget", "too-long"])
+def test_an_expression_past_its_budget_or_too_long_is_invalid(world: Callable[..., World], expression: str,
+                                                              message: str) -> None:
+    w = world()
+    with_thresholds(w, {"algBandwidthGBps": expression})
+    measure_bandwidth(w, ["800"])
+    succeed(w)
+    assert validation(w) == ("True", "InvalidThresholdExpression", message)
+    warnings = [(e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["type"] == "Warning"]
+    assert warnings == [("InvalidThresholdExpression", message)]
 
 
 def test_events_of_other_jobs_and_kinds_write_nothing(world: Callable[..., World],

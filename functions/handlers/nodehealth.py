@@ -10,10 +10,14 @@ namespaces) name their Jobs by the label `<cre group>/job`.
 
 read, per Job: the Job fresh; for a managed, non-terminal Job with a monitor whose expression
 compiles, the pods of its current attempt and each Node they run or wait on (a Node that cannot be
-read is skipped, as CRE skips it), and, with `CREFN_HARDWARE_FAILURE_ACTION=restart`, the attempt's
-TrainJob. An expression that does not compile (or whose type is not bool) is logged once per Job and
+read is skipped, as CRE skips it), the expression's outcome on each Node, and, with
+`CREFN_HARDWARE_FAILURE_ACTION=restart`, the attempt's TrainJob. The expression is compiled and
+evaluated in a worker process, each evaluation within `CREFN_CEL_BUDGET_SECONDS` (`functions.celbudget`).
+An expression that does not compile (or whose type is not bool) is logged once per Job and
 expression while this process lives (a small memo: the tick re-sends the check every minute) and
-changes nothing, as in CRE. decide: when an unhealthy Node adds a (name, `HardwareFailureDetected`)
+changes nothing, as in CRE; one interrupted past its budget is logged alike, changes nothing and is
+told on the Job by a Warning Event `InvalidNodeHealthExpression` (one per attempt, node and message).
+decide: when an unhealthy Node adds a (name, `HardwareFailureDetected`)
 pair the Job did not have, one status write through the independent writer (no terminal guard, the
 read resourceVersion; the Warning Event `HardwareFailureDetected` on the flip to True), and the reply
 `dev.crefn.job.hardware.failed`. The workload keeps running (CRE's Job tier only reports); with the
@@ -48,17 +52,19 @@ from functions.plan import Delete, Effect, Outcome, Plan, nothing
 from functions.reads import read_job, read_pods, read_trainjob
 from functions.resources import NODES, PODS, TRAINJOBS
 from functions.rules.attempts import of_attempt
-from functions.rules.cel import check
 from functions.rules.checks import monitors_nodes
 from functions.rules.jobs import JobState, is_managed, why_not_active
+from functions.rules.kubeevents import action_event
 from functions.rules.nodehealth import (
     CONDITION,
+    Evaluation,
     evaluate,
     hardware_message,
     jobs_on_node,
     merge_failed_nodes,
     monitor_expression,
     pod_nodes,
+    rejection_message,
 )
 from functions.rules.verdicts import independent_write
 from functions.settings import Settings
@@ -74,8 +80,8 @@ class Observed:
     cause: Envelope
     job: JobRef
     state: JobState | None
-    nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """The Nodes of the attempt's live pods, by name (those that could be read)."""
+    evaluation: Evaluation = field(default_factory=Evaluation)
+    """The expression on the Nodes of the attempt's live pods (those that could be read)."""
     unread: tuple[tuple[str, str], ...] = ()
     """(node, why) for each Node that could not be read."""
     trainjob: dict[str, Any] | None = None
@@ -88,9 +94,9 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
             or not monitors_nodes(state)):
         return Observed(env, job, state)
     expression = monitor_expression(state)
-    if error := check(expression, "node"):
-        log_rejected(state.job.metadata.uid, expression, state.where, error)
-        return Observed(env, job, state)
+    if checked := ctx.cel.outcomes("node", expression, ()):  # compiled only: it cannot be used
+        log_rejected(state.job.metadata.uid, expression, state.where, checked[0].error)
+        return Observed(env, job, state, Evaluation(rejected=checked[0]))
     nodes: dict[str, Mapping[str, Any]] = {}
     unread: list[tuple[str, str]] = []
     for name in pod_nodes(read_pods(ctx, state)):
@@ -111,7 +117,10 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
         trainjob = read_trainjob(ctx, ref.namespace or state.ref.namespace, ref.name)
         if not of_attempt(trainjob, state.job.status.restart_count):
             trainjob = None
-    return Observed(env, job, state, nodes, tuple(unread), trainjob)
+    evaluation = evaluate(tuple(nodes), ctx.cel.outcomes("node", expression, tuple(nodes.values())))
+    if evaluation.rejected is not None:
+        log_rejected(state.job.metadata.uid, expression, state.where, evaluation.rejected.error)
+    return Observed(env, job, state, evaluation, tuple(unread), trainjob)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -128,12 +137,11 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     assert state is not None
     if not monitors_nodes(state):
         return nothing(f"{state.where} has no node health monitor")
-    expression = monitor_expression(state)
-    if error := check(expression, "node"):
-        return nothing(f"{state.where}: node health expression rejected: {error}")
-    if not observed.nodes and not observed.unread:
+    evaluation = observed.evaluation
+    if evaluation.rejected is not None:
+        return rejected(state, evaluation, now)
+    if not evaluation.nodes and not observed.unread:
         return nothing(f"{state.where}: no pod of attempt {state.job.status.restart_count} runs or waits on a node")
-    evaluation = evaluate(expression, observed.nodes)
     notes = [f"node {name} skipped: {why}" for name, why in (*observed.unread, *evaluation.skipped)]
     delete = restart_delete(observed.trainjob, settings) if evaluation.unhealthy else ()
     merge = merge_failed_nodes(state.job.status.failed_nodes, evaluation.unhealthy)
@@ -151,6 +159,16 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     reply = to_outbound(EventType.JOB_HARDWARE_FAILED, FUNCTION, state.ref.namespace, state.ref.name, data,
                         observed.cause)
     return Plan((*write.effects, *delete), reply=reply, reason="; ".join(notes))
+
+
+def rejected(state: JobState, evaluation: Evaluation, now: datetime) -> Plan:
+    """An expression that cannot be used changes nothing; one interrupted past its budget is told on the Job."""
+    assert evaluation.rejected is not None
+    why = f"{state.where}: node health expression rejected: {evaluation.rejected.error}"
+    if evaluation.rejected.failure != "interrupted":
+        return nothing(why)
+    event = action_event(state, Reason.INVALID_NODE_HEALTH_EXPRESSION, rejection_message(evaluation), now, FUNCTION)
+    return Plan((event,), reason=why)
 
 
 def restart_delete(trainjob: Mapping[str, Any] | None, settings: Settings) -> tuple[Effect, ...]:

@@ -8,7 +8,9 @@ often complete after the Job does, and the measurement timeout runs with no obje
 
 read: the Job fresh; while it awaits validation and its keys are all known, the GoodputMeasurements
 and BandwidthMeasurements of its namespace (only the kinds its keys need), which the rules filter by
-`spec.jobRef.name`. decide: the thresholds' verdict, or a wait (202, the next tick checks again). A
+`spec.jobRef.name`, and, once every key has a value, each threshold's outcome on it: compiled and
+evaluated in a worker process, each within `CREFN_CEL_BUDGET_SECONDS` (`functions.celbudget`; past
+it the expression is invalid). decide: the thresholds' verdict, or a wait (202, the next tick checks again). A
 verdict is one status write of `ValidationFailed` with no terminal guard (the Job stays Succeeded),
 on the read resourceVersion (a conflict re-reads: a Job validated meanwhile is left alone); on True,
 while the Job has no `failedNodes`, the nodes of its group-nodes annotation each get an entry with
@@ -24,7 +26,8 @@ them a Job with thresholds ends `MeasurementTimeout` once its timeout has run ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +39,7 @@ from functions.context import Context
 from functions.plan import Outcome, Plan, nothing
 from functions.reads import read_job
 from functions.resources import Resource, cre_goodput
+from functions.rules.cel import CelOutcome
 from functions.rules.checks import awaiting_validation
 from functions.rules.jobs import JobState, why_not_ours
 from functions.rules.thresholds import (
@@ -46,6 +50,7 @@ from functions.rules.thresholds import (
     measured_values,
     measurement_timeout,
     succeeded_at,
+    to_evaluate,
     unknown_keys,
 )
 from functions.rules.verdicts import group_nodes, independent_write
@@ -69,6 +74,8 @@ class Observed:
     bandwidth: tuple[dict[str, Any], ...] = ()
     skip: str = ""
     """Why the event asks for no validation (the Job is then not read)."""
+    outcomes: Mapping[str, CelOutcome] = field(default_factory=dict)
+    """Each threshold's outcome on its measured value, by key (once every key has one)."""
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
@@ -92,7 +99,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
     keys, group = set(state.job.spec.thresholds), ctx.settings.cre_group
     goodput = ctx.gateway.list_all(cre_goodput(group), ref.namespace) if keys & set(GOODPUT_KEYS) else []
     bandwidth = ctx.gateway.list_all(cre_bandwidth(group), ref.namespace) if keys & set(BANDWIDTH_KEYS) else []
-    return Observed(env, ref, state, tuple(goodput), tuple(bandwidth))
+    measured = measured_values(ref.name, goodput, bandwidth)
+    outcomes = {key: ctx.cel.outcomes("value", expression, (value,))[0]
+                for key, expression, value in to_evaluate(state.job.spec.thresholds, measured)}
+    return Observed(env, ref, state, tuple(goodput), tuple(bandwidth), outcomes=outcomes)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
@@ -107,7 +117,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
             "" if state.job.spec.thresholds else " (no thresholds)"))
     spec = state.job.spec
     verdict = decide_validation(spec.thresholds, measured_values(state.ref.name, observed.goodput, observed.bandwidth),
-                                succeeded_at(state.conditions), measurement_timeout(spec.measurement_timeout), now)
+                                succeeded_at(state.conditions), measurement_timeout(spec.measurement_timeout), now,
+                                observed.outcomes)
     if isinstance(verdict, Waiting):
         return nothing(f"{state.where}: {verdict.message}")
     nodes = list(state.job.status.failed_nodes)  # the first attribution wins

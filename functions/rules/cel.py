@@ -33,19 +33,31 @@ the option covers ordering, not equality).
 
 Compiled programs are cached by expression text (`functools.lru_cache`, safe under the threads that
 functions-framework serves with; the bindings hold the GIL); a bad expression's error is cached too.
+
+The functions run tenant expressions through `outcomes`, in a process of their own under a time budget
+(`functions.celbudget`): an expression longer than `MAX_LENGTH` is rejected before it is compiled, one
+that does not compile or return bool before any input, and each input gets an `CelOutcome`.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional
 
 Variable = Literal["node", "value"]
+Failure = Literal["length", "compile", "evaluate", "interrupted"]
+"""Where an expression failed: too long, does not compile (or return bool), failed on this input, or stopped
+before it gave a result (over its time budget, or the process evaluating it ended)."""
+
+MAX_LENGTH = 2048
+"""The longest expression, in characters: the Job CRD's `maxLength` of `spec.nodeHealthMonitor.cel.expression`
+(the API server enforces it there; `spec.thresholds` has no cap in the CRD, so it is applied here, to both)."""
 
 _NODE_DEFAULTS: tuple[tuple[str, tuple[tuple[str, Callable[[], Any]], ...]], ...] = (
     ("metadata", (("labels", dict), ("annotations", dict))),
@@ -63,6 +75,43 @@ _CEL_GO_NAMES: Mapping[str, str] = {"NULL": "null_type", "TIMESTAMP": "google.pr
 
 class CelError(ValueError):
     """The expression does not compile, does not return bool, or failed on this input (one line)."""
+
+
+@dataclass(frozen=True)
+class CelOutcome:
+    """One evaluation of a tenant expression: its value, or where it failed and why (one line)."""
+
+    value: bool = False
+    failure: Failure | None = None
+    error: str = ""
+
+    @property
+    def rejects(self) -> bool:
+        """The expression cannot be used on any input: too long, does not compile, or was interrupted."""
+        return self.failure in ("length", "compile", "interrupted")
+
+
+def outcomes(variable: Variable, expression: str, subjects: Iterable[Any]) -> Iterator[CelOutcome]:
+    """The expression on each subject (a Node's JSON, or a measured value), in order. An expression that
+    cannot be used gives one rejecting outcome before any subject, and no more: with no subjects, this
+    only checks it."""
+    failure: Failure = "length"
+    if not (reason := too_long(expression)):
+        failure, reason = "compile", check(expression, variable)
+    if reason:
+        yield CelOutcome(failure=failure, error=reason)
+        return
+    for subject in subjects:
+        try:
+            yield CelOutcome(node_health(expression, subject) if variable == "node" else threshold(expression, subject))
+        except CelError as e:
+            yield CelOutcome(failure="evaluate", error=str(e))
+
+
+def too_long(expression: str) -> str:
+    """Why the expression is too long, in the API server's words for a string over a CRD's `maxLength`
+    (`<field> should be at most 2048 chars long`, without the field); "" when it is not."""
+    return f"should be at most {MAX_LENGTH} chars long" if len(expression) > MAX_LENGTH else ""
 
 
 def node_health(expression: str, node: Mapping[str, Any]) -> bool:

@@ -4,7 +4,12 @@
   (a pod that ended or was never placed says nothing about a node the workload uses now).
 - A Node is unhealthy when the Job's CEL expression is true for it (`functions.rules.cel.node_health`,
   which fills CRE's Node defaults); a Node the expression fails on (a missing map key, say) is
-  skipped, as CRE logs and skips it.
+  skipped, as CRE logs and skips it. The handler evaluates it (`functions.celbudget`) and `evaluate`
+  reads the outcomes. An expression that cannot be used (longer than 2048 characters, does not
+  compile or return bool) changes nothing, as in CRE; one interrupted (over its time budget) changes
+  nothing either, but is told on the Job by a Warning Event `InvalidNodeHealthExpression`:
+  `node health expression rejected on node <n>: CEL evaluation error: operation interrupted: …`
+  (CRE's wrapping of cel-go's error; `CEL compilation error` when it was being compiled).
 - `failedNodes` grows and never shrinks: each unhealthy Node gets the entry (name,
   `HardwareFailureDetected`, `Hardware failure detected by node health check`); entries are unique by
   (name, reason), an existing entry wins over a new one, entries without a name are dropped, and the
@@ -25,7 +30,7 @@ from typing import Any
 from events.emitted import FailedNode, JobRef
 from events.objects import Pod
 from events.types import Reason, job_label
-from functions.rules.cel import CelError, node_health
+from functions.rules.cel import CelOutcome
 from functions.rules.jobs import JobState
 
 CONDITION = "HardwareFailed"
@@ -46,23 +51,40 @@ def pod_nodes(pods: Iterable[Pod]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Evaluation:
-    unhealthy: tuple[str, ...]
+    nodes: tuple[str, ...] = ()
+    """The nodes the expression was evaluated on, sorted."""
+    unhealthy: tuple[str, ...] = ()
     """The nodes the expression calls unhealthy, sorted."""
     skipped: tuple[tuple[str, str], ...] = ()
     """(node, why) for each node the expression failed on."""
+    rejected: CelOutcome | None = None
+    """Why the expression cannot be used, when it cannot (then nothing else counts)."""
+    rejected_on: str = ""
+    """The node it was being evaluated on when it was rejected ("": while it was compiled)."""
 
 
-def evaluate(expression: str, nodes: Mapping[str, Mapping[str, Any]]) -> Evaluation:
-    """The Job's expression on each Node (its JSON, by name)."""
+def evaluate(nodes: Sequence[str], outcomes: Sequence[CelOutcome]) -> Evaluation:
+    """The Job's expression on the nodes: their outcomes in the same order, which end early at one that
+    rejects the expression (`functions.rules.cel.outcomes`)."""
     unhealthy: list[str] = []
     skipped: list[tuple[str, str]] = []
-    for name in sorted(nodes):
-        try:
-            if node_health(expression, nodes[name]):
-                unhealthy.append(name)
-        except CelError as e:
-            skipped.append((name, str(e)))
-    return Evaluation(tuple(unhealthy), tuple(skipped))
+    for name, outcome in zip(nodes, outcomes, strict=False):
+        if outcome.rejects:
+            return Evaluation(tuple(sorted(nodes)), rejected=outcome, rejected_on=name)
+        if outcome.failure:
+            skipped.append((name, outcome.error))
+        elif outcome.value:
+            unhealthy.append(name)
+    return Evaluation(tuple(sorted(nodes)), tuple(sorted(unhealthy)), tuple(sorted(skipped)))
+
+
+def rejection_message(evaluation: Evaluation) -> str:
+    """The Warning Event's note for an interrupted expression, as CRE wraps cel-go's errors."""
+    assert evaluation.rejected is not None
+    if evaluation.rejected_on:
+        return (f"node health expression rejected on node {evaluation.rejected_on}: "
+                f"CEL evaluation error: {evaluation.rejected.error}")
+    return f"node health expression rejected: CEL compilation error: {evaluation.rejected.error}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,13 @@ Only a Job with `spec.thresholds` is validated, once it is Succeeded and while i
    condition's `lastTransitionTime` (strictly longer), then `True`/`MeasurementTimeout`;
 4. each threshold, by key in order, is a CEL expression on `value` (`functions.rules.cel`); the first
    that fails decides: `ThresholdViolated`, or `InvalidThresholdExpression` when it does not compile,
-   does not return bool or fails to evaluate;
+   does not return bool or fails to evaluate. The handler evaluates them (`functions.celbudget`: in a
+   worker process, within a time budget) and passes the outcomes. Two limits CRE does not have, so
+   that no tenant expression can hold up the function: one longer than 2048 characters (the CRD's cap
+   on a node health expression) is invalid (`compile threshold expression (<n> characters):
+   spec.thresholds.<k> should be at most 2048 chars long`, the API server's words; the expression is not
+   quoted, as it could make the message too long to write), and so is one interrupted past its budget
+   (`evaluate threshold expression "<e>" with value=<v>: operation interrupted: took longer than 1s`);
 5. all met ⇒ `False`/`ThresholdsMet`.
 Messages are CRE's, with Go's formatting: durations as Go prints them (`5m0s`, `1m30s`), a `%v` list as
 `[a b]`, `%q` quoting, `%.4f` and `%f` numbers. Where CRE's order is Go's map order (the missing keys),
@@ -32,7 +38,7 @@ from typing import Any
 
 from events.types import Reason
 from functions.durations import positive_duration
-from functions.rules.cel import CelError, check, threshold
+from functions.rules.cel import CelOutcome
 
 BANDWIDTH_KEYS = ("busBandwidthGBps", "algBandwidthGBps")
 GOODPUT_KEYS = ("goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
@@ -70,10 +76,11 @@ class Waiting:
 
 
 def decide_validation(thresholds: Mapping[str, str], measured: Mapping[str, float], succeeded_at: datetime | None,
-                      timeout: timedelta, now: datetime) -> Verdict | Waiting:
+                      timeout: timedelta, now: datetime, outcomes: Mapping[str, CelOutcome]) -> Verdict | Waiting:
     """The verdict on a succeeded Job's thresholds (not empty), or how long to wait for measurements.
     `succeeded_at` is the Succeeded condition's lastTransitionTime (None: unreadable; CRE then counts
-    the timeout as run out)."""
+    the timeout as run out). `outcomes`: each threshold's outcome on its measured value, by key, once
+    every key has a value (`to_evaluate`)."""
     if unknown := unknown_keys(thresholds):
         return Verdict(True, Reason.UNKNOWN_THRESHOLD_KEY,
                        f"unknown threshold key(s) [{', '.join(unknown)}]; valid keys: [{', '.join(VALID_KEYS)}]")
@@ -84,7 +91,7 @@ def decide_validation(thresholds: Mapping[str, str], measured: Mapping[str, floa
         return Verdict(True, Reason.MEASUREMENT_TIMEOUT,
                        f"Measurement data not available within {go_duration(timeout)} for keys: {go_list(missing)}")
     for key in sorted(thresholds):
-        if violation := evaluate(key, thresholds[key], measured[key]):
+        if violation := evaluate(key, thresholds[key], measured[key], outcomes[key]):
             return violation
     return Verdict(False, Reason.THRESHOLDS_MET, ALL_MET)
 
@@ -93,18 +100,29 @@ def unknown_keys(thresholds: Mapping[str, str]) -> list[str]:
     return sorted(k for k in thresholds if k not in VALID_KEYS)
 
 
-def evaluate(key: str, expression: str, value: float) -> Verdict | None:
-    """The violation of one threshold by its measured value; None when it is met."""
-    if reason := check(expression, "value"):
-        return invalid(key, expression, reason if reason.startswith(_NOT_BOOL) else f"compile: {reason}")
-    try:
-        met = threshold(expression, value)
-    except CelError as e:
-        if str(e).startswith(_NOT_BOOL):  # compiled unchecked (see functions.rules.cel): cel-go rejects it compiling
-            return invalid(key, expression, str(e))
+def to_evaluate(thresholds: Mapping[str, str], measured: Mapping[str, float]) -> tuple[tuple[str, str, float], ...]:
+    """(key, expression, value) of each threshold whose outcome the verdict needs, by key: all of them once
+    every key has a value, else none (the verdict is then a wait or `MeasurementTimeout`)."""
+    if unknown_keys(thresholds) or any(k not in measured for k in thresholds):
+        return ()
+    return tuple((key, thresholds[key], measured[key]) for key in sorted(thresholds))
+
+
+def evaluate(key: str, expression: str, value: float, outcome: CelOutcome) -> Verdict | None:
+    """The violation of one threshold by its measured value (the expression's outcome on it); None when it
+    is met."""
+    if outcome.failure == "length":
+        return Verdict(True, Reason.INVALID_THRESHOLD_EXPRESSION, f"Threshold {go_quote(key)}: compile threshold "
+                       f"expression ({len(expression)} characters): spec.thresholds.{key} {outcome.error}")
+    if outcome.failure == "compile":
+        return invalid(key, expression, outcome.error if outcome.error.startswith(_NOT_BOOL)
+                       else f"compile: {outcome.error}")
+    if outcome.failure:
+        if outcome.error.startswith(_NOT_BOOL):  # compiled unchecked (see functions.rules.cel): cel-go rejects it
+            return invalid(key, expression, outcome.error)
         return Verdict(True, Reason.INVALID_THRESHOLD_EXPRESSION, f"Threshold {go_quote(key)}: evaluate threshold "
-                       f"expression {go_quote(expression)} with value={value:f}: {e}")
-    if met:
+                       f"expression {go_quote(expression)} with value={value:f}: {outcome.error}")
+    if outcome.value:
         return None
     return Verdict(True, Reason.THRESHOLD_VIOLATED,
                    f"Threshold {go_quote(key)} violated: measured {value:.4f}, expression: {expression}")
