@@ -14,18 +14,27 @@ from typing import Any
 
 import pytest
 
-from events.emitted import AlertData, FailureInfo, JobHardwareFailedData, JobRestartedData, JobValidationData
-from functions.rules.alerting import (
-    Restated,
-    on_condition_changed,
-    on_hardware_failed,
-    on_job_deleted,
-    on_job_state,
-    on_restarted,
-    on_validation,
-)
+from events.emitted import AlertData, FailureInfo
+from functions.rules.alerting import Restated, on_job_deleted, on_job_state
+from functions.rules.claims import Decision, claimed, on_decision
+from functions.rules.jobs import JobState
 from tests.support.helpers import cond, job
-from tests.test_alerting import NOW, OLD, RUNNING, WINDOW, ago, changed, exclusive
+from tests.test_alerting import (
+    CHECKPOINT,
+    GRACE_END,
+    NOW,
+    OLD,
+    RESTARTING,
+    RUNNING,
+    WINDOW,
+    ago,
+    changed,
+    exclusive,
+    hardware,
+    restarted,
+    unblocked,
+    validation,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "alerts.json"
 UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))
@@ -33,29 +42,14 @@ OOM = FailureInfo(pod_name="llm-workload-node-1-0", node_name="gpu-node-17", exi
 NODES = {"failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"},
                          {"name": "gpu-4", "reason": "HardwareFailureDetected"},
                          {"name": "gpu-5", "reason": "WorkloadFailed"}]}
+THRESHOLD_NODES = {"failedNodes": [{"name": "gpu-1", "reason": "ThresholdViolation"},
+                                   {"name": "gpu-2", "reason": "ThresholdViolation"}]}
+FAILED_ON = {"failedNodes": [{"name": "gpu-7", "reason": "WorkloadFailed"}]}
+VIOLATED = 'Threshold "goodputRatio" violated: measured 0.5000, expression: value >= 0.9'
 
 
-def hardware(nodes: list[str], action: str) -> JobHardwareFailedData:
-    return JobHardwareFailedData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "nodes": nodes, "action": action,
-        "message": f"Hardware failure detected on node(s): {nodes}",
-        "failedNodes": [{"name": n, "reason": "HardwareFailureDetected"} for n in nodes]})
-
-
-def validation(failed: bool, nodes: list[str]) -> JobValidationData:
-    return JobValidationData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "failed": failed,
-        "reason": "ThresholdViolated" if failed else "ThresholdsMet",
-        "message": 'Threshold "goodputRatio" violated: measured 0.5000, expression: value >= 0.9',
-        "failedNodes": [{"name": n, "reason": "ThresholdViolated"} for n in nodes]})
-
-
-def restarted(failure: FailureInfo | None) -> JobRestartedData:
-    return JobRestartedData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "attempt": 2, "maxRestarts": 3, "notBefore": NOW.isoformat(),
-        "previousWorkload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                             "name": "llm-workload-1", "namespace": "ml", "attempt": 1},
-        "failure": failure.model_dump(by_alias=True) if failure else None})
+def decided(event: Decision, stored: JobState) -> list[AlertData]:
+    return on_decision(stored, claimed(event, stored), NOW)
 
 
 def deleted(status: dict[str, Any], spec: dict[str, Any] | None = None,
@@ -65,29 +59,47 @@ def deleted(status: dict[str, Any], spec: dict[str, Any] | None = None,
 
 
 FAILED = [{"type": "Failed", "status": "True", "reason": "WorkloadFailed"}]
-BLOCKED = changed("InProgress", "WorkloadSchedulingBlocked", message="0/3 nodes are available")
+SUCCEEDED_EARLIER = exclusive("Succeeded", "WorkloadCompleted", OLD)
 
 CASES: dict[str, Callable[[], list[AlertData]]] = {
-    "changed-failed": lambda: on_condition_changed(changed("Failed", "WorkloadFailed"), None, NOW),
-    "changed-failed-no-message": lambda: on_condition_changed(changed("Failed", "WorkloadFailed", message=""), 2, NOW),
-    "changed-exhausted-oom": lambda: on_condition_changed(
-        changed("Failed", "WorkloadFailed", restarts=2).model_copy(update={"failure": OOM}), 2, NOW),
-    "changed-failure-log-only": lambda: on_condition_changed(changed("Failed", "WorkloadFailed").model_copy(
-        update={"failure": FailureInfo(pod_name="", node_name="", exit_code=0, reason="PodNotFound")}), 1, NOW),
-    "changed-failed-no-nodes-no-workload": lambda: on_condition_changed(changed("Failed", "JobTimedOut").model_copy(
-        update={"failed_nodes": [], "workload": None}), 1, NOW),
-    "changed-succeeded-after-restart": lambda: on_condition_changed(
-        changed("Succeeded", "WorkloadCompleted", restarts=1), 2, NOW),
-    "changed-blocked": lambda: on_condition_changed(BLOCKED, 2, NOW),
-    "changed-unblocked": lambda: on_condition_changed(
-        changed("InProgress", "WorkloadRunning").model_copy(update={"previous": BLOCKED.new}), 2, NOW),
-    "hardware-restart": lambda: on_hardware_failed(hardware(["gpu-3", "gpu-4"], "restart"), NOW),
-    "hardware-report-no-nodes": lambda: on_hardware_failed(hardware([], "report"), NOW),
-    "validation-failed": lambda: on_validation(validation(True, ["gpu-1", "gpu-2"]), NOW),
-    "validation-failed-no-nodes": lambda: on_validation(validation(True, []), NOW),
-    "validation-passed": lambda: on_validation(validation(False, []), NOW),
-    "restarted": lambda: on_restarted(restarted(None), NOW),
-    "restarted-oom": lambda: on_restarted(restarted(OOM), NOW),
+    "decided-failed": lambda: decided(changed("Failed", "WorkloadFailed"), job(
+        exclusive("Failed", "WorkloadFailed", message="boom"), workload_ref=True, status=FAILED_ON)),
+    "decided-failed-no-message": lambda: decided(changed("Failed", "WorkloadFailed"), job(
+        exclusive("Failed", "WorkloadFailed", message=""), checkpoint={"pvcName": "p", "maxRestarts": 2},
+        workload_ref=True, status=FAILED_ON)),
+    "decided-exhausted-oom": lambda: decided(changed("Failed", "WorkloadFailed", restarts=2), job(
+        exclusive("Failed", "WorkloadFailed", message="boom"), checkpoint={"pvcName": "p", "maxRestarts": 2},
+        restart_count=2, workload_ref=True, status={**FAILED_ON, "failureLog": OOM.model_dump(by_alias=True)})),
+    "decided-failure-log-only": lambda: decided(changed("Failed", "WorkloadFailed"), job(
+        exclusive("Failed", "WorkloadFailed", message="boom"), checkpoint={"pvcName": "p", "maxRestarts": 1},
+        workload_ref=True, status={**FAILED_ON, "failureLog": FailureInfo(
+            pod_name="", node_name="", exit_code=0, reason="PodNotFound").model_dump(by_alias=True)})),
+    "decided-failed-no-nodes-no-workload": lambda: decided(changed("Failed", "JobTimedOut"), job(
+        exclusive("Failed", "JobTimedOut", message="Job exceeded timeoutPerJob"),
+        checkpoint={"pvcName": "p", "maxRestarts": 1})),
+    "decided-succeeded-after-restart": lambda: decided(changed("Succeeded", "WorkloadCompleted", restarts=1), job(
+        exclusive("Succeeded", "WorkloadCompleted"), checkpoint=CHECKPOINT, restart_count=1)),
+    "decided-blocked": lambda: decided(changed("InProgress", "WorkloadSchedulingBlocked"), job(
+        exclusive("InProgress", "WorkloadSchedulingBlocked", OLD, "Workload pods are unschedulable: 0/3 nodes are "
+                  "available"), status={"schedulingBlockedSince": ago(400)})),
+    "decided-unblocked": lambda: decided(unblocked(), job(RUNNING, status={"schedulingResumedTime": ago(10)})),
+    "decided-hardware": lambda: decided(hardware(), job(
+        [*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected",
+                        "Hardware failure detected on node(s): [gpu-3 gpu-4]", ltt=ago(10))], status=NODES)),
+    "decided-hardware-no-nodes": lambda: decided(hardware(), job(
+        [*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected", "unhealthy", ltt=ago(10))])),
+    "decided-validation-failed": lambda: decided(validation(True), job(
+        [*SUCCEEDED_EARLIER, cond("ValidationFailed", "True", "ThresholdViolated", VIOLATED, ltt=ago(10))],
+        status=THRESHOLD_NODES)),
+    "decided-validation-failed-no-nodes": lambda: decided(validation(True), job(
+        [*SUCCEEDED_EARLIER, cond("ValidationFailed", "True", "ThresholdViolated", VIOLATED, ltt=ago(10))])),
+    "decided-validation-passed": lambda: decided(validation(False), job(
+        [*SUCCEEDED_EARLIER, cond("ValidationFailed", "False", "ThresholdsMet", "All performance thresholds "
+                                  "satisfied", ltt=ago(10))])),
+    "decided-restarted": lambda: decided(restarted(2), job(
+        RESTARTING, checkpoint=CHECKPOINT, restart_count=2, annotations=GRACE_END)),
+    "decided-restarted-no-grace-recorded": lambda: decided(restarted(1), job(
+        RESTARTING, checkpoint=CHECKPOINT, restart_count=1)),
     "deleted-exhausted": lambda: on_job_deleted(deleted(
         {"conditions": FAILED, "restartCount": 2}, {"checkpoint": {"pvcName": "p", "maxRestarts": 2}}), NOW),
     "deleted-restarted-no-checkpoint": lambda: on_job_deleted(deleted({"conditions": FAILED, "restartCount": 1}), NOW),

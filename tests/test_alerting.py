@@ -1,4 +1,5 @@
-"""Which alerts an event raises or resolves (SPEC §8), as a truth table; which sink each alert goes to."""
+"""Which alerts an event raises or resolves (SPEC §8), as truth tables: what a decision event claims and
+the stored Job bears out, what a Job update states, what a delete resolves; which sink each alert goes to."""
 
 from __future__ import annotations
 
@@ -9,30 +10,19 @@ import pytest
 
 from events.emitted import (
     AlertData,
-    FailureInfo,
     JobConditionChangedData,
     JobHardwareFailedData,
     JobRestartedData,
     JobValidationData,
 )
-from events.envelope import Envelope
-from events.types import EventType
 from functions.alertsinks import Alertmanager, AlertSink, CloudEventsSink, PagerDuty, Slack, meant_for
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.handlers.alert import Observed, decide, read
 from functions.plan import Notify
 from functions.resources import cre_jobs
-from functions.rules.alerting import (
-    Restated,
-    dedup_key,
-    on_condition_changed,
-    on_hardware_failed,
-    on_job_deleted,
-    on_job_state,
-    on_restarted,
-    on_validation,
-)
+from functions.rules.alerting import Restated, dedup_key, on_job_deleted, on_job_state, restart_states
+from functions.rules.claims import Decision, claimed, on_decision, on_deleted
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
 from functions.transport import to_envelope
@@ -43,74 +33,166 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WINDOW = timedelta(seconds=90)
 
 
+def ago(seconds: float) -> str:
+    return (NOW - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+FRESH, OLD = ago(30), EARLIER  # within the window; two hours before NOW
+
+
+def exclusive(type_: str, reason: str, ltt: str = FRESH, message: str = "m") -> list[dict[str, Any]]:
+    """The exclusive set with `type_` True since `ltt`."""
+    return [cond(t, "True" if t == type_ else "False", reason if t == type_ else "NotApplicable",
+                 message if t == type_ else "", ltt=ltt if t == type_ else OLD)
+            for t in ("InProgress", "Succeeded", "Failed")]
+
+
+RUNNING = exclusive("InProgress", "WorkloadRunning", OLD)
+
+
+# -- decision events: what they claim, as the stored Job bears it out -------------------------
+
 def changed(new_type: str, reason: str, restarts: int = 0, message: str = "boom") -> JobConditionChangedData:
     return JobConditionChangedData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "new": {"type": new_type, "reason": reason, "message": message},
+        "job": {"name": "llm", "namespace": "ns"}, "new": {"type": new_type, "reason": reason, "message": message},
         "restartCount": restarts, "failedNodes": [{"name": "gpu-7", "reason": "WorkloadFailed"}],
         "workload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
-                     "namespace": "ml", "attempt": restarts}})
+                     "namespace": "ns", "attempt": restarts}})
+
+
+def restarted(attempt: int = 1) -> JobRestartedData:
+    return JobRestartedData.model_validate({
+        "job": {"name": "llm", "namespace": "ns"}, "attempt": attempt, "maxRestarts": 3, "notBefore": NOW.isoformat(),
+        "previousWorkload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                             "name": "llm-workload", "namespace": "ns", "attempt": attempt - 1},
+        "failure": {"podName": "made-up", "nodeName": "made-up", "exitCode": 1, "reason": "MadeUp"}})
+
+
+def hardware() -> JobHardwareFailedData:
+    return JobHardwareFailedData.model_validate({
+        "job": {"name": "llm", "namespace": "ns"}, "nodes": ["gpu-3"], "action": "report",
+        "message": "Hardware failure detected on node(s): [gpu-3]"})
+
+
+def validation(failed: bool) -> JobValidationData:
+    return JobValidationData.model_validate({
+        "job": {"name": "llm", "namespace": "ns"}, "failed": failed,
+        "reason": "ThresholdViolated" if failed else "ThresholdsMet", "message": "goodput low"})
 
 
 def summary(alerts: list[Any]) -> list[tuple[str, str, str, str]]:
     return [(a.alertname, a.severity, a.status, a.reason) for a in alerts]
 
 
-@pytest.mark.parametrize(("data", "max_restarts", "expected"), [
-    (changed("Failed", "WorkloadFailed"), None, [("CREJobFailed", "critical", "firing", "WorkloadFailed")]),
-    (changed("Failed", "WorkloadFailed"), 0, [("CREJobFailed", "critical", "firing", "WorkloadFailed")]),
-    (changed("Failed", "WorkloadFailed", restarts=2), 2, [
-        ("CREJobFailed", "critical", "firing", "WorkloadFailed"),
-        ("CREJobRestartsExhausted", "critical", "firing", "WorkloadFailed"),
-        ("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
-    (changed("Failed", "WorkloadFailed", restarts=1), 3, [
-        ("CREJobFailed", "critical", "firing", "WorkloadFailed"),
-        ("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
-    (changed("Failed", "WorkloadCreationError"), None,
+def unblocked() -> JobConditionChangedData:
+    return changed("InProgress", "WorkloadRunning").model_copy(update={
+        "previous": changed("InProgress", "WorkloadSchedulingBlocked").new})
+
+
+CHECKPOINT = {"pvcName": "p", "maxRestarts": 3}
+GRACE_END = {"crefn.dev/restart-not-before": "2026-11-30T12:00:00Z"}
+RESTARTING = exclusive("InProgress", "WorkloadRestarting", OLD)
+BLOCKED = exclusive("InProgress", "WorkloadSchedulingBlocked", OLD)
+
+
+@pytest.mark.parametrize(("event", "stored", "expected"), [
+    (changed("Failed", "WorkloadFailed"), job(exclusive("Failed", "WorkloadFailed")),
+     [("CREJobFailed", "critical", "firing", "WorkloadFailed")]),
+    (changed("Failed", "WorkloadFailed", restarts=2), job(exclusive("Failed", "WorkloadFailed"),
+                                                          checkpoint={"pvcName": "p", "maxRestarts": 2},
+                                                          restart_count=2),
+     [("CREJobFailed", "critical", "firing", "WorkloadFailed"),
+      ("CREJobRestartsExhausted", "critical", "firing", "WorkloadFailed"),
+      ("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
+    (changed("Failed", "WorkloadFailed", restarts=1), job(exclusive("Failed", "WorkloadFailed"),
+                                                          checkpoint=CHECKPOINT, restart_count=1),
+     [("CREJobFailed", "critical", "firing", "WorkloadFailed"),
+      ("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
+    (changed("Failed", "WorkloadCreationError"), job(exclusive("Failed", "WorkloadCreationError")),
      [("CREJobFailed", "critical", "firing", "WorkloadCreationError")]),
-    (changed("Succeeded", "WorkloadCompleted", restarts=1), 2,
+    (changed("Failed", "WorkloadFailed"), job(exclusive("Failed", "JobTimedOut")),
+     [("CREJobFailed", "critical", "firing", "JobTimedOut")]),
+    (changed("Succeeded", "WorkloadCompleted", restarts=1), job(exclusive("Succeeded", "WorkloadCompleted"),
+                                                                restart_count=1),
      [("CREJobRestarted", "warning", "resolved", "WorkloadRestarting")]),
-    (changed("Succeeded", "WorkloadCompleted"), 2, []),
-    (changed("InProgress", "WorkloadRunning"), 2, []),
-], ids=["failed", "failed-no-budget", "exhausted", "failed-with-budget-left", "creation-error",
-        "succeeded-after-restart", "succeeded", "in-progress"])
-def test_condition_changes(data: JobConditionChangedData, max_restarts: int | None,
-                           expected: list[tuple[str, str, str, str]]) -> None:
-    assert summary(on_condition_changed(data, max_restarts, NOW)) == expected
+    (changed("Succeeded", "WorkloadCompleted"), job(exclusive("Succeeded", "WorkloadCompleted")), []),
+    (changed("InProgress", "WorkloadRunning"), job(RUNNING), []),
+    (changed("Failed", "WorkloadFailed"), job(RUNNING), []),
+    (changed("Succeeded", "WorkloadCompleted", restarts=1), job(RESTARTING, checkpoint=CHECKPOINT, restart_count=1),
+     []),
+    (changed("Failed", "WorkloadFailed"), job(exclusive("Failed", "WorkloadFailed", ago(91 * 86400))), []),
+    (changed("InProgress", "WorkloadSchedulingBlocked"), job(BLOCKED, status={"schedulingBlockedSince": ago(400)}),
+     [("CREJobSchedulingBlocked", "warning", "firing", "WorkloadSchedulingBlocked")]),
+    (changed("InProgress", "WorkloadSchedulingBlocked"), job(RUNNING), []),
+    (unblocked(), job(RUNNING, status={"schedulingResumedTime": ago(10)}),
+     [("CREJobSchedulingBlocked", "warning", "resolved", "WorkloadSchedulingBlocked")]),
+    (unblocked(), job(BLOCKED, status={"schedulingBlockedSince": ago(400)}), []),
+    (restarted(), job(RESTARTING, checkpoint=CHECKPOINT, restart_count=1, annotations=GRACE_END),
+     [("CREJobRestarted", "warning", "firing", "WorkloadRestarting")]),
+    (restarted(), job(RUNNING, checkpoint=CHECKPOINT), []),
+    (restarted(), job(RUNNING, checkpoint=CHECKPOINT, restart_count=2, annotations=GRACE_END), []),
+    (restarted(), job(exclusive("Succeeded", "WorkloadCompleted"), checkpoint=CHECKPOINT, restart_count=1,
+                      annotations=GRACE_END), []),
+    (restarted(), job(RUNNING, checkpoint=CHECKPOINT, restart_count=1,
+                      annotations={"crefn.dev/restart-not-before": ago(3601)}), []),
+    (hardware(), job([*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected", ltt=FRESH)]),
+     [("CREJobHardwareFailed", "warning", "firing", "HardwareFailureDetected")]),
+    (hardware(), job(RUNNING), []),
+    (hardware(), job([*RUNNING, cond("HardwareFailed", "False", "NodesHealthy", ltt=FRESH)]), []),
+    (validation(True), job([*exclusive("Succeeded", "WorkloadCompleted", OLD),
+                            cond("ValidationFailed", "True", "ThresholdViolated", ltt=FRESH)]),
+     [("CREJobValidationFailed", "warning", "firing", "ValidationFailed")]),
+    (validation(True), job(exclusive("Succeeded", "WorkloadCompleted", OLD)), []),
+    (validation(False), job([*exclusive("Succeeded", "WorkloadCompleted", OLD),
+                             cond("ValidationFailed", "False", "ThresholdsMet", ltt=FRESH)]),
+     [("CREJobValidationFailed", "warning", "resolved", "ValidationFailed")]),
+    (validation(False), job([*exclusive("Succeeded", "WorkloadCompleted", OLD),
+                             cond("ValidationFailed", "True", "ThresholdViolated", ltt=FRESH)]), []),
+], ids=["failed", "restarts-exhausted", "failed-with-budget-left", "creation-error", "the-stored-reason-wins",
+        "succeeded-after-restart", "succeeded", "in-progress", "forged-failure-of-a-running-job",
+        "forged-success-of-a-restarting-job", "replayed-failure-past-90-days", "blocked", "forged-block",
+        "unblocked", "forged-unblock-of-a-blocked-job", "restarted", "forged-restart",
+        "replayed-after-the-next-restart", "replayed-after-the-verdict", "replayed-an-hour-after-its-grace",
+        "hardware-failed", "forged-hardware-failure",
+        "replayed-hardware-failure-of-healthy-nodes", "validation-failed", "forged-validation-failure",
+        "thresholds-met", "forged-thresholds-met-of-a-violation"])
+def test_a_decision_event_sends_what_the_stored_job_bears_out(event: Decision, stored: JobState,
+                                                              expected: list[tuple[str, str, str, str]]) -> None:
+    alerts = on_decision(stored, claimed(event, stored), NOW)
+    assert summary(alerts) == expected
+    assert not any(isinstance(a, Restated) for a in alerts)  # a decision's alerts are announced
 
 
-def test_failed_alert_says_what_an_operator_needs() -> None:
-    (alert,) = on_condition_changed(changed("Failed", "WorkloadFailed", message="exit 137"), None, NOW)
-    assert alert.labels == {"alertname": "CREJobFailed", "severity": "critical", "namespace": "ml", "job": "llm",
+def test_the_failed_alert_says_what_the_stored_job_says() -> None:
+    failure = {"podName": "llm-workload-node-1-0", "nodeName": "gpu-node-17", "exitCode": 137, "reason": "OOMKilled"}
+    stored = job(exclusive("Failed", "WorkloadFailed", message="Workload TrainJob/llm-workload failed: exit 137"),
+                 workload_ref=True, status={"failedNodes": [{"name": "gpu-7", "reason": "WorkloadFailed"}],
+                                            "failureLog": failure})
+    forged = changed("Failed", "WorkloadFailed", message="<!channel> made up").model_copy(update={
+        "failed_nodes": [], "failure": None})
+    (alert,) = on_decision(stored, claimed(forged, stored), NOW)
+    assert alert.labels == {"alertname": "CREJobFailed", "severity": "critical", "namespace": "ns", "job": "llm",
                             "reason": "WorkloadFailed"}
-    assert dedup_key(alert) == "ml/llm/CREJobFailed"
-    assert alert.ends_at == NOW + timedelta(days=90)
-    for fact in ("ml/llm", "exit 137", "WorkloadFailed", "Restarts used: 0", "gpu-7", "llm-workload"):
-        assert fact in alert.description
+    assert dedup_key(alert) == "ns/llm/CREJobFailed"
+    assert alert.summary == "CRE Job ns/llm failed (WorkloadFailed): OOMKilled on gpu-node-17"  # PagerDuty's line
+    assert alert.description == (
+        "Job ns/llm failed (TrainJob llm-workload): Workload TrainJob/llm-workload failed: exit 137. Reason: "
+        "WorkloadFailed. Restarts used: 0 (no checkpoint restarts configured). Failed nodes: gpu-7. Failed "
+        "container: OOMKilled (exit 137) in pod llm-workload-node-1-0 on node gpu-node-17.")
+    assert alert.starts_at == NOW - timedelta(seconds=30) and alert.ends_at == alert.starts_at + timedelta(days=90)
 
 
-def test_the_failed_container_is_named_in_the_alert() -> None:
-    """Pod, node, exit code and reason of the Job's failure log: what Slack and PagerDuty show."""
-    data = changed("Failed", "WorkloadFailed").model_copy(update={"failure": FailureInfo(
-        pod_name="llm-workload-node-1-0", node_name="gpu-node-17", exit_code=137, reason="OOMKilled")})
-    (alert,) = on_condition_changed(data, None, NOW)
-    assert alert.description.endswith(
-        " Failed container: OOMKilled (exit 137) in pod llm-workload-node-1-0 on node gpu-node-17.")
-    assert alert.summary == "CRE Job ml/llm failed (WorkloadFailed): OOMKilled on gpu-node-17"  # PagerDuty's line
-    gone = changed("Failed", "WorkloadFailed").model_copy(update={"failure": FailureInfo(
-        pod_name="", node_name="", exit_code=0, reason="PodNotFound")})
-    assert on_condition_changed(gone, None, NOW)[0].description.endswith(" Failure log: PodNotFound.")
-    assert "Failed container" not in on_condition_changed(changed("Failed", "WorkloadFailed"), None, NOW)[0].description
-
-
-def test_restarted_is_a_warning_that_expires() -> None:
-    data = JobRestartedData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "attempt": 1, "maxRestarts": 3, "notBefore": NOW.isoformat(),
-        "previousWorkload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                             "name": "llm-workload", "namespace": "ml", "attempt": 0}})
-    (alert,) = on_restarted(data, NOW)
+def test_the_restart_warning_is_the_stored_restart_and_expires_an_hour_after_its_grace() -> None:
+    stored = job(RESTARTING, checkpoint=CHECKPOINT, restart_count=1, annotations=GRACE_END)
+    (alert,) = on_decision(stored, claimed(restarted(), stored), NOW)
     assert (alert.alertname, alert.severity, alert.status, alert.ends_at) == (
         "CREJobRestarted", "warning", "firing", NOW + timedelta(hours=1))
-    assert "restart 1/3" in alert.description
+    assert alert.summary == "CRE Job ns/llm restarted from checkpoint (1/3)"
+    assert alert.description == ("Job ns/llm is restarting from its checkpoint (restart 1/3): TrainJob llm-workload "
+                                 "(attempt 0) failed and was deleted; the next attempt starts after "
+                                 "2026-11-30T12:00:00+00:00.")  # the event's failure is nowhere: not stored
+    assert restart_states(job(RESTARTING, checkpoint=CHECKPOINT, restart_count=1), NOW)[0][0].ends_at == \
+        NOW + timedelta(hours=1)  # no grace recorded (CRE's restart): an hour from now
 
 
 @pytest.mark.parametrize(("status", "checkpoint", "expected"), [
@@ -131,37 +213,6 @@ def test_job_delete_resolves_what_it_raised(status: dict[str, Any], checkpoint: 
     assert all(a.ends_at == NOW for a in on_job_deleted(job, NOW))
 
 
-def test_scheduling_blocked_is_a_warning_resolved_by_the_next_change() -> None:
-    blocked = changed("InProgress", "WorkloadSchedulingBlocked",
-                      message="Workload pods are unschedulable: 0/3 nodes are available")
-    assert summary(on_condition_changed(blocked, 2, NOW)) == [
-        ("CREJobSchedulingBlocked", "warning", "firing", "WorkloadSchedulingBlocked")]
-    (alert,) = on_condition_changed(blocked, 2, NOW)
-    assert "0/3 nodes are available" in alert.description and "clocks are paused" in alert.description
-    running = changed("InProgress", "WorkloadRunning").model_copy(update={"previous": blocked.new})
-    assert summary(on_condition_changed(running, 2, NOW)) == [
-        ("CREJobSchedulingBlocked", "warning", "resolved", "WorkloadSchedulingBlocked")]
-
-
-def test_hardware_failure_and_validation_alerts() -> None:
-    hardware = JobHardwareFailedData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "nodes": ["gpu-3"], "action": "restart",
-        "message": "Hardware failure detected on node(s): [gpu-3]",
-        "failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"}]})
-    (alert,) = on_hardware_failed(hardware, NOW)
-    assert (alert.alertname, alert.severity, alert.status, alert.reason) == (
-        "CREJobHardwareFailed", "warning", "firing", "HardwareFailureDetected")
-    assert "gpu-3" in alert.summary and "its TrainJob was deleted" in alert.description
-    failed = JobValidationData.model_validate({
-        "job": {"name": "llm", "namespace": "ml"}, "failed": True, "reason": "ThresholdViolated",
-        "message": 'Threshold "goodputRatio" violated: measured 0.5000, expression: value >= 0.9'})
-    assert summary(on_validation(failed, NOW)) == [
-        ("CREJobValidationFailed", "warning", "firing", "ValidationFailed")]
-    passed = failed.model_copy(update={"failed": False, "reason": "ThresholdsMet"})
-    assert summary(on_validation(passed, NOW)) == [
-        ("CREJobValidationFailed", "warning", "resolved", "ValidationFailed")]
-
-
 def test_a_delete_resolves_the_verdict_alerts_too() -> None:
     job = {"metadata": {"namespace": "ml", "name": "llm"}, "status": {"conditions": [
         {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted"},
@@ -171,24 +222,19 @@ def test_a_delete_resolves_the_verdict_alerts_too() -> None:
         ("CREJobHardwareFailed", "resolved"), ("CREJobValidationFailed", "resolved")]
 
 
+def test_a_delete_never_resolves_what_the_job_holding_the_name_now_holds() -> None:
+    """The name taken again (another uid): the old Job's alerts are resolved but for those the new one holds."""
+    old = job([*exclusive("Failed", "WorkloadFailed", OLD),
+               cond("HardwareFailed", "True", "HardwareFailureDetected")], restart_count=1).raw
+    assert [a.alertname for a in on_deleted(old, None, NOW)] == ["CREJobFailed", "CREJobRestarted",
+                                                                 "CREJobHardwareFailed"]
+    failed_again = job(exclusive("Failed", "WorkloadFailed"))
+    assert [a.alertname for a in on_deleted(old, failed_again, NOW)] == ["CREJobRestarted", "CREJobHardwareFailed"]
+    restarting = job(RESTARTING, checkpoint=CHECKPOINT, restart_count=1)
+    assert [a.alertname for a in on_deleted(old, restarting, NOW)] == ["CREJobFailed", "CREJobHardwareFailed"]
+
+
 # -- Job updates: alerts from the Job's stored conditions ------------------------------------
-
-def ago(seconds: float) -> str:
-    return (NOW - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-FRESH, OLD = ago(30), EARLIER  # within the window; two hours before NOW
-
-
-def exclusive(type_: str, reason: str, ltt: str = FRESH, message: str = "m") -> list[dict[str, Any]]:
-    """The exclusive set with `type_` True since `ltt`."""
-    return [cond(t, "True" if t == type_ else "False", reason if t == type_ else "NotApplicable",
-                 message if t == type_ else "", ltt=ltt if t == type_ else OLD)
-            for t in ("InProgress", "Succeeded", "Failed")]
-
-
-RUNNING = exclusive("InProgress", "WorkloadRunning", OLD)
-
 
 def stated(alerts: list[AlertData]) -> list[tuple[str, str, str, str]]:
     return [(a.alertname, a.status, a.reason, "restated" if isinstance(a, Restated) else "announced")
@@ -260,41 +306,29 @@ def test_only_a_transition_within_the_window_is_announced(seconds_ago: int, anno
 
 
 def test_both_paths_build_the_same_alert() -> None:
-    """Same labels (one alert in Alertmanager, one PagerDuty dedup key) and the same texts."""
+    """A decision event and a Job update about the same stored Job: the same labels (one alert in
+    Alertmanager, one PagerDuty dedup key) and the same texts."""
     failure = {"podName": "llm-workload-node-0-0", "nodeName": "gpu-7", "exitCode": 137, "reason": "OOMKilled"}
-    state = job(exclusive("Failed", "WorkloadFailed", message="boom"), checkpoint={"pvcName": "p", "maxRestarts": 2},
-                restart_count=2, workload_ref=True,
-                status={"failedNodes": [{"name": "gpu-7", "reason": "WorkloadFailed"}], "failureLog": failure})
-    data = changed("Failed", "WorkloadFailed", restarts=2).model_copy(update={
-        "job": state.ref, "failure": FailureInfo.model_validate(failure)})
-    by_decision = on_condition_changed(data, 2, NOW)[:2]
-    by_state = on_job_state(state, NOW, WINDOW, announced=False)[:2]
-    for a, b in zip(by_decision, by_state, strict=True):
-        assert (a.labels, a.summary, a.description) == (b.labels, b.summary, b.description)
-        assert dedup_key(a) == dedup_key(b)
-    hardware = job([*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected",
-                                   "Hardware failure detected on node(s): [gpu-3]", ltt=FRESH)],
-                   status={"failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"}]})
-    (from_state,) = on_job_state(hardware, NOW, WINDOW, announced=False)
-    (from_decision,) = on_hardware_failed(JobHardwareFailedData.model_validate({
-        "job": hardware.ref.model_dump(), "nodes": ["gpu-3"],
-        "message": "Hardware failure detected on node(s): [gpu-3]"}), NOW)
-    assert (from_state.labels, from_state.summary) == (from_decision.labels, from_decision.summary)
-    violated = job([*exclusive("Succeeded", "WorkloadCompleted", OLD),
-                    cond("ValidationFailed", "True", "ThresholdViolated", "Threshold violated", ltt=FRESH)])
-    (from_state,) = on_job_state(violated, NOW, WINDOW, announced=False)
-    (from_decision,) = on_validation(JobValidationData.model_validate({
-        "job": violated.ref.model_dump(), "failed": True, "reason": "ThresholdViolated",
-        "message": "Threshold violated"}), NOW)
-    assert (from_state.labels, from_state.summary, from_state.description) == (
-        from_decision.labels, from_decision.summary, from_decision.description)
-    blocked = job(exclusive("InProgress", "WorkloadSchedulingBlocked", OLD, "Workload pods are unschedulable: 0/3"),
-                  status={"schedulingBlockedSince": ago(320)})
-    (from_state,) = on_job_state(blocked, NOW, WINDOW, announced=False)
-    (from_decision,) = on_condition_changed(changed("InProgress", "WorkloadSchedulingBlocked", message=(
-        "Workload pods are unschedulable: 0/3")).model_copy(update={"job": blocked.ref}), None, NOW)
-    assert (from_state.labels, from_state.summary, from_state.description) == (
-        from_decision.labels, from_decision.summary, from_decision.description)
+    nodes = {"failedNodes": [{"name": "gpu-7", "reason": "WorkloadFailed"},
+                             {"name": "gpu-3", "reason": "HardwareFailureDetected"}]}
+    cases: list[tuple[Decision, JobState]] = [
+        (changed("Failed", "WorkloadFailed", restarts=2),
+         job(exclusive("Failed", "WorkloadFailed", message="boom"), checkpoint={"pvcName": "p", "maxRestarts": 2},
+             restart_count=2, workload_ref=True, status={**nodes, "failureLog": failure})),
+        (hardware(), job([*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected",
+                                         "Hardware failure detected on node(s): [gpu-3]", ltt=FRESH)], status=nodes)),
+        (validation(True), job([*exclusive("Succeeded", "WorkloadCompleted", OLD),
+                                cond("ValidationFailed", "True", "ThresholdViolated", "Threshold violated",
+                                     ltt=FRESH)])),
+        (changed("InProgress", "WorkloadSchedulingBlocked"),
+         job(exclusive("InProgress", "WorkloadSchedulingBlocked", OLD, "Workload pods are unschedulable: 0/3"),
+             status={"schedulingBlockedSince": ago(320)})),
+    ]
+    for event, stored in cases:
+        by_decision = [a for a in on_decision(stored, claimed(event, stored), NOW) if a.status == "firing"]
+        by_state = [a for a in on_job_state(stored, NOW, WINDOW, announced=False) if a.status == "firing"]
+        assert [a.model_dump() for a in by_decision] == [a.model_dump() for a in by_state]
+        assert by_decision and all(dedup_key(a) == dedup_key(b) for a, b in zip(by_decision, by_state, strict=True))
 
 
 # -- which sink gets what --------------------------------------------------------------------
@@ -335,7 +369,7 @@ def unmanaged(state: JobState) -> JobState:
         "manage-announced-by-the-decision", "manage-a-job-it-does-not-manage"])
 def test_a_job_update_is_notified_or_answered_202(settings: dict[str, Any], state: JobState,
                                                   expected: list[str] | str) -> None:
-    plan = decide(Observed(updated_job=state), Settings.model_validate(settings), NOW)
+    plan = decide(Observed(state), Settings.model_validate(settings), NOW)
     if isinstance(expected, str):
         assert (plan.effects, plan.reason) == ((), expected)
     else:
@@ -344,30 +378,42 @@ def test_a_job_update_is_notified_or_answered_202(settings: dict[str, Any], stat
         assert [f"{a.alertname} {a.status}" for a in notify.alerts] == expected
 
 
-def event(type_: str, data: Any) -> Envelope:
-    return Envelope(id="e1", type=type_, source="/crefn/test", data=data)
+NOTHING_BORNE_OUT = "Job ns/llm: the stored Job bears out nothing the event claims"
 
 
-HARDWARE = {"job": {"name": "llm", "namespace": "ml"}, "nodes": ["gpu-3"], "action": "report",
-            "message": "Hardware failure detected on node(s): [gpu-3]"}
-VALIDATION = {"job": {"name": "llm", "namespace": "ml"}, "failed": True, "reason": "ThresholdViolated",
-              "message": "goodput low"}
-
-
-@pytest.mark.parametrize(("envelope", "expected"), [
-    (event(EventType.JOB_CONDITION_CHANGED, changed("Succeeded", "WorkloadCompleted", restarts=1).model_dump(
-        mode="json", by_alias=True)), ["CREJobRestarted resolved"]),
-    (event(EventType.JOB_HARDWARE_FAILED, HARDWARE), ["CREJobHardwareFailed firing"]),
-    (event(EventType.JOB_VALIDATION, VALIDATION), ["CREJobValidationFailed firing"]),
-    (event(EventType.JOB_VALIDATION, {**VALIDATION, "failed": False, "reason": "ThresholdsMet"}),
+@pytest.mark.parametrize(("event", "stored", "expected"), [
+    (changed("Succeeded", "WorkloadCompleted", restarts=1), job(exclusive("Succeeded", "WorkloadCompleted"),
+                                                                restart_count=1), ["CREJobRestarted resolved"]),
+    (hardware(), job([*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected", ltt=FRESH)]),
+     ["CREJobHardwareFailed firing"]),
+    (validation(True), job([cond("ValidationFailed", "True", "ThresholdViolated", ltt=FRESH)]),
+     ["CREJobValidationFailed firing"]),
+    (validation(False), job([cond("ValidationFailed", "False", "ThresholdsMet", ltt=FRESH)]),
      ["CREJobValidationFailed resolved"]),
-], ids=["succeeded-after-a-restart", "hardware-failed", "validation-failed", "validation-passed"])
-def test_each_decision_event_raises_its_alert(envelope: Envelope, expected: list[str]) -> None:
-    """Events that need no read of the Job: what the `alert` function sends for each."""
+    (changed("Failed", "WorkloadFailed"), job(RUNNING), NOTHING_BORNE_OUT),
+    (validation(False), job([cond("ValidationFailed", "True", "ThresholdViolated", ltt=FRESH)]), NOTHING_BORNE_OUT),
+], ids=["succeeded-after-a-restart", "hardware-failed", "validation-failed", "validation-passed",
+        "forged-failure", "forged-thresholds-met"])
+def test_each_decision_event_raises_its_alert_or_answers_202(event: Decision, stored: JobState,
+                                                             expected: list[str] | str) -> None:
+    """What the `alert` function sends for each decision event, given the Job it read."""
     settings = Settings.model_validate({"alertmanager_url": "http://am"})
-    (notify,) = decide(read(envelope, Context(settings)), settings, NOW).effects
+    plan = decide(Observed(stored, event), settings, NOW)
+    if isinstance(expected, str):
+        assert (plan.effects, plan.reason) == ((), expected)
+        return
+    (notify,) = plan.effects
     assert isinstance(notify, Notify)
     assert [f"{a.alertname} {a.status}" for a in notify.alerts] == expected
+
+
+def test_an_update_of_a_job_that_says_nothing_is_answered_without_a_read() -> None:
+    """A running Job's update: nothing to alert on whatever is stored, so no GET (this Context has no API
+    server to reach: a read would raise)."""
+    record = apiserver_record("update", job(RUNNING).raw, cre_jobs("nvcre.nvidia.com"), "https://127.0.0.1")
+    settings = Settings.model_validate({"alertmanager_url": "http://am"})
+    observed = read(to_envelope(record), Context(settings, clock=lambda: NOW))
+    assert observed == Observed(skip="Job ns/llm: its update says nothing to alert on")
 
 
 def test_an_api_server_event_other_than_update_or_delete_is_refused() -> None:

@@ -1,25 +1,45 @@
 """Forged events change nothing (SPEC §4.3: no input makes a handler write anything it was not asked
-to; §6.4: destructive decisions use fresh reads): events naming another tenant's Job (one not labelled
-`crefn.dev/managed`, whose TrainJob has failed and whose bound has run out), with a payload claiming
-it is managed, and events naming objects that do not exist, sent to the functions served over HTTP as
-their ServiceAccounts. Each is answered 202, and no write reaches the API server: the objects'
-resourceVersions are unchanged and the function's `crefn_kube_requests_total` counts no create,
-patch, update or delete."""
+to; §6.4: decisions use fresh reads, never an event's payload alone).
+
+First, events naming another tenant's Job (one not labelled `crefn.dev/managed`, whose TrainJob has
+failed and whose bound has run out), with a payload claiming it is managed, and events naming objects
+that do not exist, sent to the functions served over HTTP as their ServiceAccounts.
+
+Then events about the project's own managed Jobs, posted to the local stack's Broker as any pod in the
+cluster could (`localstack.stack`: every function served as its ServiceAccount, the Triggers of
+`knative/base`, the ApiServerSources, a real Alertmanager, and Slack and PagerDuty stand-ins): a
+`workload.phase` Succeeded naming a running Job's current attempt, `job.condition.changed` Failed and
+the other decision events of a Job that says none of it, delete events of Jobs that are still there,
+`ThresholdsMet` for a Job whose thresholds were violated. Every delivery is answered 202; no write
+reaches the API server (resourceVersions unchanged, no create, patch, update or delete counted by any
+function's `crefn_kube_requests_total`), and nothing is paged: Alertmanager's alerts stay as they were
+and the Slack and PagerDuty stand-ins receive nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import urllib.request
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from functions.errors import CrefnError
 from functions.gateway import Gateway
-from functions.resources import TRAINJOBS
+from functions.resources import NAMESPACES, TRAINJOBS, cre_workloadruns
 from functions.transport import send
+from localstack.apiserver import LocalCluster
 from localstack.apisource import apiserver_record
-from tests.support.world import JOBS, Record, phase_record
+from localstack.stack import Stack, start_stack
+from localstack.timeline import Timeline
+from localstack.trainer import wait_until
+from tests.support.helpers import Receiver
+from tests.support.world import GROUP, JOBS, Record, phase_record
 
 WRITES = re.compile(r'^crefn_kube_requests_total\{.*verb="(create|patch|update|delete)".*\} (\d+)', re.M)
 FAILED = {"type": "Failed", "status": "True", "reason": "JobFailed", "message": "exit 137",
@@ -91,3 +111,205 @@ def test_forged_events_change_nothing(functions: Callable[..., dict[str, str]], 
     assert (gateway.get(TRAINJOBS, namespace, "llm-workload") or {})["metadata"]["resourceVersion"] == \
         trainjob["metadata"]["resourceVersion"]
     assert gateway.get(TRAINJOBS, namespace, "never-was-workload") is None
+
+
+# -- through the local stack's Broker, about the project's own Jobs ---------------------------
+
+RUNS = cre_workloadruns(GROUP)
+MANAGED = "crefn.dev/managed"
+
+
+@dataclass
+class Local:
+    stack: Stack
+    gw: Gateway
+    ns: str
+    slack: Receiver
+    pagerduty: Receiver
+
+
+@pytest.fixture(scope="module")
+def local(cluster: LocalCluster, gateway: Gateway, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local]:
+    """The local stack on the session's API server, its sources confined to a namespace of its own, with
+    Slack and PagerDuty stand-ins configured beside its Alertmanager, and no resync tick."""
+    ns = f"forged-{uuid.uuid4().hex[:6]}"
+    gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    slack, pagerduty = Receiver(200, b"ok"), Receiver(202, b'{"status":"success"}')
+    settings = {"CREFN_SLACK_WEBHOOK_URL": slack.url, "CREFN_PAGERDUTY_URL": pagerduty.url,
+                "CREFN_PAGERDUTY_ROUTING_KEY": "k", "CREFN_LOG_LEVEL": "WARNING"}
+    out = tmp_path_factory.mktemp("stack")
+    try:
+        with start_stack(out, Timeline(io.StringIO()), settings, 3600, out / "work", GROUP, cluster, ns) as stack:
+            assert stack.alertmanager is not None, "the local stack runs an Alertmanager"
+            yield Local(stack, gateway, ns, slack, pagerduty)
+    finally:
+        with contextlib.suppress(CrefnError):
+            for job in gateway.list_all(JOBS, ns):
+                gateway.delete(JOBS, ns, job["metadata"]["name"])
+        slack.close()
+        pagerduty.close()
+
+
+def settle(local: Local) -> None:
+    assert local.stack.broker.wait_idle(timeout=60, quiet=1.0), local.stack.broker.summary()[-10:]
+
+
+def running_job(local: Local, name: str) -> dict[str, Any]:
+    """A managed Job the stack has launched, its TrainJob running (no Trainer moves it), as stored."""
+    local.gw.create(JOBS, local.ns, {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "Job", "metadata": {"name": name, "labels": {MANAGED: "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"},
+                                           "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3"}}},
+                 "checkpoint": {"pvcName": "p", "maxRestarts": 2}}})
+
+    def running() -> bool:
+        status = (local.gw.get(JOBS, local.ns, name) or {}).get("status") or {}
+        return bool(status.get("workloadStartTime")) and any(
+            c["type"] == "InProgress" and c["status"] == "True" and c["reason"] == "WorkloadRunning"
+            for c in status.get("conditions") or [])
+
+    assert wait_until(running, 60), local.stack.broker.summary()[-10:]
+    settle(local)
+    return local.gw.get(JOBS, local.ns, name) or {}
+
+
+def decision(type_: str, ns: str, job: str, data: dict[str, Any], **ext: str) -> Record:
+    return {"attributes": {"specversion": "1.0", "id": str(uuid.uuid4()), "source": "/crefn/restart", "type": type_,
+                           "subject": f"{ns}/{job}", "namespace": ns, "job": job, "partitionkey": f"{ns}/{job}",
+                           **ext}, "data": {"job": {"name": job, "namespace": ns}, **data}}
+
+
+def forged_failure(ns: str, job: str) -> Record:
+    return decision("dev.crefn.job.condition.changed", ns, job, {
+        "previous": {"type": "InProgress", "reason": "WorkloadRunning", "message": ""},
+        "new": {"type": "Failed", "reason": "WorkloadFailed", "message": "Workload failed: made up <!channel>"},
+        "restartCount": 2, "failedNodes": [{"name": "gpu-node-66", "reason": "WorkloadFailed"}]},
+        jobcondition="Failed")
+
+
+def forged_decisions(ns: str, job: str) -> list[Record]:
+    """Every decision event `alert` takes, each saying something the Job does not."""
+    return [
+        forged_failure(ns, job),
+        decision("dev.crefn.job.restarted", ns, job, {
+            "attempt": 1, "maxRestarts": 2, "notBefore": datetime.now(UTC).isoformat(),
+            "previousWorkload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                 "name": f"{job}-workload", "namespace": ns, "attempt": 0}}),
+        decision("dev.crefn.job.hardware.failed", ns, job, {
+            "nodes": ["gpu-node-66"], "message": "Hardware failure detected on node(s): [gpu-node-66]"}),
+        decision("dev.crefn.job.validation", ns, job, {
+            "failed": True, "reason": "ThresholdViolated", "message": "made up"}),
+    ]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    versions: dict[str, str]
+    writes: dict[str, int]
+    alerts: list[dict[str, Any]]
+    slack: int
+    pagerduty: int
+
+
+def snapshot(local: Local, objects: dict[str, tuple[Any, str]]) -> Snapshot:
+    versions = {what: str(((local.gw.get(res, local.ns, name) or {}).get("metadata") or {}).get("resourceVersion"))
+                for what, (res, name) in objects.items()}
+    assert local.stack.alertmanager is not None
+    alerts = sorted((a for a in local.stack.alertmanager.alerts() if a["labels"].get("namespace") == local.ns),
+                    key=lambda a: (a["labels"]["job"], a["labels"]["alertname"]))
+    return Snapshot(versions, {t: writes(f.url) for t, f in local.stack.functions.items()}, alerts,
+                    len(local.slack.requests), len(local.pagerduty.requests))
+
+
+def post(local: Local, records: list[Record]) -> list[tuple[str, str, int]]:
+    """Post each record to the Broker as any pod could, let it deliver, and give every delivery's
+    (event type, Trigger, answer)."""
+    for record in records:
+        assert send(local.stack.broker.url, record).status == 202
+    settle(local)
+    ids = {r["attributes"]["id"] for r in records}
+    return [(o.record["attributes"]["type"], o.trigger, o.status) for o in local.stack.broker.outcomes
+            if o.record["attributes"]["id"] in ids]
+
+
+def test_forged_events_about_a_running_managed_job_change_nothing_and_page_no_one(local: Local) -> None:
+    job = running_job(local, "llm")
+    trainjob = local.gw.get(TRAINJOBS, local.ns, "llm-workload") or {}
+    success = phase_record(local.ns, "llm", "Succeeded", reason="Completed")
+    success["data"]["workload"]["uid"] = trainjob["metadata"]["uid"]  # the current attempt, named exactly
+    success["attributes"]["id"] = str(uuid.uuid4())
+    before = snapshot(local, {"job": (JOBS, "llm"), "trainjob": (TRAINJOBS, "llm-workload")})
+    answers = post(local, [success, *forged_decisions(local.ns, "llm"),
+                           apiserver_record("delete", job, JOBS, local.gw.host)])
+    assert {(t, trigger) for t, trigger, _ in answers} >= {
+        ("dev.crefn.workload.phase", "crefn-status-phases"),
+        ("dev.crefn.job.condition.changed", "crefn-alert-conditions"),
+        ("dev.crefn.job.restarted", "crefn-alert-restarts"),
+        ("dev.crefn.job.hardware.failed", "crefn-alert-hardware"),
+        ("dev.crefn.job.validation", "crefn-alert-validations"),
+        ("dev.knative.apiserver.resource.delete", "crefn-alert-job-deletes"),
+        ("dev.knative.apiserver.resource.delete", "crefn-workloadrun-job-deletes")}, answers
+    assert {status for _, _, status in answers} == {202}, answers
+    after = snapshot(local, {"job": (JOBS, "llm"), "trainjob": (TRAINJOBS, "llm-workload")})
+    assert after == before
+    true = [(c["type"], c["reason"]) for c in (local.gw.get(JOBS, local.ns, "llm") or {})["status"]["conditions"]
+            if c["status"] == "True"]
+    assert true == [("InProgress", "WorkloadRunning")]
+
+
+def test_forged_resolves_of_a_real_incident_resolve_nothing(local: Local) -> None:
+    running_job(local, "eval")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [("InProgress", "False", "NotApplicable"), ("Succeeded", "True", "WorkloadCompleted"),
+                  ("Failed", "False", "NotApplicable"), ("HardwareFailed", "True", "HardwareFailureDetected"),
+                  ("ValidationFailed", "True", "ThresholdViolated")]
+    job = local.gw.patch(JOBS, local.ns, "eval", {"status": {"conditions": [
+        {"type": t, "status": s, "reason": r, "message": f"{r} (as validate and nodehealth write it)",
+         "observedGeneration": 1, "lastTransitionTime": now} for t, s, r in conditions]}}, status=True)
+    assert local.stack.alertmanager is not None
+    am = local.stack.alertmanager
+
+    def raised() -> set[str]:
+        return {a["labels"]["alertname"] for a in am.alerts(active="true") if a["labels"].get("job") == "eval"
+                and a["labels"].get("namespace") == local.ns}
+
+    assert wait_until(lambda: raised() == {"CREJobHardwareFailed", "CREJobValidationFailed"}, 30), raised()
+    settle(local)
+    passed = decision("dev.crefn.job.validation", local.ns, "eval", {
+        "failed": False, "reason": "ThresholdsMet", "message": "All performance thresholds satisfied"})
+    replaced = {**job, "metadata": {**job["metadata"], "uid": str(uuid.uuid4())}}  # "another uid": made up
+    before = snapshot(local, {"job": (JOBS, "eval")})
+    answers = post(local, [passed, apiserver_record("delete", job, JOBS, local.gw.host),
+                           apiserver_record("delete", replaced, JOBS, local.gw.host)])
+    assert {status for _, _, status in answers} == {202}, answers
+    assert ("dev.crefn.job.validation", "crefn-alert-validations", 202) in answers
+    assert snapshot(local, {"job": (JOBS, "eval")}) == before
+    assert raised() == {"CREJobHardwareFailed", "CREJobValidationFailed"}
+
+
+def workloadrun(ns: str) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1alpha1", "kind": "WorkloadRun",
+            "metadata": {"name": "wr", "namespace": ns, "labels": {MANAGED: "true"}},
+            "spec": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 1, "gpusPerNode": 1,
+                     "framework": {"exec": {"command": ["true"]}}}}
+
+
+def test_forged_deletes_of_a_workloadruns_job_fail_nothing(local: Local) -> None:
+    local.gw.create(RUNS, local.ns, workloadrun(local.ns))
+
+    def started() -> bool:
+        return (local.gw.get(JOBS, local.ns, "wr") or {}).get("status", {}).get("workloadStartTime") is not None
+
+    assert wait_until(started, 60), local.stack.broker.summary()[-10:]
+    settle(local)
+    job = local.gw.get(JOBS, local.ns, "wr") or {}
+    replaced = {**job, "metadata": {**job["metadata"], "uid": str(uuid.uuid4())}}  # still the run's, made-up uid
+    stranger = {**job, "metadata": {**job["metadata"], "name": "never-was", "uid": str(uuid.uuid4())}}
+    before = snapshot(local, {"run": (RUNS, "wr"), "job": (JOBS, "wr")})
+    answers = post(local, [apiserver_record("delete", obj, JOBS, local.gw.host) for obj in (job, replaced, stranger)])
+    assert [(trigger, status) for _, trigger, status in answers if trigger == "crefn-workloadrun-job-deletes"] == \
+        [("crefn-workloadrun-job-deletes", 202)] * 3, answers
+    assert snapshot(local, {"run": (RUNS, "wr"), "job": (JOBS, "wr")}) == before
+    run = local.gw.get(RUNS, local.ns, "wr") or {}
+    (true,) = [(c["type"], c["reason"]) for c in run["status"]["conditions"] if c["status"] == "True"]
+    assert true == ("InProgress", "WorkflowCreated")

@@ -160,11 +160,19 @@ def running_job(world: Callable[..., World], max_restarts: int = 1) -> World:
 
 
 def pending_job(world: Callable[..., World]) -> World:
-    """A Job whose TrainJob is suspended (`WorkloadPending`): a Running event is news to `status`."""
+    """A Job whose TrainJob is suspended (`WorkloadPending`)."""
     w = world()
     w.create_job(suspend=True)
     w.settle()
     assert exclusive(w.job()) == ("InProgress", "WorkloadPending")
+    return w
+
+
+def resumed_job(world: Callable[..., World]) -> World:
+    """A pending Job whose TrainJob has just been resumed (the event not yet delivered): its Running event
+    is news to `status`, which reads the TrainJob running."""
+    w = pending_job(world)
+    w.trainer("resume")
     return w
 
 
@@ -289,7 +297,7 @@ def test_a_failure_of_an_older_trainjob_of_the_same_name_is_stale(world: Callabl
 
 
 def test_status_reads_again_after_a_409_and_writes_once(world: Callable[..., World], cluster: LocalCluster) -> None:
-    w = pending_job(world)
+    w = resumed_job(world)
     record = phase_record(w.ns, "llm", "Running")
     ctx = racing(cluster, "status", lambda: touch(w), at="/jobs/llm/status")
     status_, text = answer(status.handle, record, ctx)
@@ -303,7 +311,7 @@ def test_status_reads_again_after_a_409_and_writes_once(world: Callable[..., Wor
 def test_status_when_the_job_changes_before_its_write(world: Callable[..., World], cluster: LocalCluster,
                                                       change: str) -> None:
     """Terminal: the 409's re-read sees the verdict, and the terminal guard holds on it (202)."""
-    w = pending_job(world)
+    w = resumed_job(world)
     race = (lambda: delete_job(w)) if change == "gone" else (lambda: verdict(w, "Failed", "WorkloadFailed"))
     ctx = racing(cluster, "status", race, at="/jobs/llm/status")
     status_, text = answer(status.handle, phase_record(w.ns, "llm", "Running"), ctx)

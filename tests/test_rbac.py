@@ -81,6 +81,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     *((f, "create events", create_event) for f in ("launch", "status", "restart", "resync")),
     ("phase", "get trainjobs", lambda gw, ns: gw.get(TRAINJOBS, ns, "x")),
     ("status", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
+    ("status", "get trainjobs", lambda gw, ns: gw.get(TRAINJOBS, ns, "x")),
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("resync", "list trainjobs in all namespaces", lambda gw, ns: gw.list_all(TRAINJOBS, None)),

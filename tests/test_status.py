@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 
-from events.emitted import WorkloadPhaseData
+from events.emitted import WorkloadPhaseData, WorkloadRef
+from events.envelope import parse_phase_event
 from events.types import Phase
 from functions.errors import PermanentError
-from functions.plan import RecordEvent, WriteStatus
+from functions.plan import Plan, RecordEvent, WriteStatus
 from functions.resources import cre_jobs
+from functions.rules.adapter import PhaseResult
 from functions.rules.status import decide_status
-from functions.transport import send
+from functions.settings import Settings
+from functions.transport import send, to_envelope
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import phase_record
 
@@ -83,6 +86,51 @@ def test_a_failed_phase_is_refused_naming_the_function_that_decides_it() -> None
     with pytest.raises(PermanentError) as raised:
         decide_status(job(workload_ref=True), Phase.FAILED, "llm-workload", "", NOW, "nvcre.nvidia.com", "status")
     assert str(raised.value) == "phase Failed is handled by the restart function"
+
+
+RUNNING_SHOWN_SET = [cond("InProgress", "True", "WorkloadRunning", "Workload TrainJob/llm-workload is running"),
+                     cond("Succeeded", "False", "NotApplicable"), cond("Failed", "False", "NotApplicable")]
+READ = WorkloadRef(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob", name="llm-workload", namespace="ns",
+                   uid="tj-uid", attempt=0)
+
+
+def decided(said: str, read: PhaseResult | None) -> Plan:
+    """`status`'s decision for an event saying `said` about a running Job's attempt whose TrainJob, read
+    fresh, says `read` (None: gone)."""
+    from functions.handlers.status import Observed, decide
+
+    record = phase_record("ns", "llm", said)
+    state = job(conditions=RUNNING_SHOWN_SET, workload_ref=True, status={"workloadStartTime": EARLIER})
+    observed = Observed(to_envelope(record), parse_phase_event(to_envelope(record)), state,
+                        READ if read else None, read)
+    return decide(observed, Settings(), NOW)
+
+
+@pytest.mark.parametrize(("said", "read", "reason"), [
+    ("Succeeded", PhaseResult(phase=Phase.RUNNING),
+     "Job ns/llm: nothing changed: TrainJob llm-workload is Running (the event said Succeeded)"),
+    ("Pending", PhaseResult(phase=Phase.RUNNING),
+     "Job ns/llm: nothing changed: TrainJob llm-workload is Running (the event said Pending)"),
+    ("Succeeded", PhaseResult(phase=Phase.FAILED, reason="JobsFailed"),
+     "Job ns/llm: TrainJob llm-workload has failed on a fresh read (the event said Succeeded): the restart "
+     "function decides"),
+    ("Succeeded", None, "Job ns/llm: TrainJob llm-workload of attempt 0 is gone on a fresh read"),
+    ("Running", PhaseResult(phase=Phase.RUNNING), "Job ns/llm: nothing changed: TrainJob llm-workload is Running"),
+], ids=["forged-success-of-a-running-workload", "forged-pending", "failed-on-the-read", "gone-on-the-read",
+        "in-step"])
+def test_the_event_phase_is_a_cue_and_the_read_decides(said: str, read: PhaseResult | None, reason: str) -> None:
+    plan = decided(said, read)
+    assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+
+
+def test_a_stale_running_event_after_the_workload_completed_writes_what_the_trainjob_says() -> None:
+    plan = decided("Running", PhaseResult(phase=Phase.SUCCEEDED, reason="Completed", message="all jobs completed"))
+    write, _event = plan.effects
+    assert isinstance(write, WriteStatus)
+    (true,) = [(c["type"], c["reason"], c["message"]) for c in write.status["conditions"] if c["status"] == "True"]
+    assert true == ("Succeeded", "WorkloadCompleted", "Workload TrainJob/llm-workload completed: all jobs completed")
+    assert plan.reply is not None and plan.reason == "the event said Running"
+    assert plan.reply.data.model_dump()["workload"]["uid"] == "tj-uid"  # the TrainJob as read, not the event
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:

@@ -11,7 +11,9 @@ are mirrored back onto their WorkloadRuns (the reasons: `functions.rules.runstat
 - `dev.crefn.job.condition.changed` and `dev.crefn.job.validation` of a Job owned by a WorkloadRun →
   the run's condition follows the Job's, read fresh (a Job that succeeded with thresholds stays
   `InProgress` on its run until `validate` has written its verdict); a CRE Job delete event of such a
-  Job → `WorkflowDeleted`.
+  Job → `WorkflowDeleted`, only when it names the run's Job (named after the run) and that Job is
+  gone on a fresh read, or the Job holding its name now is another (another uid, not controlled by the
+  run): a delete event of a Job that is still there is stale or forged, and changes nothing.
 A terminal WorkloadRun is never written again.
 """
 
@@ -84,7 +86,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     group = ctx.settings.cre_group
     ref = change.ref
     if (ref.apiVersion, ref.kind, change.verb) == (f"{group}/{CRE_VERSION}", JOB_KIND, "delete"):
-        return read_owner(parse_job(change.object, group), None, ctx)
+        return read_deleted(parse_job(change.object, group), ctx)
     if (ref.apiVersion, ref.kind) != (f"{group}/{CRE_VERSION}", WORKLOADRUN_KIND):
         raise PermanentError(f"expected {group}/{CRE_VERSION} WorkloadRun, got {ref.apiVersion}/{ref.kind}")
     where = f"WorkloadRun {ref.namespace}/{ref.name}"
@@ -120,6 +122,23 @@ def read_mirror(env: Envelope, ctx: Context) -> Observed:
     if state is None:
         return Observed(f"Job {ns}/{name}", skip=f"Job {ns}/{name} is gone")
     return read_owner(state, state, ctx)
+
+
+def read_deleted(seen: JobState, ctx: Context) -> Observed:
+    """A Job delete event (anyone can post one), acted on only when it is about the run's Job (named after
+    the run, `functions.rules.translate`) and that Job is gone on a fresh read, or the Job holding the
+    name now is another one (another uid, not controlled by the run)."""
+    ran = seen.job.controller_owner()
+    if ran is None or ran.kind != WORKLOADRUN_KIND:
+        return read_owner(seen, None, ctx)  # no run's Job: skipped there, with nothing read
+    if ran.name != seen.ref.name:
+        return Observed(seen.where, skip=f"{seen.where} is not the Job of WorkloadRun {ran.name}")
+    standing = read_job(ctx, seen.ref.namespace, seen.ref.name)
+    if standing is not None:
+        owner = standing.job.controller_owner()
+        if standing.job.metadata.uid == seen.job.metadata.uid or (owner is not None and owner.uid == ran.uid):
+            return Observed(seen.where, skip=f"{seen.where} is still there: its delete event is stale or forged")
+    return read_owner(seen, None, ctx)
 
 
 def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observed:

@@ -1,28 +1,27 @@
-"""Which alerts an event raises or resolves (SPEC §8). Pure.
+"""Which alerts a Job's stored state raises or resolves (SPEC §8). Pure.
 
-- `job.condition.changed` to `Failed` → `CREJobFailed` (critical); when the Job had a restart budget
-  and spent it (`restartCount >= maxRestarts > 0`), also `CREJobRestartsExhausted` (critical). The
-  restart warning is resolved: the failure supersedes it.
-- `job.condition.changed` to `Succeeded` after restarts → `CREJobRestarted` resolved.
-- `job.restarted` → `CREJobRestarted` (warning), expiring after an hour unless resolved earlier.
-- `job.condition.changed` to `InProgress`/`WorkloadSchedulingBlocked` → `CREJobSchedulingBlocked`
-  (warning); any later change of the Job's condition resolves it.
-- `job.hardware.failed` → `CREJobHardwareFailed` (warning, as CRE's documented `NVCREHardwareFailure`):
-  the nodes and what is done about them.
-- `job.validation` → `CREJobValidationFailed` (warning) when the thresholds were not met, resolved when
-  they were.
+Every alert is built from the Job as the API server stores it, never from an event's text: the
+decision events (`functions.rules.claims`) and the Job updates and deletes say which alerts to look
+at, the stored Job says whether they hold and what they say.
+- `Failed` True (any reason) → `CREJobFailed` (critical); when the Job had a restart budget and spent
+  it (`restartCount >= maxRestarts > 0`), also `CREJobRestartsExhausted` (critical). A verdict
+  (`Succeeded` or `Failed`) after restarts resolves the restart warning.
+- Restarted and not terminal (`restart_states`) → `CREJobRestarted` (warning), expiring an hour after
+  the restart's grace ends (`crefn.dev/restart-not-before`), unless resolved earlier.
+- `InProgress`/`WorkloadSchedulingBlocked` → `CREJobSchedulingBlocked` (warning); resolved once the
+  Job says anything else.
+- `HardwareFailed` True → `CREJobHardwareFailed` (warning, as CRE's documented `NVCREHardwareFailure`),
+  resolved by `HardwareFailed` False; `ValidationFailed` True → `CREJobValidationFailed` (warning),
+  resolved by `ValidationFailed` False (`ThresholdsMet`).
 - A Job delete (the ApiServerSource sends the Job as last seen) → everything it had raised resolved.
-- A CRE Job update (`on_job_state`; the ApiServerSource sends the Job as it is now, not what changed) →
-  the alerts of the states its stored conditions say, whoever wrote them (CRE next to an observing
-  project): `Failed` True (any reason) → `CREJobFailed` (and `CREJobRestartsExhausted`),
-  `HardwareFailed` / `ValidationFailed` True → their warnings, `InProgress`/`WorkloadSchedulingBlocked` →
-  `CREJobSchedulingBlocked`; and the resolves of the states it left (pods placed or a verdict after a
-  block, `HardwareFailed` / `ValidationFailed` False, the restart warning on a verdict). A state that
-  began within the window is announced; anything else is `Restated` (what a sink may have been told).
+- A CRE Job update (`on_job_state`; the Job as it is now, not what changed) → the alerts of the states
+  its stored conditions say, whoever wrote them (CRE next to an observing project), and the resolves of
+  the states it left (pods placed or a verdict after a block, `HardwareFailed` / `ValidationFailed`
+  False, the restart warning on a verdict). A state that began within the window is announced;
+  anything else is `Restated` (what a sink may have been told).
 Labels are `alertname`, `severity`, `namespace`, `job`, `reason`: Alertmanager identifies an alert by
-its labels, so a resolve carries the same `reason` as the firing alert did. Both paths build their
-alerts with the same functions (same labels and texts), so they make one alert in Alertmanager; that
-is why they share this module.
+its labels, so a resolve carries the same `reason` as the firing alert did. Every path builds its
+alerts with the same functions (same labels and texts), so they make one alert in Alertmanager.
 """
 
 from __future__ import annotations
@@ -36,15 +35,13 @@ from events.emitted import (
     FailedNode,
     FailureInfo,
     JobConditionChangedData,
-    JobHardwareFailedData,
     JobRef,
-    JobRestartedData,
-    JobValidationData,
 )
 from events.types import Reason
-from functions.rules.attempts import current_workload_ref
+from functions.rules.attempts import current_workload_ref, workload_name
 from functions.rules.conditions import TERMINAL, true_exclusive
 from functions.rules.jobs import JobState
+from functions.rules.launch import not_before
 from functions.rules.running import scheduling_grace
 
 FAILED = "CREJobFailed"
@@ -58,7 +55,7 @@ RESTART_ALERT_TTL = timedelta(hours=1)
 FAILED_ALERT_TTL = timedelta(days=90)
 """Alertmanager resolves an alert without `endsAt` after its `resolve_timeout` (5 minutes by default)
 unless it is sent again; these alerts are sent once, so they carry an explicit `endsAt`: a failed Job
-stays alerted until it is deleted (or 90 days pass), a restart warning for an hour."""
+stays alerted until it is deleted (or 90 days pass), a restart warning for an hour after its grace."""
 
 Status = Literal["firing", "resolved"]
 Severity = Literal["critical", "warning"]
@@ -91,22 +88,6 @@ def failure_text(failure: FailureInfo | None) -> str:
     return f" Failed container: {how} in pod {failure.pod_name} on node {failure.node_name or 'unknown'}."
 
 
-def on_condition_changed(data: JobConditionChangedData, max_restarts: int | None, now: datetime) -> list[AlertData]:
-    ns, job, new = data.job.namespace, data.job.name, data.new
-    alerts: list[AlertData] = []
-    if new.type == "Failed":
-        alerts += failed_alerts(data, max_restarts, now)
-        if data.restart_count:
-            alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
-    elif new.type == "Succeeded" and data.restart_count:
-        alerts.append(resolved(RESTARTED, "warning", ns, job, RESTART_REASON, now))
-    if new.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
-        alerts.append(blocked_alert(ns, job, new.message, now))
-    elif data.previous is not None and data.previous.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
-        alerts.append(resolved(BLOCKED, "warning", ns, job, Reason.WORKLOAD_SCHEDULING_BLOCKED, now))
-    return alerts
-
-
 def failed_alerts(data: JobConditionChangedData, max_restarts: int | None, since: datetime) -> list[AlertData]:
     """`CREJobFailed` for a Failed verdict, and `CREJobRestartsExhausted` when the restart budget is spent."""
     ns, job, new = data.job.namespace, data.job.name, data.new
@@ -135,41 +116,12 @@ def blocked_alert(ns: str, job: str, message: str, since: datetime) -> AlertData
                       since + FAILED_ALERT_TTL)
 
 
-def on_hardware_failed(data: JobHardwareFailedData, now: datetime) -> list[AlertData]:
-    ns, job = data.job.namespace, data.job.name
-    action = ("its TrainJob was deleted so that the restart policy decides" if data.action == "restart"
-              else "the workload keeps running (report only)")
-    description = (f"Job {ns}/{job}: {data.message}. Newly unhealthy: {', '.join(data.nodes) or 'none'}; "
-                   f"{action}.")
-    return [make_alert(HARDWARE, "warning", "firing", ns, job, Reason.HARDWARE_FAILURE_DETECTED,
-                       f"CRE Job {ns}/{job}: hardware failure on {', '.join(data.nodes) or 'a node'}", description,
-                       now, now + FAILED_ALERT_TTL)]
-
-
-def on_validation(data: JobValidationData, now: datetime) -> list[AlertData]:
-    ns, job = data.job.namespace, data.job.name
-    if not data.failed:
-        return [resolved(VALIDATION, "warning", ns, job, "ValidationFailed", now)]
-    return [validation_alert(ns, job, data.reason, data.message, data.failed_nodes, now)]
-
-
 def validation_alert(ns: str, job: str, reason: str, message: str, failed_nodes: Sequence[FailedNode],
                      since: datetime) -> AlertData:
     nodes = ", ".join(n.name for n in failed_nodes) or "none recorded"
     return make_alert(VALIDATION, "warning", "firing", ns, job, "ValidationFailed",
                       f"CRE Job {ns}/{job} succeeded but failed validation ({reason})",
                       f"Job {ns}/{job}: {message}. Reason: {reason}. Nodes: {nodes}.", since, since + FAILED_ALERT_TTL)
-
-
-def on_restarted(data: JobRestartedData, now: datetime) -> list[AlertData]:
-    ns, job = data.job.namespace, data.job.name
-    previous = data.previous_workload
-    description = (f"Job {ns}/{job} is restarting from its checkpoint (restart {data.attempt}/{data.max_restarts}): "
-                   f"TrainJob {previous.name} (attempt {previous.attempt}) failed and was deleted; the next attempt "
-                   f"starts after {data.not_before.isoformat()}.{failure_text(data.failure)}")
-    return [make_alert(RESTARTED, "warning", "firing", ns, job, RESTART_REASON,
-                  f"CRE Job {ns}/{job} restarted from checkpoint ({data.attempt}/{data.max_restarts})", description,
-                  now, now + RESTART_ALERT_TTL)]
 
 
 def on_job_deleted(job: dict[str, Any], now: datetime) -> list[AlertData]:
@@ -271,6 +223,25 @@ def left_states(state: JobState, now: datetime) -> list[Timed]:
             alertname, reason = INDEPENDENT[cond.type]
             left.append((resolved(alertname, "warning", ns, name, reason, now), cond.last_transition_time))
     return left
+
+
+def restart_states(state: JobState, now: datetime) -> list[Timed]:
+    """The restart warning of a Job that restarted and has no verdict yet, with the end of the restart's
+    grace (None: not recorded, as for CRE's restarts). The failed attempt's container is not stored on
+    the Job (CRE keeps nothing of restarted attempts), so the warning does not name it."""
+    job, ns, name = state.job, state.ref.namespace, state.ref.name
+    count = job.status.restart_count
+    if not count or state.terminal:
+        return []
+    checkpoint = job.spec.checkpoint
+    budget = restarts_text(count, checkpoint.max_restarts if checkpoint else None)
+    grace_end = not_before(state)
+    after = f"; the next attempt starts after {grace_end.isoformat()}" if grace_end else ""
+    description = (f"Job {ns}/{name} is restarting from its checkpoint (restart {budget}): TrainJob "
+                   f"{workload_name(name)} (attempt {count - 1}) failed and was deleted{after}.")
+    return [(make_alert(RESTARTED, "warning", "firing", ns, name, RESTART_REASON,
+                        f"CRE Job {ns}/{name} restarted from checkpoint ({budget})", description, now,
+                        (grace_end or now) + RESTART_ALERT_TTL), grace_end)]
 
 
 def transition(state: JobState, cond_type: str) -> datetime | None:

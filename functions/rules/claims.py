@@ -1,0 +1,87 @@
+"""What an event about a Job claims for its alerts, and what the stored Job bears out of it (SPEC §8). Pure.
+
+A decision event (`job.condition.changed`, `job.restarted`, `job.hardware.failed`, `job.validation`)
+and a Job delete reach `alert` through the Broker, where any pod may post one: what they say is a
+claim, never a fact. Each event names the alerts it is about (`Claim`: an alert name and `firing` or
+`resolved`); the alerts sent are those of the Job as read fresh (`functions.rules.alerting`) that
+match a claim, with the stored Job's texts:
+- a claim the stored Job does not bear out (a `Failed` change for a Job that runs, a hardware failure
+  on a Job whose `HardwareFailed` is not True) sends nothing;
+- a resolve is sent only for a state the stored Job is not in (a `ThresholdsMet` claim on a Job whose
+  `ValidationFailed` is True resolves nothing);
+- a replayed event re-opens nothing already resolved: the alert of a state the Job has left, a
+  restart warning of an earlier attempt or past its hour, a failure past its 90 days;
+- a delete resolves the alerts of the Job it carries only when that Job is gone on a fresh read (or
+  another Job of that name, another uid, stands there now), and never an alert the Job standing there
+  now holds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from events.emitted import (
+    AlertData,
+    JobConditionChangedData,
+    JobHardwareFailedData,
+    JobRestartedData,
+    JobValidationData,
+)
+from events.types import Reason
+from functions.rules.alerting import (
+    BLOCKED,
+    EXHAUSTED,
+    FAILED,
+    HARDWARE,
+    RESTARTED,
+    VALIDATION,
+    Status,
+    held_states,
+    left_states,
+    on_job_deleted,
+    restart_states,
+)
+from functions.rules.jobs import JobState
+
+Claim = tuple[str, Status]
+Decision = JobConditionChangedData | JobRestartedData | JobHardwareFailedData | JobValidationData
+
+
+def claimed(event: Decision, state: JobState) -> frozenset[Claim]:
+    """The alerts a decision event is about. A restart is about the stored Job's latest restart only."""
+    if isinstance(event, JobRestartedData):
+        return frozenset({(RESTARTED, "firing")}) if event.attempt == state.job.status.restart_count else frozenset()
+    if isinstance(event, JobHardwareFailedData):
+        return frozenset({(HARDWARE, "firing")})
+    if isinstance(event, JobValidationData):
+        return frozenset({(VALIDATION, "firing" if event.failed else "resolved")})
+    claims: set[Claim] = set()
+    if event.new.type == "Failed":
+        claims |= {(FAILED, "firing"), (EXHAUSTED, "firing"), (RESTARTED, "resolved")}
+    elif event.new.type == "Succeeded":
+        claims.add((RESTARTED, "resolved"))
+    if event.new.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        claims.add((BLOCKED, "firing"))
+    elif event.previous is not None and event.previous.reason == Reason.WORKLOAD_SCHEDULING_BLOCKED:
+        claims.add((BLOCKED, "resolved"))
+    return frozenset(claims)
+
+
+def firing(state: JobState, now: datetime) -> list[AlertData]:
+    """The alerts the stored Job holds now (none past its `endsAt`)."""
+    return [a for a, _ in (*held_states(state, now), *restart_states(state, now))
+            if a.ends_at is None or a.ends_at > now]
+
+
+def on_decision(state: JobState, claims: frozenset[Claim], now: datetime) -> list[AlertData]:
+    """The claimed alerts as the stored Job says them: those it holds, and the resolves of states it left."""
+    stated = [*firing(state, now), *(a for a, _ in left_states(state, now))]
+    return [a for a in stated if (a.alertname, a.status) in claims]
+
+
+def on_deleted(job: dict[str, Any], standing: JobState | None, now: datetime) -> list[AlertData]:
+    """The resolves of a deleted Job (as last seen), but for the alerts of the Job of that name standing
+    now, if any (another uid: the name was taken again)."""
+    held = {a.alertname for a in firing(standing, now)} if standing is not None else set()
+    return [a for a in on_job_deleted(job, now) if a.alertname not in held]
