@@ -506,7 +506,6 @@ def bearer(token_file: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token.decode()}"}
 
 
-
 def error_for(what: str, answer: Answer) -> CrefnError:
     """The error a peer's answer that is not accepted means: 429 throttled, 5xx unavailable, else refused."""
     if answer.status == 429:
