@@ -44,7 +44,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
 from functions.errors import AlreadyExists, CrefnError
@@ -137,7 +137,7 @@ class Background:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
 
-    def start(self) -> Background:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
