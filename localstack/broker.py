@@ -209,6 +209,8 @@ class LocalBroker:
 
     def publish(self, record: Record) -> None:
         with self._cond:
+            if self._stopped:
+                return  # a source's last watch event after the stack stopped: nothing left to deliver it to
             self.published += 1
             if self._log_file:
                 self._log_file.write(json.dumps(record, separators=(",", ":")) + "\n")

@@ -32,13 +32,14 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, TRAINJOBS, cre_workloadruns
-from functions.transport import send
+from functions.transport import encode, send
 from localstack.apiserver import LocalCluster
 from localstack.apisource import apiserver_record
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until
 from tests.support.helpers import Receiver
+from tests.support.rawhttp import raw
 from tests.support.world import GROUP, JOBS, Record, phase_record
 
 WRITES = re.compile(r'^crefn_kube_requests_total\{.*verb="(create|patch|update|delete)".*\} (\d+)', re.M)
@@ -313,3 +314,21 @@ def test_forged_deletes_of_a_workloadruns_job_fail_nothing(local: Local) -> None
     run = local.gw.get(RUNS, local.ns, "wr") or {}
     (true,) = [(c["type"], c["reason"]) for c in run["status"]["conditions"] if c["status"] == "True"]
     assert true == ("InProgress", "WorkflowCreated")
+
+
+def test_an_oversized_event_is_refused_by_the_broker_unread_and_changes_nothing(local: Local) -> None:
+    """A forged failure padded past the 4 MiB body limit: the Broker answers 413 before reading it,
+    delivers it to no function and keeps it as no dead letter; nothing is written and no one paged."""
+    running_job(local, "big")
+    record = forged_failure(local.ns, "big")
+    record["data"]["new"]["message"] = "x" * (4 * 1024 * 1024)
+    headers, body = encode(record)
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    before = snapshot(local, {"job": (JOBS, "big")})
+    port = int(local.stack.broker.url.rstrip("/").rsplit(":", 1)[1])
+    status, text = raw(port, f"POST / HTTP/1.1\r\nhost: x\r\n{head}content-length: {len(body)}\r\n\r\n".encode(),
+                       [body[i:i + 65536] for i in range(0, len(body), 65536)])
+    assert (status, text) == (413, f"request body of {len(body)} bytes is over the limit of 4194304 bytes\n".encode())
+    settle(local)
+    assert [o for o in local.stack.broker.outcomes if o.record["attributes"]["id"] == record["attributes"]["id"]] == []
+    assert snapshot(local, {"job": (JOBS, "big")}) == before
