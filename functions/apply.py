@@ -61,9 +61,9 @@ class Applied:
     reasons: list[str]
     created: Mapping[str, Any] | None = None
     versions: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    """The resourceVersion each locked write left an object at (the next locked write carries it)."""
     refused: bool = False
     """A create was refused: its `refused` effects replaced the rest of the plan."""
-    """The resourceVersion each locked write left an object at (the next locked write carries it)."""
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:

@@ -1,7 +1,11 @@
 """Settings (SPEC §10): one object, env prefix `CREFN_`, built once per process and passed down.
 
-Nothing else in `functions/` reads the environment. `KUBECONFIG` is read here too (as `kubeconfig`),
-so the gateway never looks at the environment for it.
+`KUBECONFIG` is read here too (as `kubeconfig`), so the gateway never looks at the environment for it. The
+one other module of `functions/` that reads the environment is `functions/tracing.py`: whether to export
+spans (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) and the service name
+(`OTEL_SERVICE_NAME`, `K_SERVICE`), while the OpenTelemetry SDK it starts reads the other `OTEL_*` variables.
+`cre-fn record` (`functions/cli.py`) hands the environment, with its flags as `CREFN_RECORD_*`, to the server it
+starts; the CEL workers (`functions/celworker.py`) inherit it and read none of it.
 
 The alert sinks' URLs, the PagerDuty routing key and Alertmanager's credentials are secrets (`SecretStr`:
 their repr is `**********`), checked when the settings are built: a value that cannot be used fails with
