@@ -1,7 +1,8 @@
 """`knative/` tested like code: it lints, renders (base and every overlay), validates (core kinds
 against Kubernetes' schemas, the KafkaSink against its upstream CRD with unknown fields refused, the
 other Knative and Prometheus Operator kinds against the project's models), and its wiring holds together
-with the code (Triggers, sources, targets, settings, RBAC, the monitors, where dead letters go)."""
+with the code (Triggers, sources, targets, settings, RBAC, the monitors, where dead letters go) and with what
+`docs/operating.md` says of it (the RBAC matrix, what each overlay grants, closed by default, dead letters)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from functions.settings import Settings
 from localstack.manifests import KNATIVE, render, service_account_user
 from localstack.manifests import OVERLAYS as STACK_OVERLAYS
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
+from tests.support.docs import section as docs_section
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
 
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret",
@@ -33,7 +35,6 @@ OIDC = "overlays/oidc"
 NAMESPACED = "overlays/namespaced"
 OVERLAYS = (*STACK_OVERLAYS, MONITORING, OIDC, NAMESPACED)
 RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
-README = (Path(__file__).parents[1] / "README.md").read_text()
 
 
 def closed(schema: Any) -> Any:
@@ -250,7 +251,7 @@ def test_the_recorder_appends_to_a_claim_it_alone_writes() -> None:
     assert Path(args[args.index("--file") + 1]).parent == Path(mount["mountPath"])
     assert args[args.index("--out") + 1] == "/dev/stdout"  # log collectors still see every dead letter
     assert spec["securityContext"]["fsGroup"] == 10001  # the image's USER (Dockerfile) may write the volume
-    section = README.split("### Dead letters", 1)[1].split("\n#", 1)[0]
+    section = docs_section("operating.md", "## Dead letters")
     for flag in ("kubernetes.podspec-persistent-volume-claim", "kubernetes.podspec-persistent-volume-write"):
         assert f"{flag}" in section and "config-features" in section
 
@@ -267,7 +268,7 @@ def test_the_kafka_overlay_sends_every_dead_letter_to_its_kafka_sink() -> None:
     for obj in owners:
         assert obj["spec"]["delivery"]["deadLetterSink"] == {"ref": ref}, obj["metadata"]["name"]
     assert "crefn-dead-letters" not in by_name(docs, "Service") and not of_kind(docs, "PersistentVolumeClaim")
-    assert sink["spec"]["topic"] in README.split("### Dead letters", 1)[1].split("\n#", 1)[0]
+    assert sink["spec"]["topic"] in docs_section("operating.md", "## Dead letters")
 
 
 def test_overlays_change_what_they_say() -> None:
@@ -303,8 +304,8 @@ def test_dockerfile_runs_as_non_root_with_the_target_from_env() -> None:
     assert "USER 10001" in text and "FUNCTION_TARGET" in text and "functions-framework" in text
 
 
-def test_readme_rbac_matrix_matches_the_roles() -> None:
-    table = README.split("### RBAC matrix", 1)[1].split("\n## ", 1)[0]
+def test_docs_rbac_matrix_matches_the_roles() -> None:
+    table = docs_section("operating.md", "### RBAC matrix")
     documented = {tuple(c.strip(" `") for c in line.strip("|").split("|"))
                   for line in table.splitlines() if line.startswith("| `")}
     actual = set()
@@ -364,8 +365,8 @@ def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads
         "crefn-goodput": tenants, "crefn-nodes": {}}
 
 
-def test_readme_says_what_each_overlay_grants_and_how_to_list_the_tenant_namespaces() -> None:
-    section = README.split("### What each overlay grants", 1)[1].split("\n### ", 1)[0]
+def test_docs_say_what_each_overlay_grants_and_how_to_list_the_tenant_namespaces() -> None:
+    section = docs_section("operating.md", "### What each overlay grants")
     table = section.split("| identity |", 1)[1]
     documented = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:3])
                   for line in table.splitlines() if line.startswith("| `")}
@@ -596,8 +597,8 @@ def test_the_function_pods_take_connections_only_from_knative_and_monitoring() -
     assert not of_kind(RENDERED["base"], "NetworkPolicy")
 
 
-def test_readme_says_how_to_install_closed() -> None:
-    section = README.split("### Closed by default", 1)[1].split("\n#", 1)[0]
+def test_docs_say_how_to_install_closed() -> None:
+    section = docs_section("operating.md", "### Closed by default")
     for needed in ("cluster-local", "authentication-oidc", "overlays/oidc", "EventPolicy", "CREFN_OIDC_TOKEN_PATH",
                    "--token-file", "NetworkPolicy", "knative-eventing", "knative-serving", "kourier-system",
                    "monitoring"):

@@ -1,0 +1,69 @@
+"""The README is the front door: short, with lines a terminal shows, and every link it gives leads to a page of
+`docs/`. Every relative link of the documentation resolves, to the heading it names when it names one.
+
+The settings and metrics tables of `docs/operating.md` name every setting and every metric, and nothing else.
+What the documentation says about the manifests (the RBAC matrix, the overlays, closed by default, dead letters)
+is checked against them in `test_manifests.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import AliasChoices
+
+from functions.metrics import JobStates, ProcessMetrics
+from functions.settings import Settings
+from tests.support.docs import DOCS, REPO, anchors, links, section
+
+README = REPO / "README.md"
+PAGES = sorted([README, *DOCS.rglob("*.md")])
+
+
+def test_the_readme_is_at_most_250_lines_none_over_200_characters() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250
+    assert [n for n, line in enumerate(lines, 1) if len(line) > 200] == []
+
+
+def test_the_readme_starts_with_the_two_commands() -> None:
+    lines = README.read_text().splitlines()
+    assert lines[2] == "```sh" and lines[3].startswith("make run ") and lines[4].startswith("make test ")
+
+
+def test_the_readme_links_every_page_of_docs() -> None:
+    targets = {(README.parent / link.split("#")[0]).resolve() for link in links(README)}
+    assert {page.resolve() for page in DOCS.glob("*.md")} <= targets
+    assert (DOCS / "runbooks" / "README.md").resolve() in targets
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    for link in links(page):
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.is_file(), f"{link}: no such file"
+        if anchor:
+            assert anchor in anchors(target), f"{link}: no such heading"
+
+
+def first_cells(page: str, heading: str) -> set[str]:
+    """The names in backticks in the first column of the table under `heading`."""
+    return {name for line in section(page, heading).splitlines() if line.startswith("| `")
+            for name in re.findall(r"`([^`]+)`", line.split("|")[1])}
+
+
+def test_the_settings_table_names_every_setting() -> None:
+    variables: set[str] = set()
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        variables |= {str(c) for c in alias.choices} if isinstance(alias, AliasChoices) else {f"CREFN_{name.upper()}"}
+    assert first_cells("operating.md", "## Settings") == variables
+
+
+def test_the_metrics_table_names_every_metric() -> None:
+    exposed = {f"{m.name}_total" if m.type == "counter" else m.name for m in ProcessMetrics().registry.collect()}
+    exposed |= {m.name for m in JobStates(()).collect()}
+    assert first_cells("operating.md", "## Metrics") == exposed
