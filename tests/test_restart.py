@@ -13,6 +13,7 @@ import pytest
 from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
+from functions.rules import grace
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.pods import Capture
 from functions.rules.restart import (
@@ -20,9 +21,7 @@ from functions.rules.restart import (
     decide_restart,
     failed_message,
     failed_write,
-    grace_recorded,
     observe_failure,
-    restart_grace,
     restart_write,
     still_running,
     verdict_write,
@@ -132,7 +131,7 @@ def test_a_stall_is_decided_only_about_a_running_trainjob(uid: str, read: dict[s
 def test_the_grace_counts_only_when_it_ends_after_the_failed_attempt_began(
         annotation: str, read: dict[str, Any] | None, recorded: bool) -> None:
     state = job(annotations={"crefn.dev/restart-not-before": annotation} if annotation else None)
-    assert grace_recorded(state, read) is recorded
+    assert grace.recorded(state, read) is recorded
 
 
 @pytest.mark.parametrize(("conditions", "event"), [(RUNNING, False), ([], True)], ids=["running", "no-condition"])
@@ -190,7 +189,7 @@ def test_a_verdict_the_job_carries_already_is_not_written_again() -> None:
 def test_restart_grace(goodput: dict[str, str] | None, setting: int, seconds: int) -> None:
     raw = job().raw
     spec = {**raw["spec"], **({"goodputMeasurement": goodput} if goodput else {})}
-    assert restart_grace(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
+    assert grace.length(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:

@@ -10,7 +10,7 @@ on the fresh Job, pods and GoodputMeasurement with the running path's own rules
 (`functions.rules.running`): a TrainJob no longer Running, a workload scheduling-blocked or no longer
 stalled is answered 202. decide, for the current attempt: a restart is, in this order, each step safe
 to repeat:
-1. the annotation `crefn.dev/restart-not-before` (now + grace) on the Job, locked on the read
+1. the annotation `crefn.dev/restart-not-before` (now + grace, `functions.rules.grace`) on the Job, locked on the read
    resourceVersion;
 2. one status write, the commit point (`functions.rules.restart.restart_write`), locked on the
    version step 1 left: nothing else can have changed the Job in between;
@@ -35,23 +35,22 @@ from typing import Any
 
 from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadStalledData
 from events.envelope import Envelope, parse_data, parse_phase_event, to_outbound
-from events.types import RESTART_NOT_BEFORE_ANNOTATION, EventType, Phase, Reason
+from events.types import EventType, Phase, Reason
 from functions.apply import run
 from functions.context import Context
-from functions.plan import Annotate, Delete, Effect, Outcome, Plan, nothing
+from functions.plan import Delete, Effect, Outcome, Plan, nothing
 from functions.reads import read_capture, read_goodputs, read_job, read_trainjob
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.resources import TRAINJOBS
+from functions.rules import grace
 from functions.rules.attempts import is_recorded, of_attempt
-from functions.rules.conditions import changes_condition, rfc3339
+from functions.rules.conditions import changes_condition
 from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
 from functions.rules.measurements import GoodputMeasurement, goodput_of, has_checkpoint, reset_goodput
 from functions.rules.pods import Capture, failure_info
 from functions.rules.restart import (
     decide_restart,
     failed_write,
-    grace_recorded,
     observe_failure,
-    restart_grace,
     restart_write,
     still_running,
     verdict_write,
@@ -153,13 +152,13 @@ def fail(observed: Observed, state: JobState, decided: tuple[ConditionWrite, Con
 def restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> Plan:
     """Steps 1 to 4 of a restart, and `job.restarted`."""
     commit = restart_write(state, now, settings.cre_group, FUNCTION)
-    grace_end = now + restart_grace(state, settings.restart_grace_seconds)
+    grace_end = now + grace.length(state, settings.restart_grace_seconds)
     assert state.job.spec.checkpoint is not None
     restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
                                  max_restarts=state.job.spec.checkpoint.max_restarts,
                                  previous_workload=observed.data.workload, not_before=grace_end,
                                  failure=failure_info(observed.capture))
-    locked = annotate_not_before(state, grace_end, settings, state.job.metadata.resource_version)
+    locked = grace.annotate(state, grace_end, settings.cre_group, state.job.metadata.resource_version)
     reset = (reset_goodput(observed.goodput, settings.cre_group, now),) if observed.goodput else ()
     return Plan((locked, *commit.effects, *delete_failed(observed), *reset),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
@@ -170,14 +169,10 @@ def finish_restart(observed: Observed, state: JobState, now: datetime, settings:
     """Steps 2 and 3 of a restart already committed (a redelivery after a crash between steps)."""
     effects: list[Effect] = []
     if (observed.data.workload.attempt == state.job.status.restart_count - 1
-            and not grace_recorded(state, observed.trainjob)):
-        effects.append(annotate_not_before(state, now + restart_grace(state, settings.restart_grace_seconds), settings))
+            and not grace.recorded(state, observed.trainjob)):
+        effects.append(grace.annotate(state, now + grace.length(state, settings.restart_grace_seconds),
+                                      settings.cre_group))
     return (*effects, *delete_failed(observed))
-
-
-def annotate_not_before(state: JobState, when: datetime, settings: Settings, locked_at: str = "") -> Annotate:
-    return Annotate(cre_jobs(settings.cre_group), state.ref.namespace, state.ref.name,
-                    {RESTART_NOT_BEFORE_ANNOTATION: rfc3339(when)}, locked_at)
 
 
 def delete_failed(observed: Observed) -> tuple[Effect, ...]:

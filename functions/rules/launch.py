@@ -7,10 +7,8 @@ of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was l
 older attempt is deleted (uid precondition) and the next created in the same plan; one still
 terminating is a wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
 reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
-retry (`create_refused`). Before the restart grace is over (annotation `crefn.dev/restart-not-before`,
-which `restart` writes just before its commit) it waits, knowing for how long (the 503's `Retry-After`:
-the seconds to the annotation's time, rounded up); a restart recorded without the annotation
-(by an earlier release, which wrote it after the commit) waits too. Observe mode: nothing.
+retry (`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
+Observe mode: nothing.
 """
 
 from __future__ import annotations
@@ -28,17 +26,17 @@ from events.types import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     MANAGED_LABEL,
-    RESTART_NOT_BEFORE_ANNOTATION,
     TRAINJOB_API_VERSION,
     TRAINJOB_KIND,
     EventType,
     Reason,
     job_label,
 )
-from functions.plan import Create, Delete, Effect, Plan, Wait, nothing, wait_until
+from functions.plan import Create, Delete, Effect, Plan, Wait, nothing
 from functions.resources import TRAINJOBS
+from functions.rules import grace
 from functions.rules.attempts import attempt_label, of_attempt, workload_name
-from functions.rules.conditions import changes_condition, condition, decide_conditions, parse_rfc3339
+from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, condition_changed, is_managed
 from functions.rules.kubeevents import action_event
 from functions.rules.pods import Capture, failure_log_field
@@ -108,10 +106,6 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
     return {**spec, "runtimePatches": [*others, ours]}
 
 
-def not_before(state: JobState) -> datetime | None:
-    return parse_rfc3339(state.job.metadata.annotations.get(RESTART_NOT_BEFORE_ANNOTATION, ""))
-
-
 def needs_launch(state: JobState, settings: Settings) -> str:
     """Why the Job needs no launch ("" when it does)."""
     if not is_managed(state.job.metadata.labels, settings):
@@ -130,14 +124,9 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         return nothing(why)
     job, group = state.job, settings.cre_group
     name = workload_name(job.metadata.name)
-    grace_end = not_before(state)
-    true_cond = state.true_condition
     plan: Plan
-    if grace_end and now < grace_end:
-        plan = Plan((wait_until(f"restart grace not over: next TrainJob not before {grace_end.isoformat()}",
-                                grace_end, now),))
-    elif grace_end is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
-        plan = Plan((Wait("restart recorded, its grace period not yet written"),))
+    if waiting := grace.wait(state, now):
+        plan = Plan((waiting,))
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
     elif existing is None:

@@ -13,17 +13,15 @@ and, while it has none, its failure log (`functions.rules.pods`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from events.emitted import ConditionSummary
 from events.objects import TrainJob
 from events.types import Phase, Reason
-from functions.durations import parse_go_duration
 from functions.rules.adapter import decide_phase
-from functions.rules.conditions import condition, decide_conditions, parse_rfc3339
+from functions.rules.conditions import condition, decide_conditions
 from functions.rules.jobs import JobState
-from functions.rules.launch import not_before
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
 
@@ -114,26 +112,3 @@ def restart_write(state: JobState, now: datetime, group: str, function: str) -> 
                              "schedulingBlockedSince": None, "schedulingResumedTime": None})
     assert write is not None
     return write
-
-
-def grace_recorded(state: JobState, trainjob: dict[str, Any] | None) -> bool:
-    """Whether the Job's `crefn.dev/restart-not-before` is this restart's: present, and later than the
-    creation of the failed attempt's TrainJob (`trainjob`; None: gone or replaced). An earlier
-    restart's grace was over before that TrainJob could be created, so it never counts for this one."""
-    end = not_before(state)
-    if end is None:
-        return False
-    created = parse_rfc3339(str(((trainjob or {}).get("metadata") or {}).get("creationTimestamp") or ""))
-    return created is None or end > created
-
-
-def restart_grace(state: JobState, default_seconds: int) -> timedelta:
-    """CRE's grace before the next attempt: twice `spec.goodputMeasurement.sampleInterval` when it is set
-    (a Go duration), else the setting (`CREFN_RESTART_GRACE_SECONDS`, default 30 s)."""
-    gm = state.job.spec.goodput_measurement
-    if gm is not None and gm.sample_interval:
-        try:
-            return 2 * parse_go_duration(gm.sample_interval)
-        except ValueError:
-            pass  # the real CRD takes any string: an unreadable interval falls back to the setting
-    return timedelta(seconds=default_seconds)
