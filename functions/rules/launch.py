@@ -1,5 +1,9 @@
 """Launching a Job's workload (SPEC §5 `launch`), shared by the `launch` and `resync` functions.
 
+`decide` is the `launch` function's decision; `decide_launch` the launch of a Job that needs one,
+which `resync` uses too. Whether a Job needs one (`why_not_launch`) is asked once per Job read: by
+the reader, which reads nothing more for a Job that does not.
+
 A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
 `spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
 Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
@@ -43,6 +47,7 @@ from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
 
+FUNCTION = "launch"
 NO_WORKLOAD_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
 
 
@@ -56,6 +61,17 @@ class LaunchObserved:
     """The attempt's pods and failed container, read when the launch can only fail."""
     runtime_jobs: tuple[str, ...] | None = None
     """The replicatedJobs of the TrainJob's training runtime, read when a TrainJob is to be created."""
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the `launch` function read for one event: its Job's launch, or why there is none."""
+
+    cause: Envelope
+    where: str
+    launch: LaunchObserved | None
+    """None: nothing to launch, for `reason`."""
+    reason: str = ""
 
 
 def build_trainjob(state: JobState, name: str, cre_group: str,
@@ -106,8 +122,8 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
     return {**spec, "runtimePatches": [*others, ours]}
 
 
-def needs_launch(state: JobState, settings: Settings) -> str:
-    """Why the Job needs no launch ("" when it does)."""
+def why_not_launch(state: JobState, settings: Settings) -> str:
+    """Why the Job is not launched ("" when it is): unmanaged, terminal, or holding its workload."""
     if not is_managed(state.job.metadata.labels, settings):
         return f"{state.where} is not managed"
     if state.terminal:
@@ -117,11 +133,17 @@ def needs_launch(state: JobState, settings: Settings) -> str:
     return ""
 
 
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    """The `launch` function's decision: its Job's launch, or the reason there is none."""
+    if observed.launch is None:
+        return nothing(observed.reason)
+    return decide_launch(observed.launch, settings, now, FUNCTION, observed.cause)
+
+
 def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, function: str,
                   cause: Envelope | None) -> Plan:
+    """The launch of a Job that is to be launched (`why_not_launch` says so, once, where it was read)."""
     state, existing = observed.state, observed.existing
-    if why := needs_launch(state, settings):
-        return nothing(why)
     job, group = state.job, settings.cre_group
     name = workload_name(job.metadata.name)
     plan: Plan
