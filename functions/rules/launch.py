@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from events.emitted import WorkloadCreatedData, WorkloadRef
@@ -42,7 +41,7 @@ from functions.rules import grace
 from functions.rules.attempts import attempt_label, of_attempt, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, condition_changed, is_managed
-from functions.rules.kubeevents import action_event
+from functions.rules.kubeevents import RefusalWarning
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
@@ -159,7 +158,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         created = create(observed, name, now, group, function, cause)
         plan = Plan((Delete(TRAINJOBS, job.metadata.namespace, name, uid), *created.effects),
                     reason=f"TrainJob {name} of an earlier attempt deleted; {created.reason}",
-                    reply_to_created=created.reply_to_created)
+                    reply=created.reply, created_ref=created.created_ref)
     else:
         plan = decide_existing(state, existing, name, now, group, function, cause, observed.capture)
     if settings.observe:
@@ -184,13 +183,14 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
 
 def create(observed: LaunchObserved, name: str, now: datetime, group: str, function: str,
            cause: Envelope | None) -> Plan:
-    """The attempt's TrainJob created, then `workloadRef` and `InProgress`/`WorkloadCreated` recorded."""
+    """The attempt's TrainJob created, then `workloadRef` and `InProgress`/`WorkloadCreated` recorded; the
+    reply, `workload.created`, refers to the TrainJob the create returns (its uid exists only then)."""
     state = observed.state
     message = f"Workload TrainJob/{name} created and is starting"
-    new = Create(TRAINJOBS, state.job.metadata.namespace, build_trainjob(state, name, group, observed.runtime_jobs),
-                 refused=partial(create_refused, state, name, now, function))
+    body = build_trainjob(state, name, group, observed.runtime_jobs)
+    new = Create(TRAINJOBS, state.job.metadata.namespace, body, refused=create_refused(state, name, now, function))
     return Plan((new, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
-                reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
+                reason=message, reply=workload_created(state, False, function, cause, body), created_ref="workload")
 
 
 def creates(observed: LaunchObserved) -> bool:
@@ -248,13 +248,12 @@ def fail(state: JobState, message: str, now: datetime, group: str, function: str
     return Plan(write.effects, reply=condition_changed(state, write.status, new, function, cause))
 
 
-def create_refused(state: JobState, name: str, now: datetime, function: str, error: str) -> tuple[Effect, ...]:
+def create_refused(state: JobState, name: str, now: datetime, function: str) -> RefusalWarning:
     """A create the API refused (admission, quota, webhook, validation): not a verdict on the Job (CRE
     never fails it for that): a Warning Event, and a wait, so the create is retried with Knative's
     backoff, then by the resync tick, until it succeeds."""
-    message = f"Failed to create TrainJob/{name}: {error}"
-    return (action_event(state, Reason.WORKLOAD_CREATION_ERROR, message, now, function),
-            Wait(f"{message} (retried)"))
+    return RefusalWarning(state, Reason.WORKLOAD_CREATION_ERROR, f"Failed to create TrainJob/{name}: ", now, function,
+                          retried=True)
 
 
 def workload_created(state: JobState, adopted: bool, function: str, cause: Envelope | None,
