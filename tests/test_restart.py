@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from events.envelope import parse_phase_event
 from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
@@ -18,6 +19,8 @@ from functions.rules.jobs import JobState, parse_job
 from functions.rules.pods import Capture
 from functions.rules.restart import (
     Failure,
+    Observed,
+    decide,
     decide_restart,
     failed_message,
     failed_write,
@@ -26,7 +29,8 @@ from functions.rules.restart import (
     still_running,
     verdict_write,
 )
-from functions.transport import send
+from functions.settings import Settings
+from functions.transport import send, to_envelope
 from localstack.apiserver import LocalCluster
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import JOBS, World, make_world, phase_record
@@ -190,6 +194,20 @@ def test_restart_grace(goodput: dict[str, str] | None, setting: int, seconds: in
     raw = job().raw
     spec = {**raw["spec"], **({"goodputMeasurement": goodput} if goodput else {})}
     assert grace.length(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
+
+
+def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:
+    """The whole restart, decided twice from the same reads, is the same plan; its repr names every step
+    (the grace's annotation, the commit, the delete, the reply) and no function."""
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    observed = Observed(env, parse_phase_event(env), job(RUNNING, checkpoint=CKPT, workload_ref=True),
+                        trainjob(TJ_FAILED), evidence=True, capture=Capture((), None))
+    first, again = (decide(observed, Settings(), NOW) for _ in range(2))
+    assert first == again and first != decide(observed, Settings(), NOW + timedelta(seconds=1))
+    assert [type(e).__name__ for e in first.effects] == ["Annotate", "WriteStatus", "Delete"]
+    shown = repr(first)
+    assert "'crefn.dev/restart-not-before': '2026-11-30T12:00:30Z'" in shown and "'restartCount': 1" in shown
+    assert "'dev.crefn.job.restarted'" in shown and "<function" not in shown and "partial" not in shown
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:
