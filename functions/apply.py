@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from events.envelope import Outbound
 from functions.alertsinks import configured_sinks, notify
 from functions.context import Context
 from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError
@@ -48,10 +49,20 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
         apply_effect(effect, ctx, done)
         if done.refused:  # the rest of the plan was decided for a create that did not happen
             return Outcome(None, "; ".join(done.reasons))
-    reply = plan.reply
-    if plan.reply_to_created is not None and done.created is not None:
-        reply = plan.reply_to_created(done.created)
-    return Outcome(reply, "; ".join([plan.reason, *done.reasons] if plan.reason else done.reasons))
+    reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
+    return Outcome(reply_for(plan, done.created), "; ".join(reasons))
+
+
+def reply_for(plan: Plan, created: Mapping[str, Any] | None) -> Outbound | None:
+    """The plan's reply; one that refers to the created object gets its name, uid and resourceVersion."""
+    if not plan.created_ref or plan.reply is None:
+        return plan.reply
+    if created is None:
+        return None
+    meta = created.get("metadata") or {}
+    ref = getattr(plan.reply.data, plan.created_ref).model_copy(update={
+        "name": meta.get("name", ""), "uid": meta.get("uid", ""), "resource_version": meta.get("resourceVersion", "")})
+    return replace(plan.reply, data=plan.reply.data.model_copy(update={plan.created_ref: ref}))
 
 
 @dataclass
@@ -91,7 +102,7 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
                 raise
             done.reasons.append(f"{effect.body.get('kind')} {effect.body.get('metadata', {}).get('name')} "
                                 f"refused: {e.detail or e}")
-            for follow in effect.refused(e.detail or str(e)):
+            for follow in effect.refused.follow(e.detail or str(e)):
                 apply_effect(follow, ctx, done)
             done.refused = True
     elif isinstance(effect, Delete):

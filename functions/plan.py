@@ -2,14 +2,16 @@
 
 A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply` performs its
 effects through the gateway and the transport, in order, then the transport answers with `reply`
-(200) or, without one, 202 and `reason`. Effects:
+(200) or, without one, 202 and `reason`. A plan is plain data: two plans decided from the same reads
+compare equal, and its repr shows it whole. Effects:
 - `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock),
   or a best-effort one whose failure is only reported;
 - `Annotate`: a merge patch of metadata annotations (with the read resourceVersion when given: then a
   following write of the same object carries the version this patch produced, so both stay locked);
 - `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once
-  more); when the API refuses it for good (admission, quota, validation), the effects `refused(error)`
-  gives are applied instead of the rest of the plan;
+  more); when the API refuses it for good (admission, quota, validation), the effects its `refused`
+  (a `Refusal`: frozen data, its fields say what follows) gives for the API's error are applied
+  instead of the rest of the plan;
 - `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
 - `RecordEvent`: a Kubernetes Event (events.k8s.io/v1); its name taken means it is recorded already;
 - `Notify`: alerts to every configured sink;
@@ -20,10 +22,10 @@ effects through the gateway and the transport, in order, then the transport answ
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from events.emitted import AlertData
 from events.envelope import Outbound
@@ -56,7 +58,15 @@ class Create:
     res: Resource
     namespace: str
     body: Mapping[str, Any]
-    refused: Callable[[str], tuple[Effect, ...]] | None = None
+    refused: Refusal | None = None
+
+
+class Refusal(Protocol):
+    """What follows a create the API refuses for good, described by its fields (a frozen dataclass of
+    the rules): `follow(error)` gives the effects for the API's error (a Warning Event named by it, a
+    verdict quoting it), applied instead of the rest of the plan."""
+
+    def follow(self, error: str) -> tuple[Effect, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -100,8 +110,9 @@ class Plan:
     effects: tuple[Effect, ...] = ()
     reply: Outbound | None = None
     reason: str = ""
-    reply_to_created: Callable[[Mapping[str, Any]], Outbound] | None = None
-    """When set, the reply is built from the object the plan's `Create` returned (its uid exists only then)."""
+    created_ref: str = ""
+    """When set, the field of the reply's data (a `WorkloadRef`) that takes the name, uid and resourceVersion
+    of the object the plan's `Create` returned (they exist only then); there is no reply without that object."""
 
 
 @dataclass(frozen=True)

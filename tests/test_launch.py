@@ -17,16 +17,19 @@ from typing import Any
 import pytest
 
 from events.envelope import Envelope
+from functions.apply import reply_for
 from functions.gateway import Gateway
 from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
 from functions.resources import TRAINING_RUNTIMES, TRAINJOBS, cre_jobs
 from functions.rules.jobs import JobState
+from functions.rules.kubeevents import RefusalWarning
 from functions.rules.launch import (
     LaunchObserved,
     can_only_fail,
     creates,
     decide_launch,
     replicated_jobs,
+    why_not_launch,
     with_pod_labels,
 )
 from functions.rules.pods import Capture
@@ -164,17 +167,16 @@ def test_a_wait_knows_its_seconds_only_when_it_knows_its_end(state: JobState, ex
     (job(conditions=[cond("Succeeded", "True", "WorkloadCompleted")]), "Job ns/llm is terminal"),
 ], ids=["has-workload", "terminal"])
 def test_a_launch_that_is_not_needed_says_why(state: JobState, reason: str) -> None:
-    plan = decide_launch(LaunchObserved(state, None), Settings(), NOW, "launch", None)
-    assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+    assert why_not_launch(state, Settings()) == reason
 
 
 def test_the_workload_created_event_tells_a_creation_from_an_adoption() -> None:
     created = decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", None)
     adopted = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
-    assert created.reply_to_created is not None and adopted.reply is not None
     read = trainjob()
     read["metadata"]["resourceVersion"] = "42"
-    for reply, was_adopted in ((created.reply_to_created(read), False), (adopted.reply, True)):
+    for reply, was_adopted in ((reply_for(created, read), False), (adopted.reply, True)):
+        assert reply is not None
         assert (reply.type, reply.source, reply.subject) == ("dev.crefn.workload.created", "/crefn/launch", "ns/llm")
         assert reply.extensions == {"namespace": "ns", "job": "llm", "partitionkey": "ns/llm"}
         data = reply.data.model_dump(by_alias=True)
@@ -191,7 +193,7 @@ def test_a_refused_create_is_a_warning_and_a_retry() -> None:
     (create,) = [e for e in plan.effects if isinstance(e, Create)]
     assert create.refused is not None
     refused = "Failed to create TrainJob/llm-workload: quota exceeded"
-    assert effects_of(Plan(create.refused("quota exceeded"))) == [
+    assert effects_of(Plan(create.refused.follow("quota exceeded"))) == [
         ("event", "WorkloadCreationError", "Warning", "crefn-launch", refused), ("wait", f"{refused} (retried)")]
 
 
@@ -234,7 +236,7 @@ def test_the_reply_carries_the_trace_context_of_its_cause(state: JobState, exist
     """SPEC §4.2: `traceparent`/`tracestate` are copied from the input event, whether the reply is
     `workload.created` (built from the created object) or the failure's `job.condition.changed`."""
     plan = decide_launch(LaunchObserved(state, existing), Settings(), NOW, "launch", CAUSE)
-    reply = plan.reply_to_created(trainjob()) if plan.reply_to_created else plan.reply
+    reply = reply_for(plan, trainjob())
     assert reply is not None
     assert (reply.traceparent, reply.tracestate) == (CAUSE.traceparent, "vendor=1")
 
@@ -251,8 +253,23 @@ def test_observe_mode_does_nothing_and_says_what_it_would_do(state: JobState, ex
     """`CREFN_MODE=observe` (SPEC §6.1): no write and no event; the 202 answer names the effects that
     manage mode would apply, in order."""
     plan = decide_launch(LaunchObserved(state, existing), Settings(mode="observe"), NOW, "launch", CAUSE)
-    assert (plan.effects, plan.reply, plan.reply_to_created) == ((), None, None)
+    assert (plan.effects, plan.reply, plan.created_ref) == ((), None, "")
     assert plan.reason == f"observe mode: would {would}"
+
+
+def test_a_plan_is_plain_data_equal_when_decided_alike_and_shown_whole() -> None:
+    """A plan is frozen data, none of it a function: decided twice from the same reads it compares equal
+    (a different clock does not), and its repr names every part, the refusal's and the reply's included."""
+    first, again = (decide_launch(LaunchObserved(job(), None), Settings(), NOW, "launch", CAUSE) for _ in range(2))
+    assert first == again
+    assert first != decide_launch(LaunchObserved(job(), None), Settings(), NOW + timedelta(seconds=1), "launch", CAUSE)
+    (create,) = [e for e in first.effects if isinstance(e, Create)]
+    assert create.refused == RefusalWarning(job(), "WorkloadCreationError", "Failed to create TrainJob/llm-workload: ",
+                                            NOW, "launch", retried=True)
+    shown = repr(first)
+    assert "RefusalWarning(state=JobState(" in shown and "message='Failed to create TrainJob/llm-workload: '" in shown
+    assert "'dev.crefn.workload.created'" in shown and "created_ref='workload'" in shown
+    assert "partial" not in shown and "<function" not in shown and "<bound" not in shown
 
 
 def launch_action(plan: Plan) -> str:

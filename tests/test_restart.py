@@ -10,24 +10,27 @@ from typing import Any
 
 import pytest
 
+from events.envelope import parse_phase_event
 from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
+from functions.rules import grace
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.pods import Capture
 from functions.rules.restart import (
     Failure,
+    Observed,
+    decide,
     decide_restart,
     failed_message,
     failed_write,
-    grace_recorded,
     observe_failure,
-    restart_grace,
     restart_write,
     still_running,
     verdict_write,
 )
-from functions.transport import send
+from functions.settings import Settings
+from functions.transport import send, to_envelope
 from localstack.apiserver import LocalCluster
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import JOBS, World, make_world, phase_record
@@ -132,7 +135,7 @@ def test_a_stall_is_decided_only_about_a_running_trainjob(uid: str, read: dict[s
 def test_the_grace_counts_only_when_it_ends_after_the_failed_attempt_began(
         annotation: str, read: dict[str, Any] | None, recorded: bool) -> None:
     state = job(annotations={"crefn.dev/restart-not-before": annotation} if annotation else None)
-    assert grace_recorded(state, read) is recorded
+    assert grace.recorded(state, read) is recorded
 
 
 @pytest.mark.parametrize(("conditions", "event"), [(RUNNING, False), ([], True)], ids=["running", "no-condition"])
@@ -190,7 +193,21 @@ def test_a_verdict_the_job_carries_already_is_not_written_again() -> None:
 def test_restart_grace(goodput: dict[str, str] | None, setting: int, seconds: int) -> None:
     raw = job().raw
     spec = {**raw["spec"], **({"goodputMeasurement": goodput} if goodput else {})}
-    assert restart_grace(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
+    assert grace.length(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
+
+
+def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:
+    """The whole restart, decided twice from the same reads, is the same plan; its repr names every step
+    (the grace's annotation, the commit, the delete, the reply) and no function."""
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    observed = Observed(env, parse_phase_event(env), job(RUNNING, checkpoint=CKPT, workload_ref=True),
+                        trainjob(TJ_FAILED), evidence=True, capture=Capture((), None))
+    first, again = (decide(observed, Settings(), NOW) for _ in range(2))
+    assert first == again and first != decide(observed, Settings(), NOW + timedelta(seconds=1))
+    assert [type(e).__name__ for e in first.effects] == ["Annotate", "WriteStatus", "Delete"]
+    shown = repr(first)
+    assert "'crefn.dev/restart-not-before': '2026-11-30T12:00:30Z'" in shown and "'restartCount': 1" in shown
+    assert "'dev.crefn.job.restarted'" in shown and "<function" not in shown and "partial" not in shown
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:

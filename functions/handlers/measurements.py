@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from events.emitted import WorkloadCreatedData
@@ -30,7 +29,7 @@ from functions.plan import Create, Effect, Outcome, Plan, nothing
 from functions.reads import read_job
 from functions.resources import Resource, cre_goodput
 from functions.rules.jobs import JobState, is_managed, why_not_active
-from functions.rules.kubeevents import action_event
+from functions.rules.kubeevents import RefusalWarning
 from functions.rules.measurements import (
     bandwidth_body,
     bandwidth_measurements,
@@ -95,12 +94,9 @@ def creates(state: JobState, missing: list[tuple[Resource, dict[str, Any]]], now
     if not missing:
         return ()
     (res, body), rest = missing[0], creates(state, missing[1:], now)
-    return (Create(res, state.ref.namespace, body, refused=partial(refused, state, res.kind, now, rest)), *rest)
-
-
-def refused(state: JobState, kind: str, now: datetime, rest: tuple[Effect, ...], error: str) -> tuple[Effect, ...]:
-    message = f"Failed to ensure {kind}: failed to create {kind}: {error}"
-    return (action_event(state, Reason.MEASUREMENT_CREATION_ERROR, message, now, FUNCTION), *rest)
+    return (Create(res, state.ref.namespace, body, refused=RefusalWarning(
+        state, Reason.MEASUREMENT_CREATION_ERROR, f"Failed to ensure {res.kind}: failed to create {res.kind}: ", now,
+        FUNCTION, then=rest)), *rest)
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:

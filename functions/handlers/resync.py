@@ -45,7 +45,7 @@ from functions.rules.attempts import current_workload_ref, workload_name, worklo
 from functions.rules.checks import checks_due
 from functions.rules.deadline import deadline
 from functions.rules.jobs import JobState, is_managed, parse_job
-from functions.rules.launch import LaunchObserved, creates, decide_launch, needs_launch
+from functions.rules.launch import LaunchObserved, creates, decide_launch, why_not_launch
 from functions.rules.phase import parse_trainjob, phase_event
 from functions.rules.status import in_step
 from functions.settings import Settings
@@ -89,7 +89,7 @@ def with_runtime(observed: Observed, ctx: Context) -> Observed:
     """A Job about to be launched (its name free, or held by its earlier attempt) gets its training runtime's
     replicatedJobs (one GET, only then)."""
     state = observed.state
-    if needs_launch(state, ctx.settings) or not creates(LaunchObserved(state, observed.trainjob)):
+    if why_not_launch(state, ctx.settings) or not creates(LaunchObserved(state, observed.trainjob)):
         return observed
     return Observed(state, observed.trainjob, read_runtime_jobs(ctx, state))
 
@@ -126,7 +126,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return Plan(reply=to_outbound(EventType.JOB_DEADLINE, FUNCTION, state.ref.namespace, state.ref.name, data,
                                       None))
     ref = state.job.status.workload_ref
-    if ref is None:
+    if ref is None:  # managed, not terminal, no workload: to be launched (`why_not_launch`)
         return decide_launch(LaunchObserved(state, observed.trainjob, runtime_jobs=observed.runtime_jobs), settings,
                              now, FUNCTION, None)
     if observed.trainjob is None:

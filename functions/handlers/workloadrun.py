@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -186,7 +185,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         meta = obj["metadata"]
         if existing is None:
             creates.append(Create(resource_for(obj["kind"], settings.cre_group), meta["namespace"], obj,
-                                  refused=partial(build_failed, raw, obj, now, settings)))
+                                  refused=BuildFailed(raw, obj["kind"], meta["name"], now, settings)))
             continue
         owners = [o.get("uid") for o in (existing.get("metadata") or {}).get("ownerReferences") or []
                   if o.get("controller")]
@@ -202,11 +201,19 @@ def failed(raw: dict[str, Any], reason: str, message: str, why: str, now: dateti
     return Plan(run_conditions(raw, condition("Failed", reason, message), now, settings), reason=why)
 
 
-def build_failed(raw: dict[str, Any], obj: dict[str, Any], now: datetime, settings: Settings,
-                 error: str) -> tuple[Effect, ...]:
+@dataclass(frozen=True)
+class BuildFailed:
     """A generated object the API refused (its CRD's schema or rules, admission): the run cannot be built."""
-    message = f"{obj['kind']} {obj['metadata']['name']} was refused: {error}"
-    return run_conditions(raw, condition("Failed", RunReason.BUILD_FAILED, message), now, settings)
+
+    run: dict[str, Any]
+    kind: str
+    name: str
+    now: datetime
+    settings: Settings
+
+    def follow(self, error: str) -> tuple[Effect, ...]:
+        message = f"{self.kind} {self.name} was refused: {error}"
+        return run_conditions(self.run, condition("Failed", RunReason.BUILD_FAILED, message), self.now, self.settings)
 
 
 def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,

@@ -38,10 +38,10 @@ from events.emitted import (
     JobRef,
 )
 from events.types import Reason
+from functions.rules import grace
 from functions.rules.attempts import current_workload_ref, workload_name
 from functions.rules.conditions import TERMINAL, true_exclusive
 from functions.rules.jobs import JobState
-from functions.rules.launch import not_before
 from functions.rules.running import scheduling_grace
 
 FAILED = "CREJobFailed"
@@ -235,7 +235,7 @@ def restart_states(state: JobState, now: datetime) -> list[Timed]:
         return []
     checkpoint = job.spec.checkpoint
     budget = restarts_text(count, checkpoint.max_restarts if checkpoint else None)
-    grace_end = not_before(state)
+    grace_end = grace.end(state)
     after = f"; the next attempt starts after {grace_end.isoformat()}" if grace_end else ""
     description = (f"Job {ns}/{name} is restarting from its checkpoint (restart {budget}): TrainJob "
                    f"{workload_name(name)} (attempt {count - 1}) failed and was deleted{after}.")

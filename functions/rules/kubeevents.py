@@ -4,7 +4,7 @@ events.k8s.io/v1 Events `regarding` the Job, reason and action the condition rea
 capped at 1024 bytes (UTF-8 safe, suffix `... [truncated]`), type Warning for Failed and Normal
 otherwise. The exclusive set records one only when the True exclusive **type** flips (so a Job shows
 `WorkloadCreated` or `WorkloadAdopted`, then `WorkloadCompleted` or `WorkloadFailed`); failed actions
-(a TrainJob create the API refused) record a Warning of their own. Each Event follows the status write
+(a TrainJob create the API refused: `RefusalWarning`) record a Warning of their own. Each Event follows the status write
 it reports in the plan, so it is recorded only once that write succeeded; its name is derived from
 the transition (Job uid, type, attempt) or the action (Job uid, attempt, reason, error), so a
 redelivered event finds the name taken and records nothing twice.
@@ -13,10 +13,11 @@ redelivered event finds the name taken and records nothing twice.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 
 from events.emitted import ConditionSummary
-from functions.plan import RecordEvent
+from functions.plan import Effect, RecordEvent, Wait
 from functions.rules.jobs import JobState
 
 NOTE_LIMIT = 1024
@@ -66,3 +67,23 @@ def action_event(state: JobState, reason: str, message: str, now: datetime, func
     """A Warning for an action that failed (recorded once per attempt and distinct message)."""
     name = event_name(state, reason, str(state.job.status.restart_count), message)
     return job_event(state, name, reason, message, True, now, function)
+
+
+@dataclass(frozen=True)
+class RefusalWarning:
+    """A create the API refused for good, recorded as a Warning Event `reason` on the Job whose note is
+    `message` followed by the API's error; then a wait with that note, so that the create is retried
+    (`retried`), or the effects `then` (the rest of the plan that does not depend on the create)."""
+
+    state: JobState
+    reason: str
+    message: str
+    now: datetime
+    function: str
+    retried: bool = False
+    then: tuple[Effect, ...] = ()
+
+    def follow(self, error: str) -> tuple[Effect, ...]:
+        note = f"{self.message}{error}"
+        warning = action_event(self.state, self.reason, note, self.now, self.function)
+        return (warning, Wait(f"{note} (retried)")) if self.retried else (warning, *self.then)

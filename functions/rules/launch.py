@@ -1,5 +1,9 @@
 """Launching a Job's workload (SPEC §5 `launch`), shared by the `launch` and `resync` functions.
 
+`decide` is the `launch` function's decision; `decide_launch` the launch of a Job that needs one,
+which `resync` uses too. Whether a Job needs one (`why_not_launch`) is asked once per Job read: by
+the reader, which reads nothing more for a Job that does not.
+
 A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
 `spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
 Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
@@ -7,10 +11,8 @@ of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was l
 older attempt is deleted (uid precondition) and the next created in the same plan; one still
 terminating is a wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
 reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
-retry (`create_refused`). Before the restart grace is over (annotation `crefn.dev/restart-not-before`,
-which `restart` writes just before its commit) it waits, knowing for how long (the 503's `Retry-After`:
-the seconds to the annotation's time, rounded up); a restart recorded without the annotation
-(by an earlier release, which wrote it after the commit) waits too. Observe mode: nothing.
+retry (`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
+Observe mode: nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from events.emitted import WorkloadCreatedData, WorkloadRef
@@ -28,23 +29,24 @@ from events.types import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     MANAGED_LABEL,
-    RESTART_NOT_BEFORE_ANNOTATION,
     TRAINJOB_API_VERSION,
     TRAINJOB_KIND,
     EventType,
     Reason,
     job_label,
 )
-from functions.plan import Create, Delete, Effect, Plan, Wait, nothing, wait_until
+from functions.plan import Create, Delete, Effect, Plan, Wait, nothing
 from functions.resources import TRAINJOBS
+from functions.rules import grace
 from functions.rules.attempts import attempt_label, of_attempt, workload_name
-from functions.rules.conditions import changes_condition, condition, decide_conditions, parse_rfc3339
+from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, condition_changed, is_managed
-from functions.rules.kubeevents import action_event
+from functions.rules.kubeevents import RefusalWarning
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
 
+FUNCTION = "launch"
 NO_WORKLOAD_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
 
 
@@ -58,6 +60,17 @@ class LaunchObserved:
     """The attempt's pods and failed container, read when the launch can only fail."""
     runtime_jobs: tuple[str, ...] | None = None
     """The replicatedJobs of the TrainJob's training runtime, read when a TrainJob is to be created."""
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the `launch` function read for one event: its Job's launch, or why there is none."""
+
+    cause: Envelope
+    where: str
+    launch: LaunchObserved | None
+    """None: nothing to launch, for `reason`."""
+    reason: str = ""
 
 
 def build_trainjob(state: JobState, name: str, cre_group: str,
@@ -108,12 +121,8 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
     return {**spec, "runtimePatches": [*others, ours]}
 
 
-def not_before(state: JobState) -> datetime | None:
-    return parse_rfc3339(state.job.metadata.annotations.get(RESTART_NOT_BEFORE_ANNOTATION, ""))
-
-
-def needs_launch(state: JobState, settings: Settings) -> str:
-    """Why the Job needs no launch ("" when it does)."""
+def why_not_launch(state: JobState, settings: Settings) -> str:
+    """Why the Job is not launched ("" when it is): unmanaged, terminal, or holding its workload."""
     if not is_managed(state.job.metadata.labels, settings):
         return f"{state.where} is not managed"
     if state.terminal:
@@ -123,21 +132,22 @@ def needs_launch(state: JobState, settings: Settings) -> str:
     return ""
 
 
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    """The `launch` function's decision: its Job's launch, or the reason there is none."""
+    if observed.launch is None:
+        return nothing(observed.reason)
+    return decide_launch(observed.launch, settings, now, FUNCTION, observed.cause)
+
+
 def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, function: str,
                   cause: Envelope | None) -> Plan:
+    """The launch of a Job that is to be launched (`why_not_launch` says so, once, where it was read)."""
     state, existing = observed.state, observed.existing
-    if why := needs_launch(state, settings):
-        return nothing(why)
     job, group = state.job, settings.cre_group
     name = workload_name(job.metadata.name)
-    grace_end = not_before(state)
-    true_cond = state.true_condition
     plan: Plan
-    if grace_end and now < grace_end:
-        plan = Plan((wait_until(f"restart grace not over: next TrainJob not before {grace_end.isoformat()}",
-                                grace_end, now),))
-    elif grace_end is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
-        plan = Plan((Wait("restart recorded, its grace period not yet written"),))
+    if waiting := grace.wait(state, now):
+        plan = Plan((waiting,))
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
     elif existing is None:
@@ -148,7 +158,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         created = create(observed, name, now, group, function, cause)
         plan = Plan((Delete(TRAINJOBS, job.metadata.namespace, name, uid), *created.effects),
                     reason=f"TrainJob {name} of an earlier attempt deleted; {created.reason}",
-                    reply_to_created=created.reply_to_created)
+                    reply=created.reply, created_ref=created.created_ref)
     else:
         plan = decide_existing(state, existing, name, now, group, function, cause, observed.capture)
     if settings.observe:
@@ -173,13 +183,14 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
 
 def create(observed: LaunchObserved, name: str, now: datetime, group: str, function: str,
            cause: Envelope | None) -> Plan:
-    """The attempt's TrainJob created, then `workloadRef` and `InProgress`/`WorkloadCreated` recorded."""
+    """The attempt's TrainJob created, then `workloadRef` and `InProgress`/`WorkloadCreated` recorded; the
+    reply, `workload.created`, refers to the TrainJob the create returns (its uid exists only then)."""
     state = observed.state
     message = f"Workload TrainJob/{name} created and is starting"
-    new = Create(TRAINJOBS, state.job.metadata.namespace, build_trainjob(state, name, group, observed.runtime_jobs),
-                 refused=partial(create_refused, state, name, now, function))
+    body = build_trainjob(state, name, group, observed.runtime_jobs)
+    new = Create(TRAINJOBS, state.job.metadata.namespace, body, refused=create_refused(state, name, now, function))
     return Plan((new, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
-                reason=message, reply_to_created=partial(workload_created, state, False, function, cause))
+                reason=message, reply=workload_created(state, False, function, cause, body), created_ref="workload")
 
 
 def creates(observed: LaunchObserved) -> bool:
@@ -237,13 +248,12 @@ def fail(state: JobState, message: str, now: datetime, group: str, function: str
     return Plan(write.effects, reply=condition_changed(state, write.status, new, function, cause))
 
 
-def create_refused(state: JobState, name: str, now: datetime, function: str, error: str) -> tuple[Effect, ...]:
+def create_refused(state: JobState, name: str, now: datetime, function: str) -> RefusalWarning:
     """A create the API refused (admission, quota, webhook, validation): not a verdict on the Job (CRE
     never fails it for that): a Warning Event, and a wait, so the create is retried with Knative's
     backoff, then by the resync tick, until it succeeds."""
-    message = f"Failed to create TrainJob/{name}: {error}"
-    return (action_event(state, Reason.WORKLOAD_CREATION_ERROR, message, now, function),
-            Wait(f"{message} (retried)"))
+    return RefusalWarning(state, Reason.WORKLOAD_CREATION_ERROR, f"Failed to create TrainJob/{name}: ", now, function,
+                          retried=True)
 
 
 def workload_created(state: JobState, adopted: bool, function: str, cause: Envelope | None,

@@ -8,24 +8,69 @@ Job with `lastCheckpointStep > 0`). A restart is one status write (the commit po
 `InProgress`/`WorkloadRestarting`. Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
 `Failed`/`WorkloadStalled` with the stall's message), its nodes attributed (`functions.rules.verdicts`)
 and, while it has none, its failure log (`functions.rules.pods`).
+
+`decide(observed, settings, now)` is the `restart` function's whole decision, on what its handler read
+(`Observed`); `goodputs_wanted` and `capture_wanted` tell that read which reads can change it.
+A restart is, in this order, each step safe to repeat:
+1. the restart grace's end annotated on the Job (`functions.rules.grace`), locked on the read
+   resourceVersion;
+2. one status write, the commit point (`restart_write`), locked on the version step 1 left: nothing
+   else can have changed the Job in between;
+3. the failed TrainJob deleted with a uid precondition;
+4. the Job's GoodputMeasurement's stall state reset (CRE's; a best-effort status merge patch), last:
+   a reset that fails is reported in the answer and holds back nothing.
+So a committed restart always carries its own grace end: `launch` may create the next attempt as
+soon as it sees the commit and the grace is over, with no second write to wait for, and a crash
+between steps 1 and 2 leaves only an annotation the next attempt at the restart writes again. A
+redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
+finishes step 3 (and writes the annotation when the Job lacks this restart's, for restarts recorded
+before this order: missing, or an earlier restart's, over before the failed TrainJob was created) and
+emits nothing. A stall is decided again on the fresh Job, pods and GoodputMeasurement with the running
+path's own rules (`functions.rules.running`): a TrainJob no longer Running, a workload
+scheduling-blocked or no longer stalled is answered 202.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from events.emitted import ConditionSummary
+from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadStalledData
+from events.envelope import Envelope, to_outbound
 from events.objects import TrainJob
-from events.types import Phase, Reason
-from functions.durations import parse_go_duration
+from events.types import EventType, Phase, Reason
+from functions.plan import Delete, Effect, Plan, nothing
+from functions.resources import TRAINJOBS
+from functions.rules import grace
 from functions.rules.adapter import decide_phase
-from functions.rules.conditions import condition, decide_conditions, parse_rfc3339
-from functions.rules.jobs import JobState
-from functions.rules.launch import not_before
-from functions.rules.pods import Capture, failure_log_field
+from functions.rules.attempts import is_recorded
+from functions.rules.conditions import changes_condition, condition, decide_conditions
+from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
+from functions.rules.measurements import GoodputMeasurement, reset_goodput
+from functions.rules.pods import Capture, failure_info, failure_log_field
+from functions.rules.running import decide_running
 from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
+from functions.settings import Settings
+
+FUNCTION = "restart"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the `restart` function read fresh for one event."""
+
+    cause: Envelope
+    data: WorkloadPhaseData | WorkloadStalledData
+    state: JobState | None = None
+    trainjob: dict[str, Any] | None = None
+    """The attempt's TrainJob (None: gone, or its name now held by another attempt)."""
+    evidence: bool | None = None
+    """Checkpoint evidence, read only when it can change the decision."""
+    capture: Capture | None = None
+    """The attempt's pods and failed container (its log tail only for a failure to record)."""
+    goodput: GoodputMeasurement | None = None
+    """The Job's GoodputMeasurement: the stall re-check's input, and what a restart resets."""
 
 
 @dataclass(frozen=True)
@@ -116,24 +161,110 @@ def restart_write(state: JobState, now: datetime, group: str, function: str) -> 
     return write
 
 
-def grace_recorded(state: JobState, trainjob: dict[str, Any] | None) -> bool:
-    """Whether the Job's `crefn.dev/restart-not-before` is this restart's: present, and later than the
-    creation of the failed attempt's TrainJob (`trainjob`; None: gone or replaced). An earlier
-    restart's grace was over before that TrainJob could be created, so it never counts for this one."""
-    end = not_before(state)
-    if end is None:
-        return False
-    created = parse_rfc3339(str(((trainjob or {}).get("metadata") or {}).get("creationTimestamp") or ""))
-    return created is None or end > created
+def is_failure(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
+    """Whether the event is this function's: a stall, or the phase `Failed` (the rest is `status`'s)."""
+    return not isinstance(data, WorkloadPhaseData) or data.phase is Phase.FAILED
 
 
-def restart_grace(state: JobState, default_seconds: int) -> timedelta:
-    """CRE's grace before the next attempt: twice `spec.goodputMeasurement.sampleInterval` when it is set
-    (a Go duration), else the setting (`CREFN_RESTART_GRACE_SECONDS`, default 30 s)."""
-    gm = state.job.spec.goodput_measurement
-    if gm is not None and gm.sample_interval:
-        try:
-            return 2 * parse_go_duration(gm.sample_interval)
-        except ValueError:
-            pass  # the real CRD takes any string: an unreadable interval falls back to the setting
-    return timedelta(seconds=default_seconds)
+def goodputs_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]:
+    """Whether the Job's GoodputMeasurements can change the decision (a stall's re-check, a restart's
+    reset, its checkpoint evidence), and whether as checkpoint evidence."""
+    assert observed.state is not None
+    could_restart = decide_restart(observed.state, evidence=True, require_evidence=True).restart
+    stalled = isinstance(observed.data, WorkloadStalledData)
+    return stalled or could_restart, settings.require_checkpoint_evidence and could_restart
+
+
+def capture_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]:
+    """Whether the attempt's pods can change the decision (a failure of the current attempt, or a stall
+    of one still running), and whether the failed container's log tail is to be recorded with them."""
+    data, state = observed.data, observed.state
+    assert state is not None
+    if is_recorded(state.job, data.workload) or why_not_current(state, data.workload) or (
+            isinstance(data, WorkloadStalledData) and not still_running(data.workload.uid, observed.trainjob)):
+        return False, False
+    fails = not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart
+    return True, fails and state.job.status.failure_log is None
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    data, state = observed.data, observed.state
+    if isinstance(data, WorkloadPhaseData) and not is_failure(data):
+        return nothing(f"phase {data.phase.value} is handled by the status function")
+    if why := why_not_ours(state, data.job, settings):
+        return nothing(why)
+    assert state is not None
+    if is_recorded(state.job, data.workload):
+        return Plan(finish_restart(observed, state, now, settings),
+                    reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded")
+    if why := why_not_current(state, data.workload):
+        return nothing(why)
+    if isinstance(data, WorkloadStalledData):
+        return decide_stalled(observed, data, state, settings, now)
+    failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob)
+    if failure is None:
+        return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
+    if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
+        return fail(observed, state, failed_write(state, failure, now, settings.cre_group, FUNCTION,
+                                                  observed.capture))
+    return restart(observed, state, now, settings)
+
+
+def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobState, settings: Settings,
+                   now: datetime) -> Plan:
+    """A stall, decided again on the fresh reads: restarted like a failure, else `Failed`/`WorkloadStalled`."""
+    if not still_running(data.workload.uid, observed.trainjob) or observed.capture is None:
+        return nothing(f"stale: TrainJob {data.workload.name} is not running on a fresh read")
+    stall = decide_running(state, observed.capture.pods, data.workload.name, now, observed.goodput).stall
+    if stall is None:
+        return nothing(f"{state.where}: TrainJob {data.workload.name} is not stalled on a fresh read")
+    if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
+        return fail(observed, state, verdict_write(state, Reason.WORKLOAD_STALLED, stall.message, now,
+                                                   settings.cre_group, FUNCTION, observed.capture))
+    return restart(observed, state, now, settings)
+
+
+def fail(observed: Observed, state: JobState, decided: tuple[ConditionWrite, ConditionSummary] | None) -> Plan:
+    """The Failed write (None: recorded already) and its `job.condition.changed`."""
+    if decided is None:
+        return nothing(f"{state.where}: failure already recorded")
+    write, new = decided
+    if not changes_condition(state.true_condition, new):
+        return Plan(write.effects, reason=f"{state.where}: failure already recorded")
+    return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
+                                                       observed.data.workload))
+
+
+def restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> Plan:
+    """Steps 1 to 4 of a restart, and `job.restarted`."""
+    commit = restart_write(state, now, settings.cre_group, FUNCTION)
+    grace_end = now + grace.length(state, settings.restart_grace_seconds)
+    assert state.job.spec.checkpoint is not None
+    restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
+                                 max_restarts=state.job.spec.checkpoint.max_restarts,
+                                 previous_workload=observed.data.workload, not_before=grace_end,
+                                 failure=failure_info(observed.capture))
+    locked = grace.annotate(state, grace_end, settings.cre_group, state.job.metadata.resource_version)
+    reset = (reset_goodput(observed.goodput, settings.cre_group, now),) if observed.goodput else ()
+    return Plan((locked, *commit.effects, *delete_failed(observed), *reset),
+                reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
+                                  observed.cause))
+
+
+def finish_restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> tuple[Effect, ...]:
+    """Steps 2 and 3 of a restart already committed (a redelivery after a crash between steps)."""
+    effects: list[Effect] = []
+    if (observed.data.workload.attempt == state.job.status.restart_count - 1
+            and not grace.recorded(state, observed.trainjob)):
+        effects.append(grace.annotate(state, now + grace.length(state, settings.restart_grace_seconds),
+                                      settings.cre_group))
+    return (*effects, *delete_failed(observed))
+
+
+def delete_failed(observed: Observed) -> tuple[Effect, ...]:
+    """Delete the failed attempt's TrainJob, never a newer one with the same name (uid precondition)."""
+    trainjob = observed.trainjob
+    if trainjob is None or trainjob["metadata"].get("deletionTimestamp"):
+        return ()
+    workload = observed.data.workload
+    return (Delete(TRAINJOBS, workload.namespace, workload.name, trainjob["metadata"]["uid"]),)
