@@ -400,13 +400,13 @@ class LocalCluster:
 
     def load_crds(self) -> list[dict[str, Any]]:
         """The upstream CRDs (else the fallback ones), with copies in the legacy CRE groups."""
-        if self.crd_dir and Path(self.crd_dir).is_dir():
-            crds = load_upstream(Path(self.crd_dir))
+        crds = load_upstream(Path(self.crd_dir)) if Path(self.crd_dir).is_dir() else []
+        if crds:
             self.crd_source = f"upstream CRDs from {self.crd_dir}"
         else:
             crds = fallback_crds()
-            self.crd_source = f"the project's fallback CRDs ({self.crd_dir} not found)"
-            self._say(f"warning: {self.crd_dir} not found; installing the project's fallback CRDs")
+            self.crd_source = f"the project's fallback CRDs (no CRD found in {self.crd_dir})"
+            self._say(f"warning: no CRD found in {self.crd_dir}; installing the project's fallback CRDs")
         for group in self.cre_groups[1:]:
             crds += [with_group(c, group) for c in crds if c["spec"]["group"] == self.cre_groups[0]]
         return crds

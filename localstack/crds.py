@@ -5,9 +5,13 @@ rejects `default: ""` on string properties, so one compatibility step is applied
 `x-kubernetes-list-map-keys`, a key whose default is `""` becomes `required` in the item schema; every
 other `default: ""` is dropped. 1.20 ignores `x-kubernetes-validations` (CEL).
 
-A clone without the upstream directory falls back to small CRDs written here: structural schemas that
-cover every field the code reads or writes, status subresources, and `conditions` as a map list keyed
-by `type`. Unknown spec fields are preserved there, so they prune less than the real ones.
+A clone without the upstream directory (or with one that holds no CRD) falls back to the project's own
+CRDs in `fallback-crds/`: the kinds the functions and the local stack use (TrainJob, TrainingRuntime,
+ClusterTrainingRuntime, Job, WorkloadRun, GoodputMeasurement, BandwidthMeasurement), each field the
+code reads or writes declared with the upstream schema (types, formats, enums, bounds, defaults,
+required keys, list-map keys, CEL rules), descriptions left out. Specs the code passes on whole (a Job's
+`workload.trainJob`, a WorkloadRun's `spec`, the runtimes' `spec`) keep unknown fields, so they prune
+less than the real ones; `tests/test_crds.py` holds them to the upstream schemas and to the models.
 """
 
 from __future__ import annotations
@@ -53,89 +57,13 @@ def load_upstream(directory: Path) -> list[JsonObj]:
 
 # -- fallback -----------------------------------------------------------------------------------
 
-_STR: JsonObj = {"type": "string"}
-_INT: JsonObj = {"type": "integer", "format": "int64"}
-_CONDITIONS: JsonObj = {
-    "type": "array",
-    "x-kubernetes-list-type": "map",
-    "x-kubernetes-list-map-keys": ["type"],
-    "items": {
-        "type": "object",
-        "required": ["type", "status"],
-        "properties": {
-            "type": _STR,
-            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-            "reason": _STR,
-            "message": _STR,
-            "observedGeneration": _INT,
-            "lastTransitionTime": {"type": "string", "format": "date-time"},
-        },
-    },
-}
-_OPEN: JsonObj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-
-
-def _obj(**props: JsonObj) -> JsonObj:
-    return {"type": "object", "properties": props}
-
-
-def _crd(group: str, kind: str, plural: str, spec: JsonObj, status: JsonObj) -> JsonObj:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1alpha1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": _obj(spec=spec, status=status)},
-                }
-            ],
-        },
-    }
+FALLBACK_DIR = Path(__file__).resolve().parent / "fallback-crds"
 
 
 def fallback_crds(cre_group: str = CRE_GROUP_DEFAULT) -> list[JsonObj]:
-    trainjob_spec = {**_OPEN, "properties": {"suspend": {"type": "boolean"}, "managedBy": _STR}}
-    job_status = _obj(
-        conditions=_CONDITIONS,
-        workloadRef=_obj(apiVersion=_STR, kind=_STR, name=_STR, namespace=_STR),
-        workloadStartTime={"type": "string", "format": "date-time"},
-        restartCount={"type": "integer", "format": "int32"},
-        failedNodes={
-            "type": "array",
-            "x-kubernetes-list-type": "map",
-            "x-kubernetes-list-map-keys": ["name", "reason"],
-            "items": {"type": "object", "required": ["name", "reason"], "properties": {
-                "name": _STR, "reason": _STR, "message": _STR}},
-        },
-    )
-    job_spec = {
-        **_OPEN,
-        "properties": {
-            "workload": {**_OPEN, "properties": {"trainJob": _OPEN}},
-            "checkpoint": _obj(pvcName=_STR, maxRestarts={"type": "integer", "format": "int32"}),
-        },
-    }
-    return [
-        _crd("trainer.kubeflow.org", "TrainJob", "trainjobs", trainjob_spec,
-             _obj(conditions=_CONDITIONS, jobsStatus={"type": "array", "items": _OPEN})),
-        _crd("trainer.kubeflow.org", "TrainingRuntime", "trainingruntimes", _OPEN, _OPEN),
-        _crd("trainer.kubeflow.org", "ClusterTrainingRuntime", "clustertrainingruntimes", _OPEN, _OPEN)
-        | {"spec": {**_crd("trainer.kubeflow.org", "ClusterTrainingRuntime", "clustertrainingruntimes",
-                           _OPEN, _OPEN)["spec"], "scope": "Cluster"}},
-        _crd(cre_group, "Job", "jobs", job_spec, job_status),
-        _crd(cre_group, "WorkloadRun", "workloadruns", _OPEN, _obj(conditions=_CONDITIONS)),
-        _crd(cre_group, "GoodputMeasurement", "goodputmeasurements",
-             {**_OPEN, "properties": {"jobRef": _obj(kind=_STR, name=_STR, apiGroup=_STR)}},
-             _obj(conditions=_CONDITIONS, lastCheckpointStep=_INT)),
-    ]
+    """The project's own CRDs (`fallback-crds/`), the CRE ones in `cre_group`."""
+    crds = load_upstream(FALLBACK_DIR)
+    return [with_group(c, cre_group) if c["spec"]["group"] == CRE_GROUP_DEFAULT else c for c in crds]
 
 
 def with_group(crd: JsonObj, group: str) -> JsonObj:
