@@ -28,7 +28,7 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource, cre_jobs
-from localstack.apiserver import LocalCluster, default_crd_dir, free_port
+from localstack.cluster.apiserver import LocalCluster, default_crd_dir, free_port
 from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.inprocess import InProcessFunction

@@ -1,4 +1,4 @@
-"""`localstack.apiserver.LocalCluster`, the API server of the tests and the dev stack: the upstream
+"""`localstack.cluster.apiserver.LocalCluster`, the API server of the tests and the dev stack: the upstream
 CRDs it installs, the fallback CRDs (installed without the upstream ones; structural, pruning) and a
 failed start that stops what it started."""
 
@@ -15,8 +15,8 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import CRDS, Resource
-from localstack.apiserver import ClusterError, LocalCluster
-from localstack.crds import fallback_crds
+from localstack.cluster.apiserver import ClusterError, LocalCluster
+from localstack.cluster.crds import fallback_crds
 
 
 def job_body(name: str, **extra: Any) -> dict[str, Any]:

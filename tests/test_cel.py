@@ -1,4 +1,4 @@
-"""The CEL wrapper (`localstack.cel`) on one case table: the rules of the upstream CRDs, with values
+"""The CEL wrapper (`localstack.cluster.cel`) on one case table: the rules of the upstream CRDs, with values
 that pass and values that fail them, and the expressions the project will need for node and
 condition checks. The same table chose the library (see the module's docstring)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from localstack.admission import compile_rule, rules_of
-from localstack.cel import CompileError, Environment, EvaluationError
+from localstack.cluster.admission import compile_rule, rules_of
+from localstack.cluster.cel import CompileError, Environment, EvaluationError
 
 LABEL_KEY = ("^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
              "[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$")

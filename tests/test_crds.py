@@ -1,5 +1,5 @@
 """The kube-apiserver 1.20 compatibility step applied to the upstream CRDs; the project's fallback CRDs
-(`localstack/fallback-crds/`) declare every field the code reads or writes, each with its upstream schema."""
+(`localstack/cluster/fallback-crds/`) declare every field the code reads or writes, each with its upstream schema."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from events.objects import JobSpec, JobStatus, TrainJobSpec, TrainJobStatus, WorkloadRunStatus
 from functions.rules.measurements import GoodputSpec, GoodputStatus
-from localstack.crds import fallback_crds, load_upstream, make_compatible
+from localstack.cluster.crds import fallback_crds, load_upstream, make_compatible
 
 
 def walk(node: Any) -> list[dict[str, Any]]:

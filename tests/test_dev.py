@@ -23,8 +23,8 @@ from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_jobs
 from functions.transport import send
 from localstack import dev
-from localstack.apiserver import LocalCluster
-from localstack.demo import final_state
+from localstack.cluster.apiserver import LocalCluster
+from localstack.scenarios.demo import final_state
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 

@@ -28,7 +28,7 @@ from functions.rules.measurements import (
     truncate,
 )
 from functions.transport import send, to_envelope
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import job, job_events
 from tests.support.webhook import DenyingWebhook
 from tests.support.world import GROUP, JOBS, World

@@ -28,7 +28,7 @@ from functions.rules.restart import (
     verdict_write,
 )
 from functions.transport import send
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import JOBS, World, make_world, phase_record
 
