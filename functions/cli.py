@@ -102,7 +102,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("localstack") is None:
         print(DEV_STACK_MISSING.format(command="soak"), file=sys.stderr)
         return 2
-    soak = importlib.import_module("localstack.soak")  # looked up by name: the product never imports it
+    soak = importlib.import_module("localstack.scenarios.soak")  # looked up by name: the product never imports it
     code: int = soak.run(args.jobs, args.seed, args.chaos, args.kill_every, args.timeout)
     return code
 

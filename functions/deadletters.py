@@ -36,7 +36,7 @@ A single record longer than the cap is refused (413). The current file's size is
 
 `event_server` serves a recorder, or any receiver of records, on a thread without functions-framework
 (the same codec, the same body limit): the local dev stack's Broker ingress and its dead-letter sink
-(`localstack.broker`).
+(`localstack.eventing.broker`).
 """
 
 from __future__ import annotations

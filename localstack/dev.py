@@ -1,9 +1,9 @@
 """`cre-fn dev` (behind `make run`): the whole system on one machine, with no cluster.
 
-Starts the local stack (`localstack.stack`), then by default the demo (`localstack.demo`) with a
+Starts the local stack (`localstack.stack`), then by default the demo (`localstack.scenarios.demo`) with a
 live timeline (`localstack.timeline`) and a summary; the full event log (replayable JSONL) and the
 dead letters are written to the output directory. `--replay FILE` reproduces a recorded event log in
-the fresh stack instead (`localstack.reproduce`). `CREFN_*` settings in the environment reach the
+the fresh stack instead (`localstack.scenarios.reproduce`). `CREFN_*` settings in the environment reach the
 functions.
 """
 
@@ -19,9 +19,9 @@ from typing import TextIO
 from functions.replay import read_recording
 from functions.resources import cre_jobs
 from functions.settings import Settings
-from localstack.apiserver import LocalCluster
-from localstack.chaos import Chaos, ChaosError
-from localstack.demo import (
+from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.chaos import Chaos, ChaosError
+from localstack.scenarios.demo import (
     DEMO_FAILING_JOB,
     DEMO_FAILING_SCRIPT,
     DEMO_JOB,
@@ -34,8 +34,8 @@ from localstack.demo import (
     failing_job,
     summary,
 )
-from localstack.reproduce import reproduce
-from localstack.scenarios import SCENARIOS, run_scenario
+from localstack.scenarios.reproduce import reproduce
+from localstack.scenarios.verdicts import SCENARIOS, run_scenario
 from localstack.stack import start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until

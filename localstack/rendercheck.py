@@ -1,7 +1,7 @@
 """`cre-fn render --check FILE`: a WorkloadRun checked against the real CRD, offline, as a current API
 server would check it: the schema (types, required fields, enums, bounds, patterns; JSON Schema over
 the CRD's OpenAPI v3 schema) and every CEL rule (`x-kubernetes-validations`, the same evaluation the
-local API server's admission webhook uses, `localstack.admission`). Every problem is printed with its
+local API server's admission webhook uses, `localstack.cluster.admission`). Every problem is printed with its
 field path. The CRDs are the upstream ones the local stack loads (`$CREFN_UPSTREAM_CRDS`, else
 `../shared/upstream` beside the checkout). Part of the dev stack: its CEL library is a test extra.
 """
@@ -13,9 +13,9 @@ from typing import Any
 from jsonschema import Draft7Validator
 
 from events.types import CRE_GROUP_DEFAULT, WORKLOADRUN_KIND
-from localstack.admission import build, validate
-from localstack.apiserver import default_crd_dir
-from localstack.crds import load_upstream
+from localstack.cluster.admission import build, validate
+from localstack.cluster.apiserver import default_crd_dir
+from localstack.cluster.crds import load_upstream
 
 
 def openapi_to_jsonschema(schema: Any) -> Any:

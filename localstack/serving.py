@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import functions
-from localstack.apiserver import free_port, kill_group, signal_group, stop_process
+from localstack.cluster.apiserver import free_port, kill_group, signal_group, stop_process
 
 MAIN = Path(functions.__file__).with_name("main.py")
 

@@ -5,7 +5,7 @@ settings of `knative/base`, an ApiServerSource per source of `knative/base` (Res
 LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); a real
 Alertmanager for the `alert` function unless the user named one; and, when Debian's `prometheus` is
 installed, a real Prometheus scraping every function and the `metrics` target with the rules of the
-monitoring overlay (`localstack.prometheus`).
+monitoring overlay (`localstack.observability.prometheus`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
 from functions.resources import Resource
 from functions.transport import send
-from localstack.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
-from localstack.apiserver import LocalCluster, free_port, signal_group
-from localstack.apisource import WatchSource
-from localstack.broker import LocalBroker, triggers_from_manifests
-from localstack.chaos import Chaos
+from localstack.cluster.apiserver import LocalCluster, free_port, signal_group
+from localstack.eventing.apisource import WatchSource
+from localstack.eventing.broker import LocalBroker, triggers_from_manifests
+from localstack.eventing.chaos import Chaos
 from localstack.manifests import NAMESPACE, render, service_account_user
-from localstack.prometheus import LocalPrometheus, PrometheusError, find_prometheus
+from localstack.observability.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
+from localstack.observability.prometheus import LocalPrometheus, PrometheusError, find_prometheus
 from localstack.serving import ServedFunction
 from localstack.timeline import Timeline
 
@@ -227,7 +227,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     to one namespace (all namespaces otherwise). Without `monitoring`, no Alertmanager and no
     Prometheus are started (`make bench`: a scrape of the `metrics` target every second LISTs every
     Job, which would weigh on the figures). With `chaos`, the Broker drops, duplicates, holds back and
-    delays deliveries (`localstack.chaos`). A supervisor starts again any function process, or the
+    delays deliveries (`localstack.eventing.chaos`). A supervisor starts again any function process, or the
     stack's own kube-apiserver, that dies."""
     say = timeline.say
     with contextlib.ExitStack() as stack:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from functions.rules.conditions import true_exclusive
-from localstack.broker import DeliveryAttempt
+from localstack.eventing.broker import DeliveryAttempt
 
 
 @dataclass

@@ -10,7 +10,7 @@ recovers such a script from a recorded event log, which is how a recording is re
 shows there as `run`).
 
 Given the cluster's stand-in kubelet, an action also keeps the attempt's pods as JobSet, the scheduler
-and the kubelet would (`localstack.pods.apply_pods`: placed on `gpu-node-N`, their logs served), and
+and the kubelet would (`localstack.cluster.pods.apply_pods`: placed on `gpu-node-N`, their logs served), and
 writes them before the TrainJob, as a real TrainJob's status follows its pods. Without one, only the
 TrainJob changes.
 """
@@ -27,10 +27,10 @@ from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS
-from localstack.pods import apply_pods
+from localstack.cluster.pods import apply_pods
 
 if TYPE_CHECKING:
-    from localstack.kubelet import StandInKubelet
+    from localstack.cluster.kubelet import StandInKubelet
 
 Script = dict[int, list[str]]
 ACTIONS = ("resume", "suspend", "run", "block", "fail", "complete", "delete")

@@ -5,12 +5,16 @@ shared by the session), every lifecycle function served as its own ServiceAccoun
 
 Markers: `kube` goes to every test that uses the session's API server (the `cluster` fixture,
 directly or through other fixtures) — tests that start one of their own carry it explicitly — so
-`pytest -m "not kube"` (`make test-fast`) needs none."""
+`pytest -m "not kube"` (`make test-fast`) needs none. `upstream` goes to every test that needs the
+upstream CRDs: those that ask for them (the `upstream_crds` fixture) and those on the session's API
+server, which loads them. Where none are found, such tests are skipped, all under one summary line —
+except in CI (`CI=true`), where the run fails at once."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import subprocess
 import sys
@@ -24,7 +28,7 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource, cre_jobs
-from localstack.apiserver import LocalCluster, free_port
+from localstack.cluster.apiserver import LocalCluster, default_crd_dir, free_port
 from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.inprocess import InProcessFunction
@@ -38,6 +42,10 @@ SHARED_CLUSTER = os.environ.get("CREFN_TEST_CLUSTER", "")  # read before `hermet
 # `make mutation`: functions are served in this process (tests.support.inprocess), where the mutant is
 # switched on and the tests that reach it are traced; tests that need a process of their own are left out
 IN_PROCESS_ONLY = bool(os.environ.get("CREFN_TEST_IN_PROCESS"))
+UPSTREAM_CRDS = default_crd_dir()  # read before `hermetic_env` clears CREFN_*
+IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
+NO_UPSTREAM = (f"the upstream CRDs: {UPSTREAM_CRDS} holds none (put them in ../shared/upstream beside the checkout, "
+               "or set CREFN_UPSTREAM_CRDS)")
 
 
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
@@ -63,11 +71,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                         value.cache_clear()
 
 
+@functools.cache
+def upstream_found() -> bool:
+    return UPSTREAM_CRDS.is_dir() and any(UPSTREAM_CRDS.rglob("*.yaml"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
+        if {"cluster", "upstream_crds"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.upstream)
+    if IN_CI and not upstream_found() and any(item.get_closest_marker("upstream") for item in items):
+        needing = sum(bool(item.get_closest_marker("upstream")) for item in items)
+        raise pytest.UsageError(f"CI: {needing} tests need {NO_UPSTREAM}")
     if IN_PROCESS_ONLY:  # functions are served in this process: leave out what needs a process of its own,
         # and for a mutant of the rules (pure modules) every test that needs the API server: the unit tests judge it
         rules = os.environ.get("MUTANT_UNDER_TEST", "").startswith("functions.rules.")
@@ -77,6 +95,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if apart:
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture starts (the session's API server): a test that needs the upstream CRDs is skipped
+    without them; the reason is one line, so `-ra` folds every such skip into one."""
+    if item.get_closest_marker("upstream") and not upstream_found():
+        pytest.skip(f"needs {NO_UPSTREAM}")
+
+
+@pytest.fixture
+def upstream_crds(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The upstream CRDs' directory, also as `CREFN_UPSTREAM_CRDS` for the test (and what it starts)."""
+    monkeypatch.setenv("CREFN_UPSTREAM_CRDS", str(UPSTREAM_CRDS))
+    return UPSTREAM_CRDS
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +134,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield attached
         attached.stop()
         return
-    with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS,
+    with LocalCluster(tmp_path_factory.mktemp("cluster"), UPSTREAM_CRDS, users=FUNCTION_USERS,
                       cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")) as c:
         apply_rbac(c)
         yield c

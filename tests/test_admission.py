@@ -1,5 +1,5 @@
 """The CRDs' CEL rules on the real API server: kube-apiserver 1.20 ignores `x-kubernetes-validations`,
-so the harness's admission webhook (`localstack.admission`) enforces them. Each rule kind is refused
+so the harness's admission webhook (`localstack.cluster.admission`) enforces them. Each rule kind is refused
 with its message through the project's gateway (`PermanentError`); valid objects, updates that change
 nothing immutable, and every object the project generates are accepted."""
 
@@ -23,8 +23,8 @@ from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
 from functions.rules.launch import build_trainjob
 from functions.rules.translate import translate
-from localstack.admission import CONFIGURATION_NAME, WEBHOOK_NAME
-from localstack.apiserver import ADMIN, LocalCluster
+from localstack.cluster.admission import CONFIGURATION_NAME, WEBHOOK_NAME
+from localstack.cluster.apiserver import ADMIN, LocalCluster
 
 GROUP = "nvcre.nvidia.com"
 JOBS = cre_jobs(GROUP)

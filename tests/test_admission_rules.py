@@ -1,4 +1,4 @@
-"""How the admission webhook evaluates `x-kubernetes-validations` (`localstack.admission`), on small
+"""How the admission webhook evaluates `x-kubernetes-validations` (`localstack.cluster.admission`), on small
 schemas: where rules apply, `oldSelf`, ratcheting, and the errors' Kubernetes format. The webhook on
 the real API server is tested in tests/test_admission.py."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localstack.admission import Reviewer, Target, build, normalize_field_path, validate
+from localstack.cluster.admission import Reviewer, Target, build, normalize_field_path, validate
 
 
 def obj(props: dict[str, Any], rules: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:

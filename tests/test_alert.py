@@ -17,9 +17,9 @@ import pytest
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from functions.transport import Answer, send
-from localstack.alertmanager import LocalAlertmanager
-from localstack.apiserver import LocalCluster, free_port
+from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.manifests import service_account_user
+from localstack.observability.alertmanager import LocalAlertmanager
 from localstack.serving import ServedFunction
 from localstack.trainer import wait_until
 from tests.support.helpers import Receiver, closed_port, unreachable_kubeconfig
@@ -70,13 +70,13 @@ def failed(ns: str, restarts: int = 0, job: str = "llm") -> dict[str, Any]:
 
 
 def job_deleted(gateway: Gateway, ns: str, job: dict[str, Any]) -> dict[str, Any]:
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     return apiserver_record("delete", job, JOBS, gateway.host)
 
 
 def job_updated(gateway: Gateway, job: dict[str, Any]) -> dict[str, Any]:
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     return apiserver_record("update", job, JOBS, gateway.host)
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from functions.metrics import JobStates, ProcessMetrics
-from localstack.prometheus import find_promtool, rule_groups, write_rules
+from localstack.observability.prometheus import find_promtool, rule_groups, write_rules
 
 RUNBOOKS = Path(__file__).parents[1] / "docs" / "runbooks"
 RUNBOOK_BASE = "https://github.com/crefn/cre-functions/blob/main/docs/runbooks/"

@@ -26,7 +26,7 @@ from functions.rules.claims import Decision, claimed, on_decision, on_deleted
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
 from functions.transport import to_envelope
-from localstack.apisource import apiserver_record
+from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import EARLIER, cond, job
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -1,5 +1,6 @@
-"""`localstack.apiserver.LocalCluster`, the API server of the tests and the dev stack: the upstream
-CRDs it installs, the fallback CRDs (structural, pruning) and a failed start that stops what it started."""
+"""`localstack.cluster.apiserver.LocalCluster`, the API server of the tests and the dev stack: the upstream
+CRDs it installs, the fallback CRDs (installed without the upstream ones; structural, pruning) and a
+failed start that stops what it started."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import CRDS, Resource
-from localstack.apiserver import ClusterError, LocalCluster
-from localstack.crds import fallback_crds
+from localstack.cluster.apiserver import ClusterError, LocalCluster
+from localstack.cluster.crds import fallback_crds
 
 
 def job_body(name: str, **extra: Any) -> dict[str, Any]:
@@ -30,6 +31,20 @@ def test_crds_come_from_upstream(cluster: LocalCluster, gateway: Gateway) -> Non
     assert crd is not None
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert "failureLog" in schema["properties"]["status"]["properties"]
+
+
+@pytest.mark.parametrize("upstream", ["missing", "empty"])
+def test_without_upstream_crds_the_fallback_ones_are_installed_and_said(tmp_path: Path, upstream: str) -> None:
+    if upstream == "empty":
+        (tmp_path / upstream).mkdir()
+    log = io.StringIO()
+    crds = LocalCluster(tmp_path / "cluster", tmp_path / upstream, log=log,
+                        cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")).load_crds()
+    names = {c["metadata"]["name"] for c in crds}
+    assert {c["metadata"]["name"] for c in fallback_crds()} < names
+    assert {"jobs.cre.nvidia.com", "goodputmeasurements.cre.nvidia.com"} < names  # the legacy group's copies
+    assert log.getvalue() == (f"[local-cluster] warning: no CRD found in {tmp_path / upstream}; installing the "
+                              "project's fallback CRDs\n")
 
 
 def test_fallback_crds_are_structural_and_prune(gateway: Gateway, namespace: str) -> None:

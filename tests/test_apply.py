@@ -17,7 +17,7 @@ from functions.reads import read_job
 from functions.resources import cre_goodput
 from functions.rules.jobs import JobState, write_status
 from functions.settings import Settings
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.support.world import JOBS, World, make_world
 
 

@@ -1,4 +1,4 @@
-"""`localstack.broker.LocalBroker`, the dev stack's Knative Broker (and the tests' Broker): its rules,
+"""`localstack.eventing.broker.LocalBroker`, the dev stack's Knative Broker (and the tests' Broker): its rules,
 pure (filter dialects, durations, backoff, Triggers from knative/), then its delivery over real HTTP
 (retries with backoff, replies re-published, dead letters, ingress)."""
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from functions.transport import send
-from localstack.apiserver import free_port
-from localstack.broker import (
+from localstack.cluster.apiserver import free_port
+from localstack.eventing.broker import (
     Delivery,
     FilterError,
     LocalBroker,

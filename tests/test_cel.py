@@ -1,4 +1,4 @@
-"""The CEL wrapper (`localstack.cel`) on one case table: the rules of the upstream CRDs, with values
+"""The CEL wrapper (`localstack.cluster.cel`) on one case table: the rules of the upstream CRDs, with values
 that pass and values that fail them, and the expressions the project will need for node and
 condition checks. The same table chose the library (see the module's docstring)."""
 
@@ -11,11 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from localstack.admission import compile_rule, rules_of
-from localstack.apiserver import default_crd_dir
-from localstack.cel import CompileError, Environment, EvaluationError
-
-CRD_DIR = default_crd_dir()  # read at collection, before the hermetic environment drops CREFN_*
+from localstack.cluster.admission import compile_rule, rules_of
+from localstack.cluster.cel import CompileError, Environment, EvaluationError
 
 LABEL_KEY = ("^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
              "[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$")
@@ -165,9 +162,8 @@ def test_optional_variable() -> None:
         env.compile("nosuch == oldSelf")
 
 
-def test_every_upstream_rule_compiles() -> None:
+def test_every_upstream_rule_compiles(upstream_crds: Path) -> None:
     """All rules (and message expressions) of the upstream CRDs compile in the wrapper's environment."""
-    assert CRD_DIR.is_dir(), f"{CRD_DIR} (CREFN_UPSTREAM_CRDS) is needed"
     rules: set[str] = set()
 
     def collect(schema: Any) -> None:
@@ -178,7 +174,7 @@ def test_every_upstream_rule_compiles() -> None:
                           schema.get("additionalProperties")]:
                 collect(child)
 
-    for path in sorted(Path(CRD_DIR).rglob("*.yaml")):
+    for path in sorted(upstream_crds.rglob("*.yaml")):
         for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 for version in doc["spec"]["versions"]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from localstack.broker import Delivery, LocalBroker, Trigger
-from localstack.chaos import Chaos, ChaosError, Fates
+from localstack.eventing.broker import Delivery, LocalBroker, Trigger
+from localstack.eventing.chaos import Chaos, ChaosError, Fates
 from tests.support.helpers import Receiver
 
 

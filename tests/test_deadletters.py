@@ -24,7 +24,7 @@ from functions.deadletters import REDACTED_POD, redact
 from functions.journal import Journal, read_lines
 from functions.replay import read_recording
 from functions.transport import MAX_BODY_BYTES, decode, encode, post, send
-from localstack.apiserver import free_port
+from localstack.cluster.apiserver import free_port
 from localstack.manifests import render
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port

@@ -23,8 +23,8 @@ from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_jobs
 from functions.transport import send
 from localstack import dev
-from localstack.apiserver import LocalCluster
-from localstack.demo import final_state
+from localstack.cluster.apiserver import LocalCluster
+from localstack.scenarios.demo import final_state
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -113,6 +113,23 @@ def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
 
 
 @pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+def test_in_a_clone_without_upstream_crds_the_demo_ends_as_expected(tmp_path: Path) -> None:
+    """`make run` where nothing is beside the checkout: the stack installs the project's fallback CRDs and
+    the whole demo (scheduling marker, restart, failure log) ends as it does on the upstream ones."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
+    env["CREFN_UPSTREAM_CRDS"] = str(tmp_path / "nothing-here")
+    result = subprocess.run([sys.executable, "-m", "functions.cli", "dev", "--out", str(tmp_path / "out"),
+                             "--ping-interval", "2"], capture_output=True, text=True, env=env, timeout=280,
+                            check=False)
+    assert (f"installed 7 CRDs: the project's fallback CRDs (no CRD found in {tmp_path / 'nothing-here'})"
+            in result.stdout), result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.stdout.rstrip().endswith("demo ended as expected")
+    assert "failureLog: OOMKilled (exit 137) in pod llama-eval-workload-node-0-0-a0" in result.stdout
+    assert "== Job ml-team/llama-pretrain: InProgress/WorkloadSchedulingBlocked (restarts 0)" in result.stdout
+    assert "== Job ml-team/llama-pretrain: pods scheduled again at" in result.stdout
+
+
 def descendants(pid: int) -> dict[int, str]:
     """Every process below `pid`: pid → command line."""
     found: dict[int, str] = {}
@@ -149,6 +166,7 @@ def create_job(gw: Gateway, name: str) -> None:
     raise AssertionError(f"could not create Job {name}")
 
 
+@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
 def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",

@@ -17,8 +17,8 @@ from functions.rules.pods import (
     failure_log_field,
     timeout_container,
 )
-from localstack.apiserver import LocalCluster
-from localstack.pods import create_pod, set_running, terminate
+from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.pods import create_pod, set_running, terminate
 from tests.support.helpers import job, pod
 from tests.support.world import World
 

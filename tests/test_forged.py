@@ -33,8 +33,8 @@ from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, TRAINJOBS, cre_workloadruns
 from functions.transport import encode, send
-from localstack.apiserver import LocalCluster
-from localstack.apisource import apiserver_record
+from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.apisource import apiserver_record
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from functions.registry import HANDLERS, TARGETS
 from functions.transport import send
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction

@@ -13,8 +13,8 @@ import pytest
 from functions.errors import AlreadyExists, Conflict, Forbidden, NotFound, PermanentError
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS, cre_jobs
-from localstack.apiserver import LocalCluster
-from localstack.apisource import watch as watch_objects
+from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.apisource import watch as watch_objects
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 

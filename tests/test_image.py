@@ -16,7 +16,7 @@ import pytest
 
 from functions.registry import METRICS, SERVED
 from functions.transport import post, send
-from localstack.apiserver import free_port, stop_process
+from localstack.cluster.apiserver import free_port, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 

@@ -14,7 +14,7 @@ from functions.gateway import Gateway
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.kubeevents import NOTE_LIMIT, action_event, cap_note, transition_event
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import kubectl
 from tests.support.helpers import annotate_nodes, job_events
 from tests.support.world import make_world

@@ -1,4 +1,4 @@
-"""`localstack.kubelet.StandInKubelet`: its own answers (pure HTTP over TLS), and pod logs read through the
+"""`localstack.cluster.kubelet.StandInKubelet`: its own answers (pure HTTP over TLS), and pod logs read through the
 session's real API server with `Gateway.read_log`, which proxies `pods/log` to it (RBAC included)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from functions.errors import Forbidden, PermanentError
 from functions.gateway import Gateway
 from functions.resources import Resource
-from localstack.apiserver import LocalCluster
-from localstack.kubelet import StandInKubelet, tail
-from localstack.pods import create_pod
+from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.kubelet import StandInKubelet, tail
+from localstack.cluster.pods import create_pod
 from localstack.trainer import wait_until
 
 LOG = "".join(f"line {i}\n" for i in range(1, 11))

@@ -35,7 +35,7 @@ from functions.rules.launch import (
 from functions.rules.pods import Capture
 from functions.settings import Settings
 from functions.transport import send
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from tests.support.helpers import EARLIER, NOW, annotate_nodes, cond, job, job_events, missing
 from tests.support.inprocess import InProcessFunction

@@ -28,7 +28,7 @@ from functions.rules.measurements import (
     truncate,
 )
 from functions.transport import send, to_envelope
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import job, job_events
 from tests.support.webhook import DenyingWebhook
 from tests.support.world import GROUP, JOBS, World
@@ -230,14 +230,13 @@ def test_a_job_without_its_workload_recorded_gets_none_yet(functions: Callable[.
     assert gateway.get(GOODPUT, namespace, goodput_name("llm")) is None
 
 
-def test_the_bandwidth_resource_is_the_upstream_crds() -> None:
+def test_the_bandwidth_resource_is_the_upstream_crds(upstream_crds: Path) -> None:
     """Group, version, plural and kind as CRE's BandwidthMeasurement CRD declares them (the API path)."""
     import yaml
 
     from functions.rules.measurements import bandwidth_measurements
-    from localstack.apiserver import default_crd_dir
 
-    crd = yaml.safe_load((default_crd_dir() / "cre" / "nvcre.nvidia.com_bandwidthmeasurements.yaml").read_text())
+    crd = yaml.safe_load((upstream_crds / "cre" / "nvcre.nvidia.com_bandwidthmeasurements.yaml").read_text())
     res = bandwidth_measurements("nvcre.nvidia.com")
     assert (res.group, res.plural, res.kind) == (crd["spec"]["group"], crd["spec"]["names"]["plural"],
                                                  crd["spec"]["names"]["kind"])

@@ -24,7 +24,7 @@ from functions.gateway import Gateway, kube_call_of
 from functions.metrics import expose_process
 from functions.resources import PODS, cre_jobs
 from functions.transport import Answer, Peer, post, send
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction

@@ -37,8 +37,9 @@ from functions.rules.nodehealth import (
 )
 from functions.settings import Settings
 from functions.transport import send, to_envelope
-from localstack.apisource import apiserver_record
-from localstack.pods import create_pod, ensure_node, set_running, terminate
+from localstack.cluster.kubelet import ensure_node
+from localstack.cluster.pods import create_pod, set_running, terminate
+from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import cond, job, job_events, pod
 from tests.support.world import World
 

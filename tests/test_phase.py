@@ -22,8 +22,8 @@ from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.phase import find_owner, parse_trainjob
 from functions.settings import Settings
 from functions.transport import Answer, post, send, to_envelope
-from localstack.apiserver import LocalCluster, free_port
-from localstack.apisource import apiserver_record
+from localstack.cluster.apiserver import LocalCluster, free_port
+from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction, wait_for_port

@@ -1,4 +1,4 @@
-"""The local Prometheus (`localstack.prometheus`) against the real API server: it scrapes a served
+"""The local Prometheus (`localstack.observability.prometheus`) against the real API server: it scrapes a served
 function, the served `metrics` target (as its ServiceAccount) and the dead-letter recorder; the Job
 gauges keep the CRE Job's `namespace` and `job` labels; every rule of the PrometheusRule evaluates; the
 recorder's first dead letter fires CREFnDeadLetters; a copy of CRE's NVCREHardwareFailure with a 1s
@@ -20,9 +20,9 @@ import pytest
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from functions.transport import send
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
-from localstack.prometheus import LocalPrometheus, print_summary, rule_groups
+from localstack.observability.prometheus import LocalPrometheus, print_summary, rule_groups
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from localstack.trainer import wait_until

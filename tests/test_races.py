@@ -28,7 +28,7 @@ from functions.plan import Outcome, Plan
 from functions.resources import TRAINJOBS
 from functions.settings import Settings
 from functions.transport import answer_for, send, to_envelope
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from tests.support.world import Record, World, phase_record
 

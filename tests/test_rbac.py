@@ -30,8 +30,8 @@ from functions.resources import (
     cre_jobs,
 )
 from functions.transport import send
-from localstack.apiserver import LocalCluster
-from localstack.apisource import apiserver_record
+from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import NAMESPACE as SA_NAMESPACE
 from localstack.manifests import kubectl, render, service_account_user
 from tests.conftest import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SERVICE_ACCOUNTS

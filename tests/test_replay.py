@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.replay import arrange
-from localstack.apiserver import free_port
+from localstack.cluster.apiserver import free_port
 from localstack.samples import load_sample
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
@@ -93,7 +93,7 @@ def test_dead_letters_recorded_to_the_file_replay_to_the_function_once_it_is_bac
     """A Trigger's subscriber is down: the local Broker's retries run out and the dead letter goes to the
     recorder (`cre-fn record`'s server and durable file); with `phase` served again the file replays, its
     Knative extensions and all, together with a KafkaSink's structured message and after a torn line."""
-    from localstack.broker import Delivery, LocalBroker, Trigger
+    from localstack.eventing.broker import Delivery, LocalBroker, Trigger
     from localstack.serving import ServedFunction
 
     sample = load_sample("trainjob-resource-update-failed")

@@ -31,7 +31,7 @@ from functions.rules.restart import (
 )
 from functions.settings import Settings
 from functions.transport import send, to_envelope
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import JOBS, World, make_world, phase_record
 

@@ -15,7 +15,7 @@ from functions.errors import Unavailable
 from functions.gateway import Gateway
 from functions.settings import Settings
 from functions.transport import send, to_envelope
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.support.world import JOBS, Relay, World, phase_record, ping
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from functions.transport import send
-from localstack.apiserver import LocalCluster, free_port
+from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.manifests import NAMESPACE, render
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port

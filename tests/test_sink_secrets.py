@@ -29,11 +29,11 @@ from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from functions.settings import DEFAULT_PAGERDUTY_URL, InvalidSettings, load_settings
 from functions.transport import Answer, Peer, post_json, send
-from localstack.alertmanager import Guard, LocalAlertmanager
-from localstack.apiserver import LocalCluster, free_port
-from localstack.apisource import apiserver_record
-from localstack.broker import Delivery, LocalBroker, Trigger
+from localstack.cluster.apiserver import LocalCluster, free_port
+from localstack.eventing.apisource import apiserver_record
+from localstack.eventing.broker import Delivery, LocalBroker, Trigger
 from localstack.manifests import service_account_user
+from localstack.observability.alertmanager import Guard, LocalAlertmanager
 from localstack.serving import MAIN, ServedFunction
 from tests.support.helpers import Receiver, closed_port, self_signed
 

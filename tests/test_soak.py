@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from localstack import soak
-from localstack.soak import OUTCOMES, check
+from localstack.scenarios import soak
+from localstack.scenarios.soak import OUTCOMES, check
 
 BY_NAME = {o.name: o for o in OUTCOMES}
 

@@ -20,8 +20,8 @@ from functions.rules.running import decide_running
 from functions.rules.stall import STARTUP_MESSAGE, TRAINING_MESSAGE, Stall, decide_stall
 from functions.rules.status import decide_status
 from functions.transport import send, to_envelope
-from localstack.apiserver import LocalCluster
-from localstack.apisource import apiserver_record
+from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import NOW, cond, job, job_events, pod
 from tests.support.world import GROUP, World
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.transport import send
-from localstack.apiserver import LocalCluster
-from localstack.pods import create_pod, set_running
+from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.pods import create_pod, set_running
 from tests.support.helpers import job_events
 from tests.support.world import World
 

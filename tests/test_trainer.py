@@ -1,5 +1,5 @@
 """`localstack.trainer.apply_action` with the cluster's stand-in kubelet: the attempt's pods the way
-JobSet, the scheduler and the kubelet keep them (`localstack.pods.apply_pods`), read back through the
+JobSet, the scheduler and the kubelet keep them (`localstack.cluster.pods.apply_pods`), read back through the
 session's real API server; and which pods a TrainJob has (`attempt_pods`, pure)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from events.types import ATTEMPT_LABEL, CONTROLLER_MANAGER, MANAGED_LABEL
 from functions.gateway import Gateway
 from functions.resources import PODS, TRAINJOBS
-from localstack.apiserver import LocalCluster
-from localstack.pods import OOM_LINE, UNSCHEDULABLE, attempt_pods
+from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.pods import OOM_LINE, UNSCHEDULABLE, attempt_pods
 from localstack.trainer import apply_action
 
 JOB_LABEL = "nvcre.nvidia.com/job"

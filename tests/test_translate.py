@@ -204,13 +204,13 @@ def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_cre_fn_render_check_passes_the_samples(sample: Path) -> None:
+def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Path) -> None:
     result = cre_fn("render", "--check", str(sample))
     assert result.returncode == 0 and result.stdout == ""
     assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
 
 
-def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path) -> None:
+def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, upstream_crds: Path) -> None:
     run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
                     workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
     path = tmp_path / "bad.yaml"

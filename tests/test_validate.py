@@ -23,7 +23,7 @@ from functions.rules.jobs import JobState, parse_job
 from functions.rules.thresholds import measured_values, to_evaluate
 from functions.settings import Settings
 from functions.transport import send
-from localstack.apisource import apiserver_record
+from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import NOW, cond, job, job_events
 from tests.support.world import World
 

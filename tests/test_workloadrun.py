@@ -16,7 +16,7 @@ from functions.errors import NotFound
 from functions.gateway import Gateway
 from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, Resource, cre_jobs, cre_workloadruns
 from functions.rules.translate import translate
-from localstack.demo import final_state
+from localstack.scenarios.demo import final_state
 from localstack.trainer import TrainerSimulator, wait_until
 from tests.support.helpers import missing
 from tests.support.render_cases import CASES
@@ -120,7 +120,7 @@ def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Calla
 def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str]], gateway: Gateway,
                                           namespace: str) -> None:
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}},
@@ -139,7 +139,7 @@ def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str
 def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[..., dict[str, str]],
                                                            gateway: Gateway, namespace: str) -> None:
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     gateway.create(TRAINING_RUNTIMES, namespace, {"apiVersion": "trainer.kubeflow.org/v1alpha1",
                                                   "kind": "TrainingRuntime", "metadata": {"name": "wr-runtime"},
@@ -166,7 +166,7 @@ def test_a_deleted_job_is_a_verdict_never_a_trigger(functions: Callable[..., dic
                                                     namespace: str) -> None:
     """CRE marks the run WorkflowDeleted; the project never creates the Job again, whatever arrives."""
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
@@ -188,7 +188,7 @@ def test_a_deleted_job_is_a_verdict_never_a_trigger(functions: Callable[..., dic
 def test_a_job_delete_event_fails_its_run(functions: Callable[..., dict[str, str]], gateway: Gateway,
                                           namespace: str) -> None:
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
@@ -215,7 +215,7 @@ def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str,
     from events.emitted import ConditionSummary, JobConditionChangedData, JobRef
     from events.envelope import to_outbound
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
@@ -236,7 +236,7 @@ def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callab
                                                                gateway: Gateway, namespace: str,
                                                                tmp_path: Path) -> None:
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
     from tests.support.webhook import DenyingWebhook
 
     probe = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
@@ -264,7 +264,7 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     from events.emitted import ConditionSummary, JobConditionChangedData, JobRef, JobValidationData
     from events.envelope import to_outbound
     from functions.transport import send
-    from localstack.apisource import apiserver_record
+    from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}},

@@ -22,7 +22,7 @@ Library: cel-expr-python (Google's cel-cpp behind Python bindings; binary wheels
 Linux x86_64 and aarch64, no dependencies). Of the three CEL libraries for Python it is the only one
 with a type checker, which CRE's compile-time rules (bool result, undeclared variables) need, and with
 optional types; it also evaluates about 7x faster than common-expression-language and 20x faster than
-cel-python on a real-sized Node. The dev stack's CRD-rule evaluator (`localstack.cel`) uses the same
+cel-python on a real-sized Node. The dev stack's CRD-rule evaluator (`localstack.cluster.cel`) uses the same
 library. One gap: its checker has no switch for cross-type numeric comparisons (cel-go's
 `CrossTypeNumericComparisons`: `<`, `<=`, `>`, `>=` between int, uint and double). A threshold whose only
 type errors are such comparisons is compiled again with `value` as `dyn`, and if a comparison of a

@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from localstack.apiserver import LocalCluster
+from localstack.cluster.apiserver import LocalCluster
 from tests.conftest import FUNCTION_USERS, apply_rbac
 
 

@@ -1,5 +1,5 @@
 """A world for lifecycle tests: the real API server, the functions served over HTTP, the dev stack's
-Broker (`localstack.broker.LocalBroker`, deterministic mode) with the Triggers and delivery of
+Broker (`localstack.eventing.broker.LocalBroker`, deterministic mode) with the Triggers and delivery of
 knative/base (or of an overlay), a polling ApiServerSource and the dev stack's Kubeflow Trainer
 actions (`localstack.trainer.apply_action`).
 
@@ -28,9 +28,9 @@ from functions.gateway import Gateway
 from functions.resources import PODS, TRAINJOBS, Resource, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.transport import decode, send
-from localstack.apisource import PollingSource, WatchSource, apiserver_record
-from localstack.broker import DeliveryAttempt, LocalBroker, Trigger, triggers_from_manifests
-from localstack.kubelet import StandInKubelet
+from localstack.cluster.kubelet import StandInKubelet
+from localstack.eventing.apisource import PollingSource, WatchSource, apiserver_record
+from localstack.eventing.broker import DeliveryAttempt, LocalBroker, Trigger, triggers_from_manifests
 from localstack.manifests import render
 from localstack.trainer import Script, apply_action
 

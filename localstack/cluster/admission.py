@@ -1,7 +1,7 @@
 """The CRDs' CEL rules (`x-kubernetes-validations`), enforced by a validating admission webhook on loopback.
 
 kube-apiserver 1.20 ignores `x-kubernetes-validations`, so `LocalCluster` starts this webhook as
-its own process (`python -m localstack.admission`, stopped by PID with the cluster) and registers
+its own process (`python -m localstack.cluster.admission`, stopped by PID with the cluster) and registers
 it in a `ValidatingWebhookConfiguration` (CREATE and UPDATE of every resource whose CRD has rules,
 `/status` too where the status schema has rules; HTTPS with a CA made here by `openssl`;
 `failurePolicy: Fail`). The API server then answers a refused object with the webhook's 422,
@@ -39,7 +39,7 @@ The path of a root rule is `<nil>`, a child `spec.trainer`, a list item `spec.it
 entry `spec.labels[key]`. A string, number or bool value is shown (Go-quoted); an object or list is
 not (Kubernetes 1.35; 1.25-1.34 showed the schema type instead, e.g. `Invalid value: "object"`).
 
-Known gaps, besides those of `localstack.cel`: no cost budget; rules inside `allOf` are not
+Known gaps, besides those of `localstack.cluster.cel`: no cost budget; rules inside `allOf` are not
 evaluated; list equality is always ordered (Kubernetes compares `set` and `map` lists unordered);
 property names that CEL cannot spell (`foo-bar`) are not escaped (`foo__dash__bar`); schemas of
 `x-kubernetes-embedded-resource` objects are walked, but their metadata is not narrowed.
@@ -62,7 +62,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localstack.cel import CelError, Environment, Expression
+from localstack.cluster.cel import CelError, Environment, Expression
 
 if TYPE_CHECKING:
     from functions.gateway import Gateway
@@ -559,7 +559,7 @@ def make_server(reviewer: Reviewer, port: int, cert: Path, key: Path, log: Any =
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m localstack.admission --port P --cert C --key K --targets F`: serve until terminated."""
+    """`python -m localstack.cluster.admission --port P --cert C --key K --targets F`: serve until terminated."""
     import signal
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -625,7 +625,7 @@ class Webhook:
         _openssl("x509", "-req", "-in", str(d / "tls.csr"), "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"),
                  "-CAcreateserial", "-out", str(d / "tls.crt"), "-days", "30", "-extfile", str(d / "tls.ext"))
         (d / "targets.json").write_text(json.dumps([t.to_json() for t in self.targets]))
-        return [sys.executable, "-m", "localstack.admission", "--port", str(port), "--cert", str(d / "tls.crt"),
+        return [sys.executable, "-m", "localstack.cluster.admission", "--port", str(port), "--cert", str(d / "tls.crt"),
                 "--key", str(d / "tls.key"), "--targets", str(d / "targets.json")]
 
     def wait_serving(self, alive: Callable[[], bool], timeout: float = 30) -> None:

@@ -32,8 +32,8 @@ from typing import Any
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.attempts import workload_name
-from localstack.apisource import WatchSource
-from localstack.demo import create_job
+from localstack.eventing.apisource import WatchSource
+from localstack.scenarios.demo import create_job
 from localstack.stack import start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import apply_action, wait_until

@@ -1,6 +1,6 @@
 """The verdict scenarios of `cre-fn dev --scenario NAME`: one Job each, driven by the Trainer simulator,
 with what a cluster would do beside it (a node going bad, a training that stops stepping, measurements
-that come in too low), and the outcome a user should see. `demo` (the default) is `localstack.demo`.
+that come in too low), and the outcome a user should see. `demo` (the default) is `localstack.scenarios.demo`.
 
 - `node-failure`: the Job's pods run on `gpu-node-1`; it is cordoned (`spec.unschedulable`), the Job's
   `nodeHealthMonitor` finds it: `HardwareFailed` with the node in `failedNodes`, and the run goes on to
@@ -20,7 +20,7 @@ from typing import Any
 
 from events.types import CRE_VERSION, MANAGED_LABEL
 from functions.resources import NODES, cre_goodput, cre_jobs
-from localstack.demo import create_job, summary
+from localstack.scenarios.demo import create_job, summary
 from localstack.stack import Stack
 from localstack.timeline import Timeline
 from localstack.trainer import Script, TrainerSimulator, wait_until

@@ -1,5 +1,6 @@
 """A stand-in kubelet for the local API server: serves container logs registered in process, so code that
-reads `pods/log` goes through the real API path (RBAC on `pods/log` included) with no node agent.
+reads `pods/log` goes through the real API path (RBAC on `pods/log` included) with no node agent; and
+the Nodes that point the API server at it (`ensure_node`).
 
 Protocol facts relied on (kube-apiserver 1.20): the API server proxies `GET .../pods/P/log` to
 `https://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
@@ -26,8 +27,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from functions.errors import AlreadyExists
 from functions.gateway import Gateway
-from localstack.pods import ensure_node
+from functions.resources import NODES
 
 LogKey = tuple[str, str, str]
 
@@ -51,6 +53,16 @@ def self_signed_context() -> ssl.SSLContext:
                        check=True, capture_output=True)
         context.load_cert_chain(str(cert), str(key))
     return context
+
+
+def ensure_node(gw: Gateway, name: str, kubelet_port: int | None = None) -> None:
+    """A Node; with `kubelet_port`, its status points the API server at a kubelet on 127.0.0.1 there."""
+    with contextlib.suppress(AlreadyExists):
+        gw.create(NODES, None, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+    if kubelet_port is not None:
+        gw.patch(NODES, None, name, {"status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}}}}, status=True)
 
 
 class StandInKubelet:

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from localstack.apiserver import free_port, stop_process
+from localstack.cluster.apiserver import free_port, stop_process
 from localstack.serving import wait_ready
 
 

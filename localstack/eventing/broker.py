@@ -15,7 +15,7 @@
 Every published event is appended to an event log (JSONL, replayable with `cre-fn replay`).
 Drills: `duplicate` delivers every event twice; `jitter` delays each delivery by a random (seeded)
 fraction of that many seconds, so neighbouring events overtake each other; `chaos`
-(`localstack.chaos`) drops, duplicates, holds back and delays deliveries, seeded, and counts what
+(`localstack.eventing.chaos`) drops, duplicates, holds back and delays deliveries, seeded, and counts what
 it did (`fates.counts`).
 
 Deterministic mode (`workers=0`, for tests that step a lifecycle): nothing is delivered until
@@ -44,7 +44,7 @@ from functions.deadletters import event_server, recorder
 from functions.errors import Unavailable
 from functions.replay import read_recording
 from functions.transport import Answer, send
-from localstack.chaos import Chaos, Fate, Fates
+from localstack.eventing.chaos import Chaos, Fate, Fates
 
 Record = dict[str, Any]
 

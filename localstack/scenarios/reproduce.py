@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from localstack.demo import create_job, drive, final_state, summary
+from localstack.scenarios.demo import create_job, drive, final_state, summary
 from localstack.stack import Stack
 from localstack.timeline import Timeline
 from localstack.trainer import script_from_recording

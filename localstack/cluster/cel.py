@@ -1,6 +1,6 @@
 """CEL (Common Expression Language) expressions over plain JSON values.
 
-Used by the dev stack's admission webhook (`localstack.admission`) to evaluate the CRDs'
+Used by the dev stack's admission webhook (`localstack.cluster.admission`) to evaluate the CRDs'
 `x-kubernetes-validations`. It depends on nothing else in the project, so the product can later
 import an equivalent module (for node or condition checks) without pulling in the dev stack.
 

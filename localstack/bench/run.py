@@ -4,7 +4,7 @@ asserted.
 
 - phase over HTTP: throughput (answers 2xx per second) with 16 concurrent keep-alive connections
   posting the sample TrainJob update (binary mode) for 5 s, by wrk, against the floor: a no-op
-  functions-framework function served by the same binary (`localstack/noop.py`); alternating
+  functions-framework function served by the same binary (`localstack/bench/noop.py`); alternating
   rounds, best of each.
 - memory: resident set of the served process tree (gunicorn's arbiter and worker) after the load.
 - cold start: process start → first answer, phase against the floor.
@@ -37,7 +37,7 @@ from functions.celbudget import CelBudget
 from functions.rules.adapter import decide_phase
 from functions.rules.cel import outcomes
 from functions.transport import encode, send
-from localstack.benchstack import lifecycle_figures, process_tree
+from localstack.bench.stack import lifecycle_figures, process_tree
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 
@@ -162,7 +162,7 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
     from functions.resources import NAMESPACES, cre_jobs
     from functions.settings import Settings
     from functions.transport import to_envelope
-    from localstack.apiserver import LocalCluster
+    from localstack.cluster.apiserver import LocalCluster
 
     class Counting(Gateway):
         calls = 0

@@ -1,6 +1,6 @@
 """`cre-fn soak` (`make soak`): many Jobs through the local stack under chaos, then invariants.
 
-The stack runs with a chaotic Broker (`localstack.chaos`: drops, duplicates, reorders, delays) and a
+The stack runs with a chaotic Broker (`localstack.eventing.chaos`: drops, duplicates, reorders, delays) and a
 resync tick; meanwhile the soak SIGKILLs a random function process every few seconds (the stack's
 supervisor starts it again on its port, as Knative would a pod) and the kube-apiserver once (started
 again on the same etcd and port). Each Job follows a script drawn from the seed:
@@ -53,7 +53,7 @@ from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.rules.conditions import true_exclusive
 from functions.transport import send
-from localstack.chaos import Chaos, ChaosError
+from localstack.eventing.chaos import Chaos, ChaosError
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import apply_action

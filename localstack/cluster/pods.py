@@ -1,5 +1,6 @@
-"""Pods and Nodes on an API server with no scheduler or kubelet: what the Trainer simulator, the demo and
-the tests use to put a workload's pods in the states a real cluster would.
+"""Pods on an API server with no scheduler or kubelet: what the Trainer simulator, the demo and the
+tests use to put a workload's pods in the states a real cluster would (their Nodes and logs:
+`localstack.cluster.kubelet`).
 
 A bare API server runs no controller: the namespace's `default` ServiceAccount is created here (pod
 admission needs it) and pods do not mount a token; placement is `spec.nodeName` at creation or a
@@ -9,7 +10,7 @@ admission needs it) and pods do not mount a token; placement is `spec.nodeName` 
 would for a Trainer action: one pod per replicatedJob of the TrainJob's own runtime patch (manager
 `crefn.dev/controller`, see `functions.rules.launch`), labelled exactly as that patch's pod template
 (plus `trainer.kubeflow.org/trainjob-ancestor-step: trainer` on the workers), on Nodes whose logs the
-stand-in kubelet (`localstack.kubelet`) serves. JobSet's pod names end in a random suffix; here the
+stand-in kubelet (`localstack.cluster.kubelet`) serves. JobSet's pod names end in a random suffix; here the
 suffix is the attempt, so the pods of an older attempt (which a real cluster garbage-collects a little
 later, and this one never does) can stay beside the new ones.
 """
@@ -19,16 +20,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from events.types import ATTEMPT_LABEL, CONTROLLER_MANAGER
 from functions.errors import AlreadyExists, NotFound
 from functions.gateway import Gateway
-from functions.resources import NODES, PODS, Resource
+from functions.resources import PODS, Resource
 from functions.rules.translate import ANCESTOR
-
-if TYPE_CHECKING:
-    from localstack.kubelet import StandInKubelet
+from localstack.cluster.kubelet import StandInKubelet
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 STAMP = "2026-01-01T00:00:00Z"
@@ -39,16 +38,6 @@ def ensure_service_account(gw: Gateway, namespace: str) -> None:
     with contextlib.suppress(AlreadyExists):
         gw.create(SERVICE_ACCOUNTS, namespace, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                 "metadata": {"name": "default"}})
-
-
-def ensure_node(gw: Gateway, name: str, kubelet_port: int | None = None) -> None:
-    """A Node; with `kubelet_port`, its status points the API server at a kubelet on 127.0.0.1 there."""
-    with contextlib.suppress(AlreadyExists):
-        gw.create(NODES, None, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
-    if kubelet_port is not None:
-        gw.patch(NODES, None, name, {"status": {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}}}}, status=True)
 
 
 def create_pod(gw: Gateway, namespace: str, name: str, labels: dict[str, str], node: str = "",

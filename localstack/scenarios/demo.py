@@ -30,7 +30,7 @@ from functions.gateway import Gateway
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_goodput, cre_jobs
 from functions.rules.conditions import true_exclusive
-from localstack.prometheus import print_summary as print_prometheus_summary
+from localstack.observability.prometheus import print_summary as print_prometheus_summary
 from localstack.stack import Stack
 from localstack.timeline import Timeline
 from localstack.trainer import Script, TrainerSimulator, wait_until

@@ -1,0 +1,2 @@
+"""Prometheus scraping the served functions with the rules of `knative/overlays/monitoring`
+(`prometheus`) and Alertmanager receiving the `alert` function's alerts (`alertmanager`)."""
