@@ -1,6 +1,6 @@
 """The CloudEvent envelope as plain data, and ApiServerSource parsing (SPEC §4.1).
 
-The transport turns a request into an `Envelope` (the SDK object never leaves it). Facts relied on:
+The codec (`functions.codec`) turns a request into an `Envelope` (the SDK object never leaves it). Facts relied on:
 - Resource mode (`dev.knative.apiserver.resource.*`): `data` is the full object; an update carries
   only the new object; a delete carries the object as last seen.
 - Reference mode (`dev.knative.apiserver.ref.*`): `data` is `{apiVersion, kind, name, namespace}`;
@@ -29,7 +29,7 @@ class InvalidEvent(ValueError):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Envelope:
-    """A received CloudEvent: its attributes and its decoded `data` (plain data: the transport checks
+    """A received CloudEvent: its attributes and its decoded `data` (plain data: the codec checks
     the attributes; the handlers validate `data` against the model its type calls for)."""
 
     id: str
@@ -44,7 +44,7 @@ class Envelope:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Outbound:
-    """An event to emit: the transport adds `id`, `time` and `specversion` and renders binary mode."""
+    """An event to emit: the codec adds `id`, `time` and `specversion` and renders binary mode."""
 
     type: str
     source: str

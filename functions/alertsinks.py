@@ -10,7 +10,7 @@ Duplicates: a redelivered event re-sends every alert; Alertmanager (labels) and 
 key) absorb them, Slack shows the message again and the CloudEvents sink receives it again. A
 `Restated` alert (a Job update repeating a state) goes only where a repeat changes nothing (`meant_for`).
 Each batch sent to a sink is counted (`crefn_alert_deliveries_total`) by the sink's name and its
-result: delivered, refused, unavailable or throttled. A sink is a `Peer` of the transport: its URL, the
+result: delivered, refused, unavailable or throttled. A sink is a `Peer` (`functions.client`): its URL, the
 routing key and Alertmanager's credentials are secrets, and what goes wrong names the sink (`slack`,
 `alertmanager`), never its URL. `start()` shows how many sinks are configured
 (`crefn_alert_sinks_configured`) as soon as the function's settings are read.
@@ -28,11 +28,11 @@ from pydantic import SecretStr
 from events.emitted import AlertData
 from events.envelope import to_outbound
 from events.types import EventType
+from functions.client import Peer, deliver, post_json
 from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable
 from functions.metrics import count_delivery, set_alert_sinks
 from functions.rules.alerting import Restated, dedup_key
 from functions.settings import Settings
-from functions.transport import Peer, deliver, post_json
 
 TIMEOUT = 10.0
 
@@ -147,7 +147,7 @@ def alertmanager_peer(settings: Settings) -> Peer:
 
 
 def _text(value: SecretStr | Path | None) -> str:
-    """A setting as the transport takes it: a secret's text, a path, or "" when unset."""
+    """A setting as a `Peer` takes it: a secret's text, a path, or "" when unset."""
     return "" if value is None else value.get_secret_value() if isinstance(value, SecretStr) else str(value)
 
 

@@ -6,7 +6,7 @@ to capture production traffic.
 
 Served as the functions are: `cre-fn record` runs functions-framework (gunicorn, one worker) on the
 `record` target of `functions.main`, its flags passed as the `CREFN_RECORD_*` settings, and each
-request goes through `functions.transport.receive`: binary and structured mode, the same limits
+request goes through `functions.server.receive`: binary and structured mode, the same limits
 (a body over `MAX_BODY_BYTES` is 413 before it is read, gunicorn's header limits), 400 to what is
 not a CloudEvent, one JSON log line and `crefn_events_total{function="dead-letters", type, answer}`
 per request, and `GET /metrics` with the process's metrics (the monitoring overlay's "dead letters"
@@ -50,11 +50,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
+from functions.codec import MAX_BODY_BYTES, decode, one_line
 from functions.errors import PermanentError, TemporaryError
 from functions.journal import Journal
 from functions.metrics import count_dropped, expose_process, set_journal_bytes
+from functions.server import METRICS_PATH, answer_for
 from functions.settings import Settings
-from functions.transport import MAX_BODY_BYTES, METRICS_PATH, answer_for, decode, one_line
 
 Record = dict[str, Any]
 DEAD_LETTERS = "dead-letters"
@@ -164,7 +165,7 @@ def from_settings(settings: Settings) -> Recorder:
 
 def event_server(port: int, receive: Callable[[Record], object], host: str = "0.0.0.0") -> ThreadingHTTPServer:
     """An HTTP server handing every POSTed CloudEvent to `receive` (202), or answering 400 (413 past
-    the transport's body limit, unread); a `TemporaryError` from `receive` is its answer (503: retry)."""
+    the codec's body limit, unread); a `TemporaryError` from `receive` is its answer (503: retry)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

@@ -1,8 +1,8 @@
 """What went wrong, as types: the retry API of SPEC §4.3 without its numbers.
 
-The gateway raises these from Kubernetes answers and the transport from HTTP peers; handlers raise
+The gateway raises these from Kubernetes answers and the HTTP client from HTTP peers; handlers raise
 `PermanentError` for input that can never succeed and `NotYet` for a wait. Which HTTP answer each
-class becomes is one table in `functions.transport` (`ANSWERS`), looked up by class.
+class becomes is one table in `functions.server` (`ANSWERS`), looked up by class.
 
 - `PermanentError`: bad input, wrong kind, a request the peer refuses for good (never retried).
 - `NotFound`: the object does not exist (callers decide what "gone" means; escaping, it is a 202).
@@ -30,7 +30,7 @@ class PermanentError(CrefnError):
 
 
 class TooLarge(PermanentError):
-    """A request too large to read (the body over the transport's limit), or to keep (a dead letter
+    """A request too large to read (the body over the codec's limit), or to keep (a dead letter
     over the recorder's file cap): never retried."""
 
 

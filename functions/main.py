@@ -2,14 +2,14 @@
 
     functions-framework --source functions/main.py --target phase
 
-Each target is a plain HTTP function; the transport parses the CloudEvent and maps the outcome to
+Each target is a plain HTTP function; the server parses the CloudEvent and maps the outcome to
 Knative's retry API, and answers `GET /metrics` with the process's metrics. The `metrics` target
 handles no event: on `GET /metrics` it lists the managed Jobs (one paged LIST across namespaces) and
 answers with their state. The `record` target is the dead-letter recorder (`cre-fn record`,
 `functions.deadletters`): every CloudEvent kept, then 202. Settings and the Kubernetes connection
 are built once per process, on the first request, never at import time. Importing this module
 loads functions-framework and nothing else: functions-framework imports it in gunicorn's arbiter,
-before it forks the worker, so whatever is imported here would be held twice. The transport, the
+before it forks the worker, so whatever is imported here would be held twice. The server, the
 settings and the target's own handler are imported by the worker on its first request, and only
 those: a process serving `phase` never loads the other handlers, nor the Kubernetes client, which
 only the gateway imports when a read needs it.
@@ -70,20 +70,20 @@ def responder(name: str) -> Callable[[Any], Any]:
 
 def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
     """What serves the target's requests with this context: a Flask request in, a Flask response out."""
-    from functions import transport
+    from functions import server
 
     if name == METRICS:
-        return lambda request: transport.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
+        return lambda request: server.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
     if name == RECORD:
         from functions import deadletters
 
         recorder = deadletters.from_settings(ctx.settings)
-        return lambda request: transport.receive(request, recorder, deadletters.DEAD_LETTERS)
+        return lambda request: server.receive(request, recorder, deadletters.DEAD_LETTERS)
     from functions.registry import TARGETS, start
 
     target = TARGETS[name]
     start(name, ctx.settings)
-    return lambda request: transport.respond(request, lambda env: target.handle(env, ctx), name)
+    return lambda request: server.respond(request, lambda env: target.handle(env, ctx), name)
 
 
 def scrape_jobs(accept: str, ctx: Context) -> Exposition:

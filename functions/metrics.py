@@ -2,7 +2,7 @@
 
 Two kinds, because a Knative function scaled to zero keeps no numbers:
 - The process's counters (`ProcessMetrics`): what this process answered, decided, asked the Kubernetes
-  API and delivered to alert sinks, and (the alert function) how many alert sinks it has. The transport,
+  API and delivered to alert sinks, and (the alert function) how many alert sinks it has. The server,
   the gateway and the alert sinks count into them; every function target answers `GET /metrics` with
   them. They are made on first use (not at import) and live as long as the process: gunicorn's threads
   share them (prometheus_client locks every value); with several gunicorn workers each worker would

@@ -1,7 +1,7 @@
 """What a decision asks for, as frozen data: the effects to apply in order, and the answer.
 
 A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply` performs its
-effects through the gateway and the transport, in order, then the transport answers with `reply`
+effects through the gateway and the HTTP client, in order, then the server answers with `reply`
 (200) or, without one, 202 and `reason`. A plan is plain data: two plans decided from the same reads
 compare equal, and its repr shows it whole. Effects:
 - `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock),

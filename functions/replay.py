@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from functions.client import Answer, bearer, send
 from functions.errors import TemporaryError
 from functions.journal import read_lines
-from functions.transport import Answer, bearer, send
 
 
 def read_recording(path: Path, warn: TextIO = sys.stderr) -> list[dict[str, Any]]:

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from events.types import CRE_GROUP_DEFAULT
+from functions.client import send
 from functions.errors import AlreadyExists, Unavailable
 from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
 from functions.resources import Resource
-from functions.transport import send
 from localstack.cluster.apiserver import LocalCluster, free_port, signal_group
 from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests

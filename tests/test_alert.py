@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from functions.client import Answer, send
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
-from functions.transport import Answer, send
 from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.manifests import service_account_user
 from localstack.observability.alertmanager import LocalAlertmanager

@@ -16,6 +16,7 @@ from events.emitted import (
     JobValidationData,
 )
 from functions.alertsinks import Alertmanager, AlertSink, CloudEventsSink, PagerDuty, Slack, meant_for
+from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.handlers.alert import Observed, decide, read
@@ -25,7 +26,6 @@ from functions.rules.alerting import Restated, dedup_key, on_job_deleted, on_job
 from functions.rules.claims import Decision, claimed, on_decision, on_deleted
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
-from functions.transport import to_envelope
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import EARLIER, cond, job
 

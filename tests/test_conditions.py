@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from functions.client import send
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS
 from functions.rules.conditions import condition, decide_conditions, decide_independent, is_terminal, true_exclusive
-from functions.transport import send
 from tests.support.helpers import EARLIER, NOW, cond
 from tests.support.world import JOBS, make_world
 

@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
+from functions.client import post, send
+from functions.codec import MAX_BODY_BYTES, decode, encode
 from functions.deadletters import REDACTED_POD, redact
 from functions.journal import Journal, read_lines
 from functions.replay import read_recording
-from functions.transport import MAX_BODY_BYTES, decode, encode, post, send
 from localstack.cluster.apiserver import free_port
 from localstack.manifests import render
 from localstack.samples import load_sample
@@ -153,7 +154,7 @@ def test_a_body_over_the_limit_is_413_unread_and_the_recorder_keeps_its_memory(t
     is 431, and the next dead letter is recorded."""
     file = tmp_path / "dead-letters.jsonl"
     with record(tmp_path, "--file", str(file), "--out", "-") as served:
-        assert send(served.url, DEAD).status == 202  # the first request imports the transport: not measured
+        assert send(served.url, DEAD).status == 202  # the first request imports the server: not measured
         before = peak_mib(served.pid)
         assert raw(served.port, ce_head(BIG), (MIB for _ in range(50))) == (
             413, f"request body of {BIG} bytes is over the limit of {MAX_BODY_BYTES} bytes\n".encode())

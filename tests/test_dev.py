@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from functions.client import send
 from functions.errors import CrefnError, Unavailable
 from functions.gateway import Gateway
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_jobs
-from functions.transport import send
 from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
 from localstack.scenarios.demo import final_state

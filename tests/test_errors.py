@@ -1,5 +1,5 @@
 """The error boundaries, with no API server (they run in `make test-fast`): what each Kubernetes API
-answer becomes (the gateway's `error_of`) and which HTTP answer each error kind is (the transport's
+answer becomes (the gateway's `error_of`) and which HTTP answer each error kind is (the server's
 `ANSWERS`), one row per rule, end to end to SPEC §4.3's answer; then the same through a real `Gateway`
 for what gets no API answer at all (a refused connection, a timeout) and for a proxy in front of a
 failing API server, and through a function served by functions-framework."""
@@ -16,9 +16,10 @@ from kubernetes.client.exceptions import ApiException
 
 from events.envelope import InvalidEvent
 from functions import errors
+from functions.client import send
 from functions.gateway import Gateway, error_of
 from functions.resources import TRAINJOBS
-from functions.transport import answer_for, send
+from functions.server import answer_for
 from localstack.serving import ServedFunction
 from tests.support.helpers import (
     FailingApiServer,

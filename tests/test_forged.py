@@ -29,10 +29,11 @@ from typing import Any
 
 import pytest
 
+from functions.client import send
+from functions.codec import encode
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, TRAINJOBS, cre_workloadruns
-from functions.transport import encode, send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.stack import Stack, start_stack

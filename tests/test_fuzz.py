@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from functions.client import send
 from functions.registry import HANDLERS, TARGETS
-from functions.transport import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample

@@ -1,6 +1,6 @@
 """`functions.gateway` on a real API server: optimistic locking, schemas, pruning, subresources,
 watches, finalizers, pagination, RBAC — as a cluster behaves, with the errors mapped to the error
-kinds the transport answers with."""
+kinds the server answers with."""
 
 from __future__ import annotations
 

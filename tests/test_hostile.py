@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from functions.transport import MAX_BODY_BYTES, encode, post
+from functions.client import post
+from functions.codec import MAX_BODY_BYTES, encode
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.rawhttp import ce_head, peak_mib, raw

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from functions.client import post, send
 from functions.registry import METRICS, SERVED
-from functions.transport import post, send
 from localstack.cluster.apiserver import free_port, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
@@ -39,8 +39,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_holds_code_schemas_and_samples(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"functions/main.py", "functions/transport.py", "events/schemas/dev.crefn.workload.phase.json",
-            "events/samples/trainjob-resource-add.json"} <= names
+    assert {"functions/main.py", "functions/codec.py", "functions/server.py", "functions/client.py",
+            "events/schemas/dev.crefn.workload.phase.json", "events/samples/trainjob-resource-add.json"} <= names
     assert not any(n.startswith(("tests/", "localstack/")) for n in names)
     assert not any("localstack" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
@@ -79,7 +79,7 @@ def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Pat
         elif target == "phase":
             answer = send(f"http://127.0.0.1:{port}/", sample)
             assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
-        else:  # our transport answers, with this target's own idea of what it accepts
+        else:  # our server answers, with this target's own idea of what it accepts
             unknown = {**sample, "attributes": {**sample["attributes"], "type": "com.example.unknown"}}
             answer = send(f"http://127.0.0.1:{port}/", unknown)
             assert answer.status == 400 and "unknown event type" in answer.text, answer.text

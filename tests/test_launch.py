@@ -18,6 +18,7 @@ import pytest
 
 from events.envelope import Envelope
 from functions.apply import reply_for
+from functions.client import send
 from functions.gateway import Gateway
 from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
 from functions.resources import TRAINING_RUNTIMES, TRAINJOBS, cre_jobs
@@ -34,7 +35,6 @@ from functions.rules.launch import (
 )
 from functions.rules.pods import Capture
 from functions.settings import Settings
-from functions.transport import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from tests.support.helpers import EARLIER, NOW, annotate_nodes, cond, job, job_events, missing

@@ -15,6 +15,8 @@ import pytest
 
 from events.emitted import JobRef, WorkloadCreatedData, WorkloadRef
 from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec
+from functions.client import send
+from functions.codec import to_envelope
 from functions.gateway import Gateway
 from functions.resources import cre_goodput
 from functions.rules.attempts import fnv32a
@@ -27,7 +29,6 @@ from functions.rules.measurements import (
     has_checkpoint,
     truncate,
 )
-from functions.transport import send, to_envelope
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import job, job_events
 from tests.support.webhook import DenyingWebhook

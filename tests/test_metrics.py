@@ -19,11 +19,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from events.emitted import AlertData, JobRef
 from functions.alertsinks import Alertmanager, CloudEventsSink, PagerDuty, Slack, notify
+from functions.client import Answer, Peer, post, send
 from functions.errors import Forbidden, Unavailable
 from functions.gateway import Gateway, kube_call_of
 from functions.metrics import expose_process
 from functions.resources import PODS, cre_jobs
-from functions.transport import Answer, Peer, post, send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
@@ -257,7 +257,7 @@ def test_kube_requests_are_counted_by_verb_resource_and_code(cluster: LocalClust
     assert of(down, "crefn_decisions_total") == {key(function="status", decision="error:Unavailable"): 1}
 
 
-# -- the transport's decisions and formats, in process --------------------------------------------
+# -- the server's decisions and formats, in process -----------------------------------------------
 
 DECISIONS = [
     ("reply", 200, "reply:workload.created"), ("none", 202, "nothing"), ("NotYet", 503, "wait"),
@@ -281,7 +281,7 @@ def counted(client: Any) -> Samples:
 
 @pytest.mark.parametrize(("kind", "status", "decision"), DECISIONS, ids=[k for k, _, _ in DECISIONS])
 def test_every_outcome_is_one_decision(client: Any, kind: str, status: int, decision: str) -> None:
-    from functions.transport import encode
+    from functions.codec import encode
 
     before = counted(client)
     headers, body = encode({"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.event",

@@ -18,6 +18,8 @@ import pytest
 
 from events.emitted import FailedNode, JobRef
 from events.envelope import Envelope
+from functions.client import send
+from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import PermanentError, Unavailable
 from functions.gateway import Gateway
@@ -36,7 +38,6 @@ from functions.rules.nodehealth import (
     pod_nodes,
 )
 from functions.settings import Settings
-from functions.transport import send, to_envelope
 from localstack.cluster.kubelet import ensure_node
 from localstack.cluster.pods import create_pod, set_running, terminate
 from localstack.eventing.apisource import apiserver_record

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from functions.client import Answer, post, send
+from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.gateway import Gateway
@@ -21,7 +23,6 @@ from functions.handlers import phase as phase_handler
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.phase import find_owner, parse_trainjob
 from functions.settings import Settings
-from functions.transport import Answer, post, send, to_envelope
 from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
@@ -105,7 +106,7 @@ def test_trace_context_is_carried_over(phase: ServedFunction) -> None:
 
 
 def test_w3c_traceparent_header_is_carried_over(phase: ServedFunction) -> None:
-    from functions.transport import encode
+    from functions.codec import encode
 
     headers, body = encode(load_sample("trainjob-resource-add"))
     answer = post(phase.url, {**headers, "traceparent": TRACEPARENT}, body)

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from functions.client import send
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
-from functions.transport import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.observability.prometheus import LocalPrometheus, print_summary, rule_groups

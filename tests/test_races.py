@@ -20,14 +20,16 @@ import pytest
 
 from events.envelope import InvalidEvent
 from functions.apply import apply
+from functions.client import send
+from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.handlers import launch, restart, status, timeout
 from functions.plan import Outcome, Plan
 from functions.resources import TRAINJOBS
+from functions.server import answer_for
 from functions.settings import Settings
-from functions.transport import answer_for, send, to_envelope
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from tests.support.world import Record, World, phase_record
@@ -78,7 +80,7 @@ def racing(cluster: LocalCluster, function: str, race: Callable[[], None], at: s
 
 
 def answer(handle: Handle, record: Record, ctx: Context, raced: bool = True) -> tuple[int, str]:
-    """The HTTP answer the transport gives to what the handler did (its status and reason); `raced`:
+    """The HTTP answer the server gives to what the handler did (its status and reason); `raced`:
     the race must have run (the handler came to write)."""
     try:
         outcome = handle(to_envelope(record), ctx)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from functions.client import send
 from functions.errors import CrefnError, Forbidden, NotFound
 from functions.gateway import Gateway
 from functions.resources import (
@@ -29,7 +30,6 @@ from functions.resources import (
     cre_goodput,
     cre_jobs,
 )
-from functions.transport import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import NAMESPACE as SA_NAMESPACE

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from events.envelope import parse_phase_event
+from functions.client import send
+from functions.codec import to_envelope
 from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
@@ -30,7 +32,6 @@ from functions.rules.restart import (
     verdict_write,
 )
 from functions.settings import Settings
-from functions.transport import send, to_envelope
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import JOBS, World, make_world, phase_record
@@ -318,11 +319,11 @@ def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_g
         namespace: str) -> None:
     """The restart's plan cut after its first write (a crash): the Job is never committed without its grace."""
     from functions.apply import apply
+    from functions.codec import to_envelope
     from functions.context import Context
     from functions.handlers import restart
     from functions.plan import Plan, WriteStatus
     from functions.settings import Settings
-    from functions.transport import to_envelope
 
     w = world()
     w.create_job(max_restarts=1)
@@ -367,11 +368,11 @@ def test_a_restart_resets_the_goodputs_stall_state_after_its_commit(world: Calla
 
 def test_the_reset_is_the_restarts_last_step(cluster: LocalCluster, world: Callable[..., World]) -> None:
     """After the commit and the delete, so that nothing it meets holds the restart back; unlocked."""
+    from functions.codec import to_envelope
     from functions.context import Context
     from functions.handlers import restart
     from functions.plan import Annotate, Delete, WriteStatus
     from functions.settings import Settings
-    from functions.transport import to_envelope
 
     w = world()
     w.create_job(max_restarts=1)

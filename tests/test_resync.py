@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from functions.client import send
+from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import Unavailable
 from functions.gateway import Gateway
 from functions.settings import Settings
-from functions.transport import send, to_envelope
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.world import JOBS, Relay, World, phase_record, ping
 
@@ -172,7 +173,7 @@ def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gatew
     """An event lost on the way to K_SINK must be sent again: the tick is retried (503), never 202."""
     from functions.handlers import resync
     from functions.resources import TRAINJOBS
-    from functions.transport import answer_for
+    from functions.server import answer_for
     from tests.support.helpers import closed_port
 
     in_step_job(gateway, namespace, "drifted")

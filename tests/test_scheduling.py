@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from functions.transport import send
+from functions.client import send
 from localstack.cluster.pods import UNSCHEDULABLE, bind, create_pod, set_running, set_unschedulable
 from tests.support.helpers import job_events
 from tests.support.world import World, phase_record

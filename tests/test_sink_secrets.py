@@ -24,11 +24,11 @@ from urllib.parse import quote
 import pytest
 
 from functions.alertsinks import configured_sinks
+from functions.client import Answer, Peer, post_json, send
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from functions.settings import DEFAULT_PAGERDUTY_URL, InvalidSettings, load_settings
-from functions.transport import Answer, Peer, post_json, send
 from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.eventing.apisource import apiserver_record
 from localstack.eventing.broker import Delivery, LocalBroker, Trigger

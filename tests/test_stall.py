@@ -14,12 +14,13 @@ import pytest
 
 from events.emitted import JobRef, WorkloadRef, WorkloadStalledData
 from events.types import Phase
+from functions.client import send
+from functions.codec import to_envelope
 from functions.resources import TRAINJOBS, cre_goodput
 from functions.rules.measurements import GoodputMeasurement
 from functions.rules.running import decide_running
 from functions.rules.stall import STARTUP_MESSAGE, TRAINING_MESSAGE, Stall, decide_stall
 from functions.rules.status import decide_status
-from functions.transport import send, to_envelope
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import NOW, cond, job, job_events, pod

@@ -11,13 +11,14 @@ import pytest
 from events.emitted import WorkloadPhaseData, WorkloadRef
 from events.envelope import parse_phase_event
 from events.types import Phase
+from functions.client import send
+from functions.codec import to_envelope
 from functions.errors import PermanentError
 from functions.plan import Plan, RecordEvent, WriteStatus
 from functions.resources import cre_jobs
 from functions.rules.adapter import PhaseResult
 from functions.rules.status import decide_status
 from functions.settings import Settings
-from functions.transport import send, to_envelope
 from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import phase_record
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from functions.transport import send
+from functions.client import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import create_pod, set_running
 from tests.support.helpers import job_events

@@ -15,7 +15,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from functions import tracing
-from functions.transport import Answer, post, send
+from functions.client import Answer, post, send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.helpers import Receiver

@@ -15,6 +15,7 @@ import pytest
 from events.emitted import ConditionSummary, JobCheckData, JobConditionChangedData, JobRef
 from events.envelope import Envelope, to_outbound
 from events.types import EventType
+from functions.client import send
 from functions.handlers.validate import Observed, cre_bandwidth, decide
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import cre_goodput, cre_workloadruns
@@ -22,7 +23,6 @@ from functions.rules.cel import outcomes as outcomes_of
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.thresholds import measured_values, to_evaluate
 from functions.settings import Settings
-from functions.transport import send
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import NOW, cond, job, job_events
 from tests.support.world import World

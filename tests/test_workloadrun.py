@@ -119,7 +119,7 @@ def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Calla
 
 def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str]], gateway: Gateway,
                                           namespace: str) -> None:
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
@@ -138,7 +138,7 @@ def test_redelivery_creates_nothing_twice(functions: Callable[..., dict[str, str
 
 def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[..., dict[str, str]],
                                                            gateway: Gateway, namespace: str) -> None:
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
 
     gateway.create(TRAINING_RUNTIMES, namespace, {"apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -165,7 +165,7 @@ def run_condition(gateway: Gateway, namespace: str, type_: str) -> tuple[str, st
 def test_a_deleted_job_is_a_verdict_never_a_trigger(functions: Callable[..., dict[str, str]], gateway: Gateway,
                                                     namespace: str) -> None:
     """CRE marks the run WorkflowDeleted; the project never creates the Job again, whatever arrives."""
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
@@ -187,7 +187,7 @@ def test_a_deleted_job_is_a_verdict_never_a_trigger(functions: Callable[..., dic
 
 def test_a_job_delete_event_fails_its_run(functions: Callable[..., dict[str, str]], gateway: Gateway,
                                           namespace: str) -> None:
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
@@ -214,7 +214,7 @@ def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str,
                                        gateway: Gateway, namespace: str) -> None:
     from events.emitted import ConditionSummary, JobConditionChangedData, JobRef
     from events.envelope import to_outbound
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
 
     urls = functions()
@@ -235,7 +235,7 @@ def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str,
 def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callable[..., dict[str, str]],
                                                                gateway: Gateway, namespace: str,
                                                                tmp_path: Path) -> None:
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
     from tests.support.webhook import DenyingWebhook
 
@@ -263,7 +263,7 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     (`dev.crefn.job.validation`) is mirrored like a condition change."""
     from events.emitted import ConditionSummary, JobConditionChangedData, JobRef, JobValidationData
     from events.envelope import to_outbound
-    from functions.transport import send
+    from functions.client import send
     from localstack.eventing.apisource import apiserver_record
 
     urls = functions()

@@ -218,7 +218,7 @@ def on_node(env: Envelope, ctx: Context) -> Outcome:
 
 
 def answered(outcome: Outcome) -> Outcome:
-    """The reason of an answer with an event is logged here (the transport logs only the reply's type)."""
+    """The reason of an answer with an event is logged here (the server logs only the reply's type)."""
     if outcome.reply is not None and outcome.reason:
         log.info(tracing.log_line({"function": FUNCTION, "replied": outcome.reply.type, "reason": outcome.reason}))
     return outcome

@@ -35,6 +35,7 @@ from events.objects import TrainJobSpec
 from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType, EventType
 from functions import tracing
 from functions.apply import run
+from functions.client import deliver
 from functions.context import Context
 from functions.errors import CrefnError, NotYet, PermanentError, Unavailable
 from functions.plan import Outcome, Plan, nothing
@@ -49,7 +50,6 @@ from functions.rules.launch import LaunchObserved, creates, decide_launch, why_n
 from functions.rules.phase import parse_trainjob, phase_event
 from functions.rules.status import in_step
 from functions.settings import Settings
-from functions.transport import deliver
 
 FUNCTION = "resync"
 ACCEPTS = frozenset({ApiServerType.PING.value})

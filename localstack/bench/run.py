@@ -34,9 +34,10 @@ from typing import Any
 
 from events.objects import TrainJob
 from functions.celbudget import CelBudget
+from functions.client import send
+from functions.codec import encode
 from functions.rules.adapter import decide_phase
 from functions.rules.cel import outcomes
-from functions.transport import encode, send
 from localstack.bench.stack import lifecycle_figures, process_tree
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
@@ -156,12 +157,12 @@ def cel_figures(rows: list[dict[str, Any]]) -> None:
 
 
 def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
+    from functions.codec import to_envelope
     from functions.context import Context
     from functions.gateway import Gateway
     from functions.handlers import resync
     from functions.resources import NAMESPACES, cre_jobs
     from functions.settings import Settings
-    from functions.transport import to_envelope
     from localstack.cluster.apiserver import LocalCluster
 
     class Counting(Gateway):

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from functions.client import Answer, send
 from functions.deadletters import event_server, recorder
 from functions.errors import Unavailable
 from functions.replay import read_recording
-from functions.transport import Answer, send
 from localstack.eventing.chaos import Chaos, Fate, Fates
 
 Record = dict[str, Any]

@@ -47,12 +47,12 @@ from pathlib import Path
 from typing import Any, Self, TextIO
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
+from functions.client import send
 from functions.errors import AlreadyExists, CrefnError
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.rules.conditions import true_exclusive
-from functions.transport import send
 from localstack.eventing.chaos import Chaos, ChaosError
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline

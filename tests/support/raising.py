@@ -1,5 +1,5 @@
 """A functions-framework source for the answers table: the target `raising` answers through the real
-transport with a handler that raises the error class named by the event's `raise` extension (or
+server with a handler that raises the error class named by the event's `raise` extension (or
 replies, or answers 202, when told so)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import functions_framework
 
 from events.emitted import JobRef, WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, to_outbound
-from functions import errors, transport
+from functions import errors, server
 from functions.plan import Outcome
 
 KINDS: dict[str, type[Exception]] = {
@@ -33,4 +33,4 @@ def handler(env: Envelope) -> Outcome:
 
 @functions_framework.http
 def raising(request: Any) -> Any:
-    return transport.respond(request, handler, "raising")
+    return server.respond(request, handler, "raising")

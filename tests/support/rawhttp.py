@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from functions.transport import encode
+from functions.codec import encode
 from localstack.samples import load_sample
 
 

@@ -24,10 +24,11 @@ from typing import Any
 
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, Phase
+from functions.client import send
+from functions.codec import decode
 from functions.gateway import Gateway
 from functions.resources import PODS, TRAINJOBS, Resource, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
-from functions.transport import decode, send
 from localstack.cluster.kubelet import StandInKubelet
 from localstack.eventing.apisource import PollingSource, WatchSource, apiserver_record
 from localstack.eventing.broker import DeliveryAttempt, LocalBroker, Trigger, triggers_from_manifests
