@@ -25,9 +25,11 @@ kube-apiserver: deps
 run: venv kube-apiserver
 	@$(PY) -m functions.cli dev
 
-## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use).
+## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use), in TEST_WORKERS
+## processes (pytest-xdist), each with an API server of its own; the slowest tests are listed at the end.
+TEST_WORKERS ?= 2
 test: venv kube-apiserver
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 ## The inner loop: everything that needs no API server.
 test-fast: venv deps

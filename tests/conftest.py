@@ -5,7 +5,12 @@ shared by the session), every lifecycle function served as its own ServiceAccoun
 
 Markers: `kube` goes to every test that uses the session's API server (the `cluster` fixture,
 directly or through other fixtures) — tests that start one of their own carry it explicitly — so
-`pytest -m "not kube"` (`make test-fast`) needs none."""
+`pytest -m "not kube"` (`make test-fast`) needs none.
+
+In parallel (`make test`: `-n 2 --dist loadgroup`, pytest-xdist) each worker is a session of its own, so
+it starts its own API server, on ports of its own, and serves its own functions. Tests are handed out
+a module at a time, so that a module's fixtures start once; the `stack` tests, the longest, all go to
+one worker, first and one after the other, so that no two whole stacks share the two cores."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource, cre_jobs
-from localstack.apiserver import LocalCluster, free_port
+from localstack.apiserver import ClusterError, LocalCluster, free_port
 from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.inprocess import InProcessFunction
@@ -63,6 +68,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                         value.cache_clear()
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by `kube`, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
@@ -77,6 +83,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if apart:
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
+    if config.getoption("dist", "no") == "loadgroup":
+        group_for_workers(items)
+
+
+def group_for_workers(items: list[pytest.Item]) -> None:
+    """One xdist group per module, and one for every `stack` test, handed out first: a worker runs that
+    group's tests one after the other while the other works through the modules."""
+    for item in items:
+        stack = item.get_closest_marker("stack") is not None
+        item.add_marker(pytest.mark.xdist_group("stack" if stack else item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.get_closest_marker("stack") is None)  # stable: the rest keep their order
 
 
 @pytest.fixture(autouse=True)
@@ -101,10 +118,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield attached
         attached.stop()
         return
-    with LocalCluster(tmp_path_factory.mktemp("cluster"), users=FUNCTION_USERS,
-                      cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")) as c:
+    try:
+        started = start_cluster(tmp_path_factory.mktemp("cluster"))
+    except ClusterError:  # a port found free was taken before etcd or kube-apiserver bound it (by another
+        started = start_cluster(tmp_path_factory.mktemp("cluster"))  # worker's): once more, on new ports
+    with started as c:
         apply_rbac(c)
         yield c
+
+
+def start_cluster(work_dir: Path) -> LocalCluster:
+    return LocalCluster(work_dir, users=FUNCTION_USERS, cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")).start()
 
 
 def apply_rbac(cluster: LocalCluster) -> None:
