@@ -7,10 +7,11 @@ Markers: `kube` goes to every test that uses the session's API server (the `clus
 directly or through other fixtures) — tests that start one of their own carry it explicitly — so
 `pytest -m "not kube"` (`make test-fast`) needs none.
 
-In parallel (`make test`: `-n 2 --dist loadgroup`, pytest-xdist) each worker is a session of its own, so
-it starts its own API server, on ports of its own, and serves its own functions. Tests are handed out
-a module at a time, so that a module's fixtures start once; the `stack` tests, the longest, all go to
-one worker, first and one after the other, so that no two whole stacks share the two cores."""
+In parallel (`make test`: pytest-xdist's `-n 2 --dist loadgroup --no-loadscope-reorder`) each worker is a
+session of its own, so it starts its own API server, on ports of its own, and serves its own functions.
+Tests are handed out a module at a time, so that a module's fixtures start once; the `stack` tests, the
+longest, all go to one worker, first and one after the other, so that no two whole stacks share the two
+cores."""
 
 from __future__ import annotations
 
@@ -122,9 +123,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         started = start_cluster(tmp_path_factory.mktemp("cluster"))
     except ClusterError:  # a port found free was taken before etcd or kube-apiserver bound it (by another
         started = start_cluster(tmp_path_factory.mktemp("cluster"))  # worker's): once more, on new ports
-    with started as c:
-        apply_rbac(c)
-        yield c
+    try:
+        apply_rbac(started)
+        yield started
+    finally:
+        started.stop()
 
 
 def start_cluster(work_dir: Path) -> LocalCluster:
