@@ -25,13 +25,15 @@ kube-apiserver: deps
 run: venv kube-apiserver
 	@$(PY) -m functions.cli dev
 
-## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use).
+## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use), in TEST_WORKERS
+## processes (pytest-xdist), each with an API server of its own; the slowest tests are listed at the end.
+TEST_WORKERS ?= 2
 test: venv kube-apiserver
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
-## The inner loop: everything that needs no API server.
+## The inner loop: everything that needs no API server, in TEST_WORKERS processes as well.
 test-fast: venv deps
-	@$(PY) -m pytest -m "not kube" $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not kube" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).
 BENCH_JOBS ?= 1000

@@ -8,7 +8,13 @@ directly or through other fixtures) — tests that start one of their own carry 
 `pytest -m "not kube"` (`make test-fast`) needs none. `upstream` goes to every test that needs the
 upstream CRDs: those that ask for them (the `upstream_crds` fixture) and those on the session's API
 server, which loads them. Where none are found, such tests are skipped, all under one summary line —
-except in CI (`CI=true`), where the run fails at once."""
+except in CI (`CI=true`), where the run fails at once.
+
+In parallel (`make test`: pytest-xdist's `-n 2 --dist loadgroup --no-loadscope-reorder`) each worker is a
+session of its own, so it starts its own API server, on ports of its own, and serves its own functions.
+Tests are handed out a module at a time, so that a module's fixtures start once; the `stack` tests, the
+longest, all go to one worker, first and one after the other, so that no two whole stacks share the two
+cores."""
 
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ import pytest
 from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource, cre_jobs
-from localstack.cluster.apiserver import LocalCluster, default_crd_dir, free_port
+from localstack.cluster.apiserver import ClusterError, LocalCluster, default_crd_dir, free_port
 from localstack.manifests import render, service_account_user
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.inprocess import InProcessFunction
@@ -76,6 +82,7 @@ def upstream_found() -> bool:
     return UPSTREAM_CRDS.is_dir() and any(UPSTREAM_CRDS.rglob("*.yaml"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by `kube`, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
@@ -95,6 +102,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if apart:
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
+    if config.getoption("dist", "no") == "loadgroup":
+        group_for_workers(items)
+
+
+def group_for_workers(items: list[pytest.Item]) -> None:
+    """One xdist group per module, and one for every `stack` test, handed out first: a worker runs that
+    group's tests one after the other while the other works through the modules."""
+    for item in items:
+        stack = item.get_closest_marker("stack") is not None
+        item.add_marker(pytest.mark.xdist_group("stack" if stack else item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.get_closest_marker("stack") is None)  # stable: the rest keep their order
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -134,10 +152,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield attached
         attached.stop()
         return
-    with LocalCluster(tmp_path_factory.mktemp("cluster"), UPSTREAM_CRDS, users=FUNCTION_USERS,
-                      cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")) as c:
-        apply_rbac(c)
-        yield c
+    try:
+        started = start_cluster(tmp_path_factory.mktemp("cluster"))
+    except ClusterError:  # a port found free was taken before etcd or kube-apiserver bound it (by another
+        started = start_cluster(tmp_path_factory.mktemp("cluster"))  # worker's): once more, on new ports
+    try:
+        apply_rbac(started)
+        yield started
+    finally:
+        started.stop()
+
+
+def start_cluster(work_dir: Path) -> LocalCluster:
+    return LocalCluster(work_dir, UPSTREAM_CRDS, users=FUNCTION_USERS,
+                         cre_groups=("nvcre.nvidia.com", "cre.nvidia.com")).start()
 
 
 def apply_rbac(cluster: LocalCluster) -> None:

@@ -29,6 +29,7 @@ from localstack.scenarios.demo import final_state
 JOBS = cre_jobs("nvcre.nvidia.com")
 
 
+@pytest.mark.stack
 def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gateway: Gateway,
                                                       tmp_path: Path) -> None:
     ns = f"demo-{uuid.uuid4().hex[:6]}"
@@ -66,6 +67,7 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert final_state(gateway.get(JOBS, into, "llama-pretrain") or {}) == ("Succeeded", "WorkloadCompleted", 1)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize(("scenario", "verdict"), [
     ("node-failure", "HardwareFailed True  HardwareFailureDetected Hardware failure detected on node(s): [gpu-node-1]"),
     ("stall", "Failed      True  WorkloadStalled    Workload stalled: no training step within the configured "
@@ -113,6 +115,7 @@ def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
 
 
 @pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.stack
 def test_in_a_clone_without_upstream_crds_the_demo_ends_as_expected(tmp_path: Path) -> None:
     """`make run` where nothing is beside the checkout: the stack installs the project's fallback CRDs and
     the whole demo (scheduling marker, restart, failure log) ends as it does on the upstream ones."""
@@ -167,6 +170,7 @@ def create_job(gw: Gateway, name: str) -> None:
 
 
 @pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.stack
 def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",

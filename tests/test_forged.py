@@ -235,6 +235,7 @@ def post(local: Local, records: list[Record]) -> list[tuple[str, str, int]]:
             if o.record["attributes"]["id"] in ids]
 
 
+@pytest.mark.stack
 def test_forged_events_about_a_running_managed_job_change_nothing_and_page_no_one(local: Local) -> None:
     job = running_job(local, "llm")
     trainjob = local.gw.get(TRAINJOBS, local.ns, "llm-workload") or {}
@@ -260,6 +261,7 @@ def test_forged_events_about_a_running_managed_job_change_nothing_and_page_no_on
     assert true == [("InProgress", "WorkloadRunning")]
 
 
+@pytest.mark.stack
 def test_forged_resolves_of_a_real_incident_resolve_nothing(local: Local) -> None:
     running_job(local, "eval")
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -297,6 +299,7 @@ def workloadrun(ns: str) -> dict[str, Any]:
                      "framework": {"exec": {"command": ["true"]}}}}
 
 
+@pytest.mark.stack
 def test_forged_deletes_of_a_workloadruns_job_fail_nothing(local: Local) -> None:
     local.gw.create(RUNS, local.ns, workloadrun(local.ns))
 
@@ -318,6 +321,7 @@ def test_forged_deletes_of_a_workloadruns_job_fail_nothing(local: Local) -> None
     assert true == ("InProgress", "WorkflowCreated")
 
 
+@pytest.mark.stack
 def test_an_oversized_event_is_refused_by_the_broker_unread_and_changes_nothing(local: Local) -> None:
     """A forged failure padded past the 4 MiB body limit: the Broker answers 413 before reading it,
     delivers it to no function and keeps it as no dead letter; nothing is written and no one paged."""

@@ -69,7 +69,8 @@ def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Pat
                                                                        tmp_path: Path) -> None:
     port = free_port()
     env = installed_env(site, FUNCTION_TARGET=target, PORT=str(port))
-    proc = subprocess.Popen(DOCKER_CMD, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(DOCKER_CMD, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)  # stopped with its gunicorn workers, as a group
     try:
         assert wait_for_port(port, alive=lambda: proc.poll() is None), "the CMD did not serve"
         sample = load_sample("trainjob-resource-update-complete")

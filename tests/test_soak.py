@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from localstack.scenarios import soak
 from localstack.scenarios.soak import OUTCOMES, check
 
@@ -63,6 +65,8 @@ def test_creates_are_counted_by_uid_from_the_audit_log_and_the_watch() -> None:
     assert counted == Counter({"a-workload": 2, "b-workload": 1})
 
 
+@pytest.mark.kube  # the soak starts an API server of its own
+@pytest.mark.stack
 def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
     out = io.StringIO()
     code = soak.run(jobs=10, seed=2, kill_every=3.0, timeout=300, out=out, out_dir=tmp_path)
