@@ -40,7 +40,7 @@ from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until
 from tests.support.helpers import Receiver
-from tests.support.rawhttp import raw
+from tests.support.rawhttp import ce_head, raw
 from tests.support.world import GROUP, JOBS, Record, phase_record
 
 WRITES = re.compile(r'^crefn_kube_requests_total\{.*verb="(create|patch|update|delete)".*\} (\d+)', re.M)
@@ -329,10 +329,9 @@ def test_an_oversized_event_is_refused_by_the_broker_unread_and_changes_nothing(
     record = forged_failure(local.ns, "big")
     record["data"]["new"]["message"] = "x" * (4 * 1024 * 1024)
     headers, body = encode(record)
-    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     before = snapshot(local, {"job": (JOBS, "big")})
     port = int(local.stack.broker.url.rstrip("/").rsplit(":", 1)[1])
-    status, text = raw(port, f"POST / HTTP/1.1\r\nhost: x\r\n{head}content-length: {len(body)}\r\n\r\n".encode(),
+    status, text = raw(port, ce_head(len(body), headers=headers),
                        [body[i:i + 65536] for i in range(0, len(body), 65536)])
     assert (status, text) == (413, f"request body of {len(body)} bytes is over the limit of 4194304 bytes\n".encode())
     settle(local)

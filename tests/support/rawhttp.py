@@ -44,10 +44,11 @@ def raw(port: int, head: bytes, chunks: Iterable[bytes] = (), timeout: float = 3
         return answer.status, answer.read()
 
 
-def ce_head(length: int | None, extra: str = "") -> bytes:
-    """The head of a binary-mode CloudEvent POST, with a `content-length` (or chunked, for None) and
-    `extra` header lines."""
-    headers, _ = encode(load_sample("trainjob-resource-update-failed"))
+def ce_head(length: int | None, extra: str = "", headers: dict[str, str] | None = None) -> bytes:
+    """The head of a binary-mode CloudEvent POST (a sample's headers, or `headers`), with a
+    `content-length` (or chunked, for None) and `extra` header lines."""
+    if headers is None:
+        headers, _ = encode(load_sample("trainjob-resource-update-failed"))
     lines = [f"{k}: {v}" for k, v in headers.items()]
     lines.append(f"content-length: {length}" if length is not None else "transfer-encoding: chunked")
     return ("POST / HTTP/1.1\r\nhost: x\r\n" + "\r\n".join(lines) + extra + "\r\n\r\n").encode()
