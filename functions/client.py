@@ -21,12 +21,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from events.envelope import Outbound
 from functions.codec import Record, decode, encode, one_line
+from functions.credentials import CredentialFileError, read_credential
 from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable
 
 RETRIED = frozenset({404, 408, 409, 429, 500, 502, 503, 504})
@@ -103,20 +103,14 @@ def send(url: str, event: Record | Outbound, structured: bool = False, timeout: 
 
 def bearer(token_file: str | None) -> dict[str, str]:
     """The `Authorization` header of the OIDC token in `token_file`, read now (a projected token is rotated
-    by the kubelet), or none without a file. TemporaryError, naming the file and never its content, when
-    it cannot be read or holds no token (one line of visible ASCII)."""
+    by the kubelet), or none without a file. TemporaryError (503), naming the file and never its content,
+    when it cannot be read or holds no credential."""
     if not token_file:
         return {}
     try:
-        raw = Path(token_file).read_bytes()
-    except OSError as e:
-        raise TemporaryError(f"OIDC token file {token_file} cannot be read: {e.strerror or type(e).__name__}") \
-            from e
-    token = raw.strip()
-    if not token or not all(0x21 <= b <= 0x7E for b in token):
-        raise TemporaryError(f"OIDC token file {token_file} holds no token (want one line of visible ASCII, "
-                             f"got {len(raw)} bytes)")
-    return {"authorization": f"Bearer {token.decode()}"}
+        return {"authorization": f"Bearer {read_credential(token_file)}"}
+    except CredentialFileError as e:
+        raise TemporaryError(f"OIDC token file {e}") from None
 
 
 def error_for(what: str, answer: Answer) -> CrefnError:
@@ -221,13 +215,9 @@ class Peer:
     def _read(self, path: str, what: str) -> str:
         """A credential from its file, read now; Unavailable naming the file, never its content."""
         try:
-            text = Path(path).read_text(errors="replace").strip()
-        except OSError as e:
-            raise Unavailable(f"{self.name}: its {what} file {path} cannot be read "
-                              f"({e.strerror or type(e).__name__})") from None
-        if not text:
-            raise Unavailable(f"{self.name}: its {what} file {path} is empty")
-        return text
+            return read_credential(path)
+        except CredentialFileError as e:
+            raise Unavailable(f"{self.name}: its {what} file {e}") from None
 
     def _secret_texts(self, parts: SplitResult, said: list[str]) -> list[str]:
         path = parts.path if parts.path not in ("", "/") else ""

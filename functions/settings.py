@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from functions.credentials import read_credential, visible_ascii
 from functions.durations import parse_go_duration
 
 DEFAULT_PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
@@ -149,16 +150,15 @@ class Settings(BaseSettings):
         if not isinstance(value, str | Path) or not str(value).strip():
             return None if isinstance(value, str) else value
         path = Path(str(value).strip())
+        if info.field_name != "alertmanager_ca_file":
+            read_credential(path)  # a CredentialFileError is a ValueError: pydantic names the setting
+            return path
         try:
-            content = path.read_bytes()
-            if info.field_name == "alertmanager_ca_file":
-                ssl.create_default_context(cafile=str(path))
+            ssl.create_default_context(cafile=str(path))
         except ssl.SSLError:  # an OSError too
             raise ValueError(f"{path} holds no PEM certificate") from None
         except OSError as e:
             raise ValueError(f"{path} cannot be read ({e.strerror or type(e).__name__})") from None
-        if info.field_name != "alertmanager_ca_file" and not visible_ascii(content.decode("latin-1").strip()):
-            raise ValueError(f"{path} holds no credential (one line of visible ASCII)")
         return path
 
     @model_validator(mode="after")
@@ -204,11 +204,6 @@ def _text(value: object) -> str | None:
     if isinstance(value, SecretStr):
         value = value.get_secret_value()
     return value.strip() if isinstance(value, str) else None
-
-
-def visible_ascii(text: str) -> bool:
-    """Whether `text` is non-empty visible ASCII (what a header's token may hold)."""
-    return bool(text) and all("!" <= c <= "~" for c in text)
 
 
 def check_url(url: str) -> None:

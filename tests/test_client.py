@@ -48,17 +48,17 @@ def test_a_peer_that_dies_mid_answer_is_unavailable() -> None:
 @pytest.mark.parametrize(("content", "expected"), [
     (None, {}),
     (b"header.payload.signature\n", {"authorization": "Bearer header.payload.signature"}),
-    (b"", "holds no token (want one line of visible ASCII, got 0 bytes)"),
-    (b"two words", "holds no token (want one line of visible ASCII, got 9 bytes)"),
-    (b"line\nbreak", "holds no token (want one line of visible ASCII, got 10 bytes)"),
-    (b"\xff\xfe", "holds no token (want one line of visible ASCII, got 2 bytes)"),
-    ("directory", "cannot be read: Is a directory"),
-    ("missing", "cannot be read: No such file or directory"),
+    (b"", "holds no credential (one line of visible ASCII, got 0 bytes)"),
+    (b"two words", "holds no credential (one line of visible ASCII, got 9 bytes)"),
+    (b"line\nbreak", "holds no credential (one line of visible ASCII, got 10 bytes)"),
+    (b"\xff\xfe", "holds no credential (one line of visible ASCII, got 2 bytes)"),
+    ("directory", "cannot be read (Is a directory)"),
+    ("missing", "cannot be read (No such file or directory)"),
 ], ids=["no-file", "token", "empty", "space", "two-lines", "not-ascii", "directory", "missing"])
 def test_a_token_file_is_a_bearer_header_or_a_temporary_error(content: bytes | str | None, expected: Any,
                                                               tmp_path: Path) -> None:
     """`bearer()`: the header of the token read now, none without a file; a file that cannot be read or
-    holds no token is a TemporaryError (503) naming the file and never what it holds."""
+    holds no credential is a TemporaryError (503) naming the file and never what it holds."""
     from functions.client import bearer
     from functions.errors import TemporaryError
     from functions.server import answer_for

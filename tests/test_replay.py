@@ -140,5 +140,5 @@ def test_replay_sends_the_token_file_as_bearer_and_nothing_when_it_cannot_be_rea
     assert [h.get("authorization") for _, h, _ in sink.requests] == [
         None, None, "Bearer replay.token.value", "Bearer replay.token.value"]
     assert (missing.returncode, missing.stdout) == (2, "")  # said once, nothing sent
-    assert missing.stderr == f"cre-fn replay: OIDC token file {absent} cannot be read: No such file or directory\n"
+    assert missing.stderr == f"cre-fn replay: OIDC token file {absent} cannot be read (No such file or directory)\n"
     assert "replay.token.value" not in with_token.stdout + with_token.stderr

@@ -233,8 +233,8 @@ def test_a_tick_posts_with_the_oidc_token_read_at_each_send(serve: Callable[...,
     finally:
         sink.close()
         shutil.rmtree(folder)
-    assert gone.status == 503 and f"OIDC token file {token} cannot be read: No such file or directory" in gone.text
-    assert unreadable.status == 503 and f"OIDC token file {token} cannot be read: Is a directory" in unreadable.text
+    assert gone.status == 503 and f"OIDC token file {token} cannot be read (No such file or directory)" in gone.text
+    assert unreadable.status == 503 and f"OIDC token file {token} cannot be read (Is a directory)" in unreadable.text
     logged = resync.log_path.read_text() if resync.log_path and resync.log_path.exists() else ""
     assert "cannot be read" in logged or not logged
     assert "token.value" not in logged + gone.text + unreadable.text

@@ -112,7 +112,7 @@ REFUSED = {
         "CREFN_ALERTMANAGER_BEARER_TOKEN_FILE: {missing} cannot be read (No such file or directory)"),
     "an empty password file": (
         {**AM, "CREFN_ALERTMANAGER_USERNAME": "crefn", "CREFN_ALERTMANAGER_PASSWORD_FILE": "{empty}"},
-        "CREFN_ALERTMANAGER_PASSWORD_FILE: {empty} holds no credential (one line of visible ASCII)"),
+        "CREFN_ALERTMANAGER_PASSWORD_FILE: {empty} holds no credential (one line of visible ASCII, got 1 bytes)"),
 }
 
 
