@@ -31,9 +31,9 @@ TEST_WORKERS ?= 2
 test: venv kube-apiserver
 	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
-## The inner loop: everything that needs no API server, in TEST_WORKERS processes as well.
+## The inner loop: the unit tests and tables, which need no API server and start no program of their own.
 test-fast: venv deps
-	@$(PY) -m pytest -m "not kube" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not kube and not process" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).
 BENCH_JOBS ?= 1000

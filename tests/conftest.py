@@ -5,9 +5,10 @@ shared by the session), every lifecycle function served as its own ServiceAccoun
 
 Markers: `kube` goes to every test that uses the session's API server (the `cluster` fixture,
 directly or through other fixtures) — tests that start one of their own carry it explicitly — so
-`pytest -m "not kube"` (`make test-fast`) needs none. `upstream` goes to every test that needs the
-upstream CRDs: those that ask for them (the `upstream_crds` fixture) and those on the session's API
-server, which loads them. Where none are found, such tests are skipped, all under one summary line —
+`pytest -m "not kube"` needs none. `process` goes to every test that serves functions or the
+recorder (others that start a program carry it explicitly); `make test-fast` leaves out both.
+`upstream` goes to every test that needs the upstream CRDs: those that ask for them (the
+`upstream_crds` fixture) and those on the session's API server, which loads them. Where none are found, such tests are skipped, all under one summary line —
 except in CI (`CI=true`), where the run fails at once.
 
 In parallel (`make test`: pytest-xdist's `-n 2 --dist loadgroup --no-loadscope-reorder`) each worker is a
@@ -50,6 +51,8 @@ SHARED_CLUSTER = os.environ.get("CREFN_TEST_CLUSTER", "")  # read before `hermet
 IN_PROCESS_ONLY = bool(os.environ.get("CREFN_TEST_IN_PROCESS"))
 UPSTREAM_CRDS = default_crd_dir()  # read before `hermetic_env` clears CREFN_*
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
+PROCESS_FIXTURES = frozenset({"serve", "recorder"})
+"""Fixtures that start programs of their own: a test using one, directly or through others, is marked `process`."""
 NO_UPSTREAM = (f"the upstream CRDs: {UPSTREAM_CRDS} holds none (put them in ../shared/upstream beside the checkout, "
                "or set CREFN_UPSTREAM_CRDS)")
 
@@ -90,6 +93,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.kube)
         if {"cluster", "upstream_crds"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.upstream)
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.process)
     if IN_CI and not upstream_found() and any(item.get_closest_marker("upstream") for item in items):
         needing = sum(bool(item.get_closest_marker("upstream")) for item in items)
         raise pytest.UsageError(f"CI: {needing} tests need {NO_UPSTREAM}")

@@ -76,6 +76,7 @@ def test_record_appends_binary_and_structured_events(recorder: tuple[str, Path])
             k: v for k, v in sample["attributes"].items() if k != "id"}
 
 
+@pytest.mark.process
 def test_a_202_means_the_line_is_in_the_file_and_the_log_has_it_too(tmp_path: Path) -> None:
     file = tmp_path / "volume" / "dead-letters.jsonl"
     file.parent.mkdir()
@@ -98,6 +99,7 @@ def metrics_of(url: str) -> str:
         return str(r.read().decode())
 
 
+@pytest.mark.process
 def test_a_file_that_cannot_be_written_answers_503_and_the_retry_is_recorded(tmp_path: Path) -> None:
     missing = tmp_path / "not-mounted-yet" / "dead-letters.jsonl"
     with record(tmp_path, "--file", str(missing), "--out", "-") as served:
@@ -115,12 +117,14 @@ def test_a_file_that_cannot_be_written_answers_503_and_the_retry_is_recorded(tmp
     assert f'crefn_dead_letters_file_bytes{{path="{missing}"}} {float(missing.stat().st_size)}' in exposed
 
 
+@pytest.mark.process
 def test_a_full_disk_answers_503_and_leaves_no_partial_line(tmp_path: Path) -> None:
     with record(tmp_path, "--file", "/dev/full", "--out", "") as served:  # every write: ENOSPC
         answer = send(served.url, DEAD)
     assert answer.status == 503 and "cannot write /dev/full: No space left on device" in answer.text
 
 
+@pytest.mark.process
 def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path: Path) -> None:
     journal = tmp_path / "dead-letters.jsonl"
     torn = '{"attributes": {"id": "to'  # a crash mid-write
@@ -148,6 +152,7 @@ BIG = 50 * 1024 * 1024
 MIB = b"x" * (1024 * 1024)
 
 
+@pytest.mark.process
 def test_a_body_over_the_limit_is_413_unread_and_the_recorder_keeps_its_memory(tmp_path: Path) -> None:
     """The functions' limits: 50 MB announced or chunked is refused with its one line before it is read,
     the served process (gunicorn's arbiter and worker) grows by far less than that, a flood of headers
@@ -244,6 +249,7 @@ def test_only_a_whole_pod_is_redacted(data: Any, kept: Any, redacted: bool) -> N
     assert redact(record) == expected
 
 
+@pytest.mark.process
 def test_a_pod_is_redacted_in_the_file_and_in_the_stream(tmp_path: Path) -> None:
     file = tmp_path / "dead-letters.jsonl"
     with record(tmp_path, "--file", str(file), "--out", "-") as served:
@@ -268,6 +274,7 @@ def ids(path: Path) -> list[str]:
     return [json.loads(x)["attributes"]["id"] for x in path.read_text().splitlines()]
 
 
+@pytest.mark.process
 def test_the_file_rotates_at_its_cap_and_the_oldest_past_keep_is_dropped_and_counted(tmp_path: Path) -> None:
     """Two lines fit under the cap: the third rotates the file to `.1`, the fifth drops that `.1` (with
     --keep 1) and says so, counted. No file ever passes the cap; the stream has every dead letter; the
@@ -312,6 +319,7 @@ def test_with_keep_0_a_full_file_is_dropped_whole_and_reported(tmp_path: Path) -
                       "rotated files kept, with its 2 lines (92 bytes)"]
 
 
+@pytest.mark.process
 def test_data_that_is_not_json_is_kept_as_a_cloudevent_with_data_base64_and_replays(tmp_path: Path) -> None:
     file = tmp_path / "dead-letters.jsonl"
     body = b"\xff\x00 not JSON"

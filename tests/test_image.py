@@ -20,6 +20,8 @@ from localstack.cluster.apiserver import free_port, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 
+pytestmark = pytest.mark.process  # a wheel is built and installed, its programs run
+
 REPO = Path(__file__).parents[1]
 
 

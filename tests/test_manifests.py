@@ -71,6 +71,7 @@ def by_name(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in of_kind(docs, kind)}
 
 
+@pytest.mark.process
 def test_yamllint() -> None:
     config = "{extends: default, rules: {line-length: {max: 120}, document-start: disable, comments: {min-spaces-from-content: 1}, indentation: {indent-sequences: whatever}}}"  # noqa: E501
     result = subprocess.run([sys.executable, "-m", "yamllint", "-f", "parsable", "-d", config, str(KNATIVE)],
@@ -85,6 +86,7 @@ def validate_core(canonical: str) -> None:
     kubernetes_validate.validate(json.loads(canonical), "1.37.0", strict=True)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_renders_and_every_object_is_valid(overlay: str, upstream_crds: Path) -> None:
     docs = RENDERED[overlay]

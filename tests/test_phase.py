@@ -261,6 +261,7 @@ def test_random_bytes_never_crash(phase: ServedFunction, body: bytes, content_ty
     assert answer.status in (200, 202, 400), (answer.status, answer.text)
 
 
+@pytest.mark.process
 def test_cre_fn_serve_phase() -> None:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "serve", "phase", "--host", "127.0.0.1",

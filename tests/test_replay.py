@@ -10,9 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from functions.replay import arrange
 from localstack.cluster.apiserver import free_port
 from localstack.samples import load_sample
+
+pytestmark = pytest.mark.process  # every test runs `cre-fn` as a program
 
 EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
                         "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}

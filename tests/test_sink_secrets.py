@@ -145,6 +145,7 @@ def test_sink_secrets_are_trimmed_and_shown_nowhere(monkeypatch: pytest.MonkeyPa
     assert "SECRET" not in shown and "hooks.slack.com" not in shown and "events.pagerduty.com" not in shown
 
 
+@pytest.mark.process
 @pytest.mark.own_process
 def test_the_alert_function_refuses_to_start_on_a_slack_url_without_its_scheme() -> None:
     env = {**os.environ, "CREFN_SLACK_WEBHOOK_URL": "hooks.slack.com" + SLACK_PATH}

@@ -74,6 +74,7 @@ def test_log_lines_carry_the_trace_id_of_the_request_being_served() -> None:
     assert json.loads(tracing.log_line({"a": 1}))["trace_id"] == ""
 
 
+@pytest.mark.process
 def test_without_an_endpoint_the_sdk_is_never_imported() -> None:
     code = ("import sys, functions.main, functions.tracing as t\n"
             "span = t.begin('', '', 'phase'); t.end(span, {'a': 1})\n"

@@ -174,6 +174,7 @@ def test_a_queue_name_of_63_characters_is_a_label_value() -> None:
     assert job["spec"]["workloadMetadata"]["labels"]["kai.scheduler/queue"] == queue
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("r", "message"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
 def test_invalid_specs_name_the_field(r: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidSpec) as err:
@@ -186,6 +187,7 @@ def cre_fn(*args: str) -> subprocess.CompletedProcess[str]:
                           check=False, timeout=60)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_cre_fn_render_prints_the_objects(sample: Path) -> None:
     result = cre_fn("render", str(sample))
@@ -195,6 +197,7 @@ def test_cre_fn_render_prints_the_objects(sample: Path) -> None:
     assert {o["kind"] for o in objs} >= {"TrainingRuntime", "Job"}
 
 
+@pytest.mark.process
 def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(with_spec(framework={"torch": {"script": "a.py", "module": "a"}})))
@@ -203,6 +206,7 @@ def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
     assert result.stderr.strip() == "cre-fn render: wr: spec.framework.torch: set exactly one of script or module"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Path) -> None:
     result = cre_fn("render", "--check", str(sample))
@@ -210,6 +214,7 @@ def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Pat
     assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
 
 
+@pytest.mark.process
 def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, upstream_crds: Path) -> None:
     run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
                     workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
