@@ -8,8 +8,9 @@ directly or through other fixtures) — tests that start one of their own carry 
 `pytest -m "not kube"` needs none. `process` goes to every test that serves functions or the
 recorder (others that start a program carry it explicitly); `make test-fast` leaves out both.
 `upstream` goes to every test that needs the upstream CRDs: those that ask for them (the
-`upstream_crds` fixture) and those on the session's API server, which loads them. Where none are found, such tests are skipped, all under one summary line —
-except in CI (`CI=true`), where the run fails at once.
+`upstream_crds` fixture) and those on the session's API server, which loads them. Where none are
+found, such tests are skipped, all under one summary line — except in CI (`CI=true`), where the run
+fails at once.
 
 In parallel (`make test`: pytest-xdist's `-n 2 --dist loadgroup --no-loadscope-reorder`) each worker is a
 session of its own, so it starts its own API server, on ports of its own, and serves its own functions.
