@@ -1,19 +1,13 @@
-"""Alert sinks (SPEC §8): Alertmanager v2, Slack incoming webhook, PagerDuty Events v2, and any
-CloudEvents HTTP sink. One adapter each; all of them are tried for every batch of alerts.
+"""Alert sinks (SPEC §8): Alertmanager v2, Slack incoming webhook, PagerDuty Events v2 and any CloudEvents HTTP
+sink, one adapter each; `notify` tries every sink that has an alert to take, even when another fails.
 
-Facts relied on: Alertmanager takes `POST /api/v2/alerts` with a JSON array of `{labels, annotations,
-startsAt, endsAt}` and identifies an alert by its labels; a resolve is the same labels with `endsAt`
-now. PagerDuty Events v2 takes `{routing_key, event_action: trigger|resolve, dedup_key, payload}` and
-answers 202; the dedup key `<namespace>/<job>/<alertname>` makes re-sends idempotent. Slack incoming
-webhooks take `{"text", "attachments"}` and answer 200 `ok`, or 429 with `Retry-After` when throttled.
-Duplicates: a redelivered event re-sends every alert; Alertmanager (labels) and PagerDuty (dedup
-key) absorb them, Slack shows the message again and the CloudEvents sink receives it again. A
-`Restated` alert (a Job update repeating a state) goes only where a repeat changes nothing (`meant_for`).
-Each batch sent to a sink is counted (`crefn_alert_deliveries_total`) by the sink's name and its
-result: delivered, refused, unavailable or throttled. A sink is a `Peer` (`functions.client`): its URL, the
-routing key and Alertmanager's credentials are secrets, and what goes wrong names the sink (`slack`,
-`alertmanager`), never its URL. `start()` shows how many sinks are configured
-(`crefn_alert_sinks_configured`) as soon as the function's settings are read.
+Facts relied on: Alertmanager takes `POST /api/v2/alerts`, a JSON array of `{labels, annotations, startsAt,
+endsAt}`, and identifies an alert by its labels (a resolve is the same labels with `endsAt`). PagerDuty Events
+v2 takes `{routing_key, event_action: trigger|resolve, dedup_key, payload}` and answers 202; the dedup key
+`<namespace>/<job>/<alertname>` makes re-sends idempotent. A Slack incoming webhook takes `{"text",
+"attachments"}` and answers 200 `ok`, or 429 with `Retry-After`. Hence a `Restated` alert goes only where a
+repeat changes nothing (`meant_for`). Each sink is a `Peer` (`functions.client`): errors name the sink, never
+its URL. The sinks' settings, duplicates, secrets and metrics: docs/operating.md#alerts.
 """
 
 from __future__ import annotations

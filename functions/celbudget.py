@@ -1,25 +1,14 @@
 """Tenant CEL under a time budget: a Job's `spec.nodeHealthMonitor.cel` and `spec.thresholds` expressions
-are compiled and evaluated in worker processes, each evaluation within `CREFN_CEL_BUDGET_SECONDS` (1 s).
+are compiled and evaluated in worker processes (`functions.celworker`), each evaluation within
+`CREFN_CEL_BUDGET_SECONDS` (1 s) of wall-clock time on the monotonic clock.
 
-Why processes: cel-expr-python evaluates in C++ holding the interpreter lock, and nothing can interrupt
-it. An expression within the CRD's 2048 characters (nested comprehensions concatenating a 150 KB Node
-annotation) runs for seconds, and while it runs no other thread of the function moves: not the other
-requests, not `GET /metrics`. A worker process can be killed: past the budget it is, and the expression
-gets the outcome `interrupted` (`operation interrupted: took longer than 1s`, cel-go's words for an
-evaluation cancelled by its context), which the rules treat as an invalid expression. A worker that
-ends by itself (a crash) interrupts the expression alike, once a fresh worker has ended on it too.
-
-The workers: at most `WORKERS`, started on first use (`python -m functions.celworker`, through pipes:
-no fork of the threaded server, no file written, so a read-only root filesystem and any uid do), kept
-while they answer in time. A request is one expression and its subjects (every Node of a Job, or one
-measured value); the worker answers with one outcome per subject as each is ready, so each evaluation
-has the whole budget, the first one including the compilation. The budget is wall-clock time on the
-monotonic clock, not the handlers' clock: it bounds real work, it is not a date in a decision.
-
-Cost (measured on the dev machine, `make bench`): an evaluation on a real-sized Node takes about 0.2 ms
-through a worker against 0.1 ms in-process (the Node is pickled through a pipe); a threshold, 40 µs
-against 7 µs. A worker starts in 25 ms idle, 100-300 ms on a loaded machine, and holds about 12 MB
-(PSS): a process per evaluation would cost a hundred times more, hence the long-lived ones.
+It relies on this: cel-expr-python evaluates holding the interpreter lock and cannot be interrupted, but a
+process can be killed. Past the budget the worker is, and the expression gets the outcome `interrupted`
+(`operation interrupted: took longer than 1s`, cel-go's words), which the rules treat as an invalid
+expression; a worker that ends by itself interrupts it alike, once a fresh worker has ended on it too. At
+most `WORKERS` workers, started on first use and kept while they answer in time; a request is one
+expression and its subjects, answered one outcome per subject, each within the whole budget.
+Why processes, and what they cost: docs/architecture.md#tenant-cel-under-a-time-budget.
 """
 
 from __future__ import annotations

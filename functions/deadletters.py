@@ -1,42 +1,14 @@
 """`cre-fn record`: an HTTP CloudEvents sink that keeps every event it receives as JSON lines.
 
 Deployed as the Broker's dead-letter sink (`crefn-dead-letters` in `knative/`): the Broker adds the
-`knativeerrorcode`/`knativeerrordest`/`knativeerrordata` extensions, kept as attributes. Also useful
-to capture production traffic.
-
-Served as the functions are: `cre-fn record` runs functions-framework (gunicorn, one worker) on the
-`record` target of `functions.main`, its flags passed as the `CREFN_RECORD_*` settings, and each
-request goes through `functions.server.receive`: binary and structured mode, the same limits
-(a body over `MAX_BODY_BYTES` is 413 before it is read, gunicorn's header limits), 400 to what is
-not a CloudEvent, one JSON log line and `crefn_events_total{function="dead-letters", type, answer}`
-per request, and `GET /metrics` with the process's metrics (the monitoring overlay's "dead letters"
-alert reads them). Each line is `{"attributes": ..., "data": ...}`, the format `cre-fn replay` reads;
-data that is not JSON is kept as the CloudEvent in its JSON format (`data_base64`), which it reads too.
-
-What is kept (`redact`): a Pod (the `crefn-pods` ApiServerSource sends whole ones) keeps only what an
-operator reads and `phase` acts on when it is replayed: apiVersion and kind, metadata name,
-namespace, uid, resourceVersion, creation and deletion time, labels and ownerReferences,
-spec.nodeName, and status phase, reason, message, startTime, conditions and each container's name,
-ready, restartCount, state and lastState (exit code, reason, termination message); its spec (env
-values, commands, volumes), annotations and managedFields are dropped, and the line says so
-(`"redacted"`). Every other kind is kept whole: the sources watch TrainJobs, CRE Jobs, WorkloadRuns,
-GoodputMeasurements and Nodes (never Secrets), objects users write and handlers read whole on replay.
-
-Two places, in this order: `--file` (a `functions.journal`, durable: the line is fsynced before the
-answer) and `--out` (a stream, stdout for log collectors). Answers 202 once both have the event, 503
-with a one-line reason when the file cannot be written (the Broker retries: nothing is lost). The
-file has a cap (`--max-bytes`): it rotates before a line would pass it, `--keep` rotated files are
-kept and the oldest beyond them is dropped, counted as `crefn_dead_letters_dropped_total` and
-`crefn_dead_letters_dropped_bytes_total` and logged; the stream still had every one of its lines.
-Rotating rather than refusing when full: a full recorder answering 503 would have the Broker drop the
-newest dead letters after its retries, unseen by us, and keep doing so until someone empties the
-volume; rotation keeps the newest, bounds the disk ((keep + 1) times max-bytes) and says what it dropped.
-A single record longer than the cap is refused (413). The current file's size is
-`crefn_dead_letters_file_bytes`.
-
-`event_server` serves a recorder, or any receiver of records, on a thread without functions-framework
-(the same codec, the same body limit): the local dev stack's Broker ingress and its dead-letter sink
-(`localstack.eventing.broker`).
+`knativeerrorcode`/`knativeerrordest`/`knativeerrordata` extensions, kept as attributes. Served as the
+functions are (functions-framework on the `record` target of `functions.main`, its flags passed as the
+`CREFN_RECORD_*` settings, each request through `functions.server.receive`, with the same limits). Each line
+is `{"attributes": ..., "data": ...}`, the format `cre-fn replay` reads (data that is not JSON: the CloudEvent
+in its JSON format, `data_base64`); a Pod is kept redacted (`redact`). Written to `--file` (a
+`functions.journal`: fsynced before the 202, 503 when it cannot be written, rotated at `--max-bytes`), then to
+`--out`. `event_server` serves a recorder without functions-framework (the local stack's Broker).
+What is kept, the file's cap and rotation, the metrics, replaying: docs/operating.md#dead-letters.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """What went wrong, as types: the retry API of SPEC §4.3 without its numbers.
 
 The gateway raises these from Kubernetes answers and the HTTP client from HTTP peers; handlers raise
-`PermanentError` for input that can never succeed and `NotYet` for a wait. Which HTTP answer each
-class becomes is one table in `functions.server` (`ANSWERS`), looked up by class.
-
-- `PermanentError`: bad input, wrong kind, a request the peer refuses for good (never retried).
-- `NotFound`: the object does not exist (callers decide what "gone" means; escaping, it is a 202).
-- `Conflict`: a stale resourceVersion or a failed precondition; `AlreadyExists` is one kind of it.
-- `Throttled`: the peer asked us to slow down.
-- `Unavailable`: the peer is down, unreachable or answered 5xx.
-- `NotYet`: nothing is wrong, it is too early (restart grace, an object still terminating).
-The last four are `TemporaryError`s: Knative retries them with backoff. One may know when to come
-back (`retry_after`, whole seconds: the end of a restart grace, a peer's own `Retry-After`); the
-answer then carries it as `Retry-After`.
+`PermanentError` for input that can never succeed and `NotYet` for a wait. Which HTTP answer each class
+becomes is one table in `functions.server` (`ANSWERS`), looked up by class: a `PermanentError` is never
+retried; a `TemporaryError` (`Conflict`, `Throttled`, `Unavailable`, `NotYet`) is retried by Knative with
+backoff, with `Retry-After` when its `retry_after` says when to come back; a `NotFound` that escapes a
+handler is a 202.
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ class CrefnError(Exception):
 
 
 class PermanentError(CrefnError):
-    """The event can never succeed."""
+    """The event can never succeed: bad input, a wrong kind, a request the peer refuses for good."""
 
 
 class TooLarge(PermanentError):
@@ -35,11 +28,12 @@ class TooLarge(PermanentError):
 
 
 class NotFound(CrefnError):
-    """The object does not exist."""
+    """The object does not exist (callers decide what "gone" means)."""
 
 
 class TemporaryError(CrefnError):
-    """The event may succeed later: `retry_after` seconds from now, when that is known (else None)."""
+    """The event may succeed later: `retry_after` seconds from now (whole seconds), when that is known, such
+    as the end of a restart grace or a peer's own `Retry-After` (else None)."""
 
     def __init__(self, message: str = "", retry_after: int | None = None) -> None:
         super().__init__(message)
@@ -47,7 +41,7 @@ class TemporaryError(CrefnError):
 
 
 class Conflict(TemporaryError):
-    """The object changed since it was read, or a precondition failed."""
+    """The object changed since it was read (a stale resourceVersion), or a precondition failed."""
 
 
 class AlreadyExists(Conflict):
@@ -70,4 +64,5 @@ class Forbidden(Unavailable):
 
 
 class NotYet(TemporaryError):
-    """Too early: the same event will succeed once time has passed."""
+    """Too early: nothing is wrong, and the same event will succeed once time has passed (a restart grace, an
+    object still terminating)."""

@@ -1,24 +1,14 @@
 """A JSON-lines file that survives: durable appends and a reader that tolerates a crash mid-write.
 
-Where it sits: `cre-fn record` (`functions.deadletters`) appends every dead letter with `append()`
-before it answers 202, and `cre-fn replay` (`functions.replay`) reads the file back with `read_lines()`.
-
-What it relies on (POSIX):
-- One writer. `append()` serialises its own threads with a lock; a second process writing the same
-  file is not supported (the deployed recorder is pinned to one pod on a ReadWriteOnce claim).
-- The file is opened for each append (`O_APPEND`, created when missing, its directory fsynced then),
-  so a file moved away by rotation is never written again: the next append creates a new one.
-- With a cap (`max_bytes`) the file never holds more: a line that would take it past the cap first
-  rotates it (`<file>` → `<file>.1` → ... → `<file>.<keep>`, renames, the directory fsynced), and the
-  file past `<file>.<keep>`, the oldest, is dropped: its lines and bytes are reported (`dropped`, and
-  a `warn` line), never lost unsaid. A line longer than the cap alone is refused (`TooLarge`). Rotated
-  files end with a whole line (a torn one is cut before the rotation), so `cat <file>.<keep> ...
-  <file>.1 <file>` is the whole recording, oldest first.
-- A line is durable when `os.fsync` returns; only then does the caller answer 202.
-- A failed write (disk full, read-only, I/O error) is cut back to where the file ended, so no
-  partial line stays behind, and raises `Unavailable` (503: the sender retries, nothing is lost).
-- A crash mid-write can still leave a torn last line (it was never acknowledged, so the sender
-  sends it again). The next `append()` cuts it off before writing, and `read_lines()` skips it.
+`cre-fn record` (`functions.deadletters`) appends every dead letter with `append()` before it answers 202, and
+`cre-fn replay` (`functions.replay`) reads the file back with `read_lines()`. Relied on (POSIX): one writer
+(its threads serialised by a lock; the deployed recorder is one pod on a ReadWriteOnce claim); a line is
+durable once `os.fsync` returns, a new name once its directory is fsynced; the file is opened for each append
+(`O_APPEND`), so a file moved away by rotation is never written again. A failed write is cut back and raises
+`Unavailable` (503); a torn last line a crash left is cut by the next append and skipped by `read_lines()`.
+With `max_bytes`, a line that would pass the cap first rotates the file (`<file>.1` ... `<file>.<keep>`), the
+oldest file past them dropped and reported (`dropped`); a line over the cap alone is `TooLarge`.
+What an operator sees of it: docs/operating.md#dead-letters.
 """
 
 from __future__ import annotations

@@ -2,23 +2,13 @@
 
     functions-framework --source functions/main.py --target phase
 
-Each target is a plain HTTP function; the server parses the CloudEvent and maps the outcome to
-Knative's retry API, and answers `GET /metrics` with the process's metrics. The `metrics` target
-handles no event: on `GET /metrics` it lists the managed Jobs (one paged LIST across namespaces) and
-answers with their state. The `record` target is the dead-letter recorder (`cre-fn record`,
-`functions.deadletters`): every CloudEvent kept, then 202. Settings and the Kubernetes connection
-are built once per process, on the first request, never at import time. Importing this module
-loads functions-framework and nothing else: functions-framework imports it in gunicorn's arbiter,
-before it forks the worker, so whatever is imported here would be held twice. The server, the
-settings and the target's own handler are imported by the worker on its first request, and only
-those: a process serving `phase` never loads the other handlers, nor the Kubernetes client, which
-only the gateway imports when a read needs it.
-
-The settings are checked once before that, when functions-framework looks the target up (in the
-arbiter, before it listens): settings that cannot be used (a sink URL without its scheme, a CA file
-that is not one) stop the process with one line naming the variable, never its value, so a revision
-with a bad Secret never becomes ready, instead of answering every event 500. This loads pydantic in
-the arbiter (about 12 MiB, shared with the worker it forks).
+Each target is a plain HTTP function; `functions.server` parses the CloudEvent, maps the outcome to Knative's
+retry API and answers `GET /metrics`. Two more targets handle no event of their own: `metrics` (on `GET
+/metrics`, the managed Jobs' state from one paged LIST) and `record` (the dead-letter recorder,
+`functions.deadletters`). Importing this module loads functions-framework and `functions.registry` only (it
+runs in gunicorn's arbiter, before the fork); the settings are checked there, when the target is looked up;
+the server, the settings and the target's handler are built on the worker's first request.
+What is loaded where, and why: docs/architecture.md#processes-what-each-one-loads.
 """
 
 from __future__ import annotations

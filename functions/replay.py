@@ -1,16 +1,12 @@
-"""`cre-fn replay FILE --to URL`: post a recording in order.
+"""`cre-fn replay FILE --to URL`: post a recording in order, each event with its recorded id.
 
-A recording is JSON lines, each either a record `{"attributes": {...}, "data": ...}` (what `cre-fn
-record`, the dead-letter sink and the local stack write) or a CloudEvent in the CloudEvents JSON
-format (`specversion`, `id`, `type`, ... and `data` or `data_base64` at the top level). Drills:
-`--rate` events per second; `--duplicate` sends every event twice with the same id (what a Knative
-redelivery looks like); `--shuffle-window K` shuffles events within consecutive windows of K
-(reordering, seeded, repeatable). Events keep their recorded ids; `--fresh-ids` gives each send a
-new one instead (as a source does for every change). `--token-file` sends the OIDC token in that file
-as `Authorization: Bearer` (a Broker behind an EventPolicy wants one), read again for every event. A
-torn last line (its writer stopped mid-write) is skipped with a warning. Prints a summary of the
-answers; exits 1 when any event was rejected (an answer that is neither accepted nor a transient
-409/429/503), 0 otherwise; exits 2 when the recording or the token file cannot be read.
+A recording is JSON lines, each a record `{"attributes": {...}, "data": ...}` (what `cre-fn record`, the
+dead-letter sink and the local stack write) or a CloudEvent in the CloudEvents JSON format (`specversion`,
+`id`, ... and `data` or `data_base64` at the top level); a torn last line is skipped with a warning. Prints a
+summary of the answers; exits 1 when any event was rejected (an answer that is neither accepted nor a
+transient 409/429/503), 2 when the recording or the token file cannot be read, 0 otherwise.
+The drills (`--rate`, `--duplicate`, `--shuffle-window`, `--fresh-ids`) and `--token-file`:
+docs/development.md#recording-and-replaying-events.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Settings (SPEC §10): one object, env prefix `CREFN_`, built once per process and passed down.
 
-`KUBECONFIG` is read here too (as `kubeconfig`), so the gateway never looks at the environment for it. The
-one other module of `functions/` that reads the environment is `functions/tracing.py`: whether to export
-spans (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) and the service name
-(`OTEL_SERVICE_NAME`, `K_SERVICE`), while the OpenTelemetry SDK it starts reads the other `OTEL_*` variables.
-`cre-fn record` (`functions/cli.py`) hands the environment, with its flags as `CREFN_RECORD_*`, to the server it
-starts; the CEL workers (`functions/celworker.py`) inherit it and read none of it.
-
-The alert sinks' URLs, the PagerDuty routing key and Alertmanager's credentials are secrets (`SecretStr`:
-their repr is `**********`), checked when the settings are built: a value that cannot be used fails with
-`load_settings()`'s one line naming the variable and what is wrong, never the value. Their files (a bearer
-token, a password, a CA bundle) must be readable then; the credentials are read again at each send.
+`KUBECONFIG` and `K_SINK` (or their `CREFN_` names) are read here too, so the gateway and `resync` never look
+at the environment for them. The rest of `functions/` reads the environment in one place, `functions.tracing`
+(`OTEL_*`, `K_SERVICE`); functions-framework, gunicorn and the Kubernetes client read their own variables.
+The alert sinks' URLs, the PagerDuty routing key and Alertmanager's credentials are secrets (`SecretStr`),
+and a value that cannot be used fails `load_settings()` with one line naming the variable, never the value.
+Every variable, and who else reads the environment: docs/operating.md#settings.
 """
 
 from __future__ import annotations

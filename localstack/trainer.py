@@ -1,18 +1,12 @@
-"""A Kubeflow Trainer stand-in for the local stack: moves TrainJobs the way the Trainer (and a queue
-such as Kueue, for suspend/resume) would, following a script per attempt.
+"""A Kubeflow Trainer stand-in for the local stack: moves TrainJobs the way the Trainer (and a queue such as
+Kueue, for suspend/resume) would, following a script per attempt.
 
-A script maps an attempt number (`crefn.dev/attempt`) to a list of actions applied in order, each once
-the event plane is quiet: `resume` (spec.suspend=false), `suspend`, `run` (jobs active, no terminal
-condition), `block` (the same TrainJob status as `run` — JobSet counts pending pods as active — while the
-scheduler cannot place the pods), `fail` (condition Failed/JobsFailed), `complete`
-(condition Complete/JobsCompleted), `delete` (someone deletes the TrainJob). `script_from_recording`
-recovers such a script from a recorded event log, which is how a recording is reproduced (a `block`
-shows there as `run`).
-
-Given the cluster's stand-in kubelet, an action also keeps the attempt's pods as JobSet, the scheduler
-and the kubelet would (`localstack.cluster.pods.apply_pods`: placed on `gpu-node-N`, their logs served), and
-writes them before the TrainJob, as a real TrainJob's status follows its pods. Without one, only the
-TrainJob changes.
+A script maps an attempt number (`crefn.dev/attempt`) to a list of actions (`ACTIONS`) applied in order, each
+once the event plane is quiet. `script_from_recording` recovers such a script from a recorded event log,
+which is how a recording is reproduced. Given the cluster's stand-in kubelet, an action also keeps the
+attempt's pods (`localstack.cluster.pods.apply_pods`) and writes them before the TrainJob, as a real
+TrainJob's status follows its pods; without one, only the TrainJob changes.
+What each action writes: localstack/README.md#the-trainer-simulator.
 """
 
 from __future__ import annotations

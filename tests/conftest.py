@@ -1,22 +1,16 @@
-"""Shared fixtures: a hermetic environment per test, one real API server per session, a namespace per
-test, functions served by functions-framework over real HTTP (one process per target and settings,
-shared by the session), every lifecycle function served as its own ServiceAccount (bound exactly as
-`knative/` binds it), a relay standing where resync's `K_SINK` points, and lifecycle worlds.
+"""Shared fixtures: a hermetic environment per test (no `CREFN_*`, `KUBECONFIG` or `K_SINK`), one real API
+server per session, a namespace per test, functions served by functions-framework over real HTTP (one
+process per target and settings, shared by the session), every lifecycle function served as its own
+ServiceAccount (bound exactly as `knative/` binds it), a relay standing where resync's `K_SINK` points, and
+lifecycle worlds.
 
-Markers: `kube` goes to every test that uses the session's API server (the `cluster` fixture,
-directly or through other fixtures) — tests that start one of their own carry it explicitly — so
-`pytest -m "not kube"` needs none. `process` goes to every test that serves functions or the
-recorder (others that start a program carry it explicitly); `make test-fast` leaves out both.
-`upstream` goes to every test that needs the upstream CRDs: those that ask for them (the
-`upstream_crds` fixture) and those on the session's API server, which loads them. Where none are
-found, such tests are skipped, all under one summary line — except in CI (`CI=true`), where the run
-fails at once.
-
-In parallel (`make test`: pytest-xdist's `-n 2 --dist loadgroup --no-loadscope-reorder`) each worker is a
-session of its own, so it starts its own API server, on ports of its own, and serves its own functions.
-Tests are handed out a module at a time, so that a module's fixtures start once; the `stack` tests, the
-longest, all go to one worker, first and one after the other, so that no two whole stacks share the two
-cores."""
+Markers added here: `kube` to every test that uses the session's API server, so `pytest -m "not kube"`
+needs none; `process` to every test that serves functions or the recorder (others that start a program
+carry it); `make test-fast` leaves out both. `upstream` to every test that needs the upstream CRDs,
+skipped without them under one summary line (with `CI=true` the run fails instead). Under pytest-xdist
+(`make test`) each worker starts its own API server and functions; a module's tests go to one worker,
+the `stack` tests all to one. In full: docs/development.md#the-test-suite.
+"""
 
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
-"""`make bench`: the functions' cost against baselines measured in the same run, printed as one table
-with ratios (and written as JSON with `make bench BENCH_JSON=FILE`). Figures are reported, never
-asserted.
+"""`make bench`: the functions' cost against baselines measured in the same run, printed as one table with
+ratios (and written as JSON with `make bench BENCH_JSON=FILE`). Figures are reported, never asserted.
 
-- phase over HTTP: throughput (answers 2xx per second) with 16 concurrent keep-alive connections
-  posting the sample TrainJob update (binary mode) for 5 s, by wrk, against the floor: a no-op
-  functions-framework function served by the same binary (`localstack/bench/noop.py`); alternating
-  rounds, best of each.
-- memory: resident set of the served process tree (gunicorn's arbiter and worker) after the load.
-- cold start: process start → first answer, phase against the floor.
-- phase in process: parse + adapter per call, against parsing alone.
-- a node health expression on a Node of real size, per evaluation: through the CEL budget's worker
-  process (`functions.celbudget`), against the same evaluation in-process.
-- resync over N managed Jobs in step on the real API server: the tick's time and API requests,
-  against the API server's own LIST of those Jobs.
+The figures here: `phase` over HTTP (throughput by wrk, memory, cold start) against a no-op
+functions-framework function served the same way (`localstack/bench/noop.py`); `phase` in process against
+parsing alone; a node health expression through the CEL budget's worker process (`functions.celbudget`)
+against the same evaluation in process; a resync tick over N Jobs against the API server's own LIST. The
+end-to-end figures come from `localstack.bench.stack`. Each figure and its baseline in full:
+docs/development.md#benchmarks-make-bench.
 """
 
 from __future__ import annotations

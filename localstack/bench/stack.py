@@ -1,17 +1,11 @@
-"""`make bench`'s figures through the local stack (the real API server, every function served by
-functions-framework as its ServiceAccount, the local Broker with knative/base's Triggers), restart
+"""`make bench`'s end-to-end figures, through the local stack (the real API server, every function served by
+functions-framework as its ServiceAccount, the local Broker with knative/base's Triggers), with restart
 grace 0, no resync tick, no Alertmanager and no Prometheus, so that every figure is what the event path
-alone does:
-
-- Job created → its first TrainJob: latency percentiles over `sequential` Jobs.
-- TrainJob Failed → the next attempt's TrainJob: the same Jobs failed one at a time, latency
-  percentiles (the goal: p99 ≤ 300 ms).
-- Burst: `burst` running Jobs whose TrainJobs all fail at once; the time until every one has its next
-  attempt (the goal: ≤ 20 s for 1,000), and the number of TrainJob creates per Job and attempt, counted
-  from a watch (every create, not the final state): exactly one each.
-
-The baseline of the latencies is the API server itself: a TrainJob's create → its ADDED event on the
-same watch, the floor below which no event-driven step can go.
+alone does: Job created → its first TrainJob, TrainJob Failed → the next attempt's TrainJob (latency
+percentiles), and a burst of TrainJobs failed at once (time until every one has its next attempt, with one
+create per Job and attempt, counted from a watch). The baseline of the latencies is the API server itself:
+a TrainJob's create → its ADDED event on the same watch. The goals and the figures in full:
+docs/development.md#benchmarks-make-bench.
 """
 
 from __future__ import annotations

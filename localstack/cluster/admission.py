@@ -1,48 +1,14 @@
 """The CRDs' CEL rules (`x-kubernetes-validations`), enforced by a validating admission webhook on loopback.
 
-kube-apiserver 1.20 ignores `x-kubernetes-validations`, so `LocalCluster` starts this webhook as
-its own process (`python -m localstack.cluster.admission`, stopped by PID with the cluster) and registers
-it in a `ValidatingWebhookConfiguration` (CREATE and UPDATE of every resource whose CRD has rules,
-`/status` too where the status schema has rules; HTTPS with a CA made here by `openssl`;
-`failurePolicy: Fail`). The API server then answers a refused object with the webhook's 422,
-which the gateway turns into `PermanentError`.
-
-What is evaluated, as kube-apiserver ≥ 1.30 does (apiextensions-apiserver `schema/cel`):
-- every rule where it is declared in the schema of the request's version, walking `properties`,
-  `items` and `additionalProperties`, with `self` the value there; a null or absent value is not
-  evaluated; at the resource root `self.metadata` has only `name` and `generateName`;
-- values typed by the schema where CEL would see a difference: an integer in a `type: number`
-  field is a double;
-- transition rules (those that reference `oldSelf`) only on UPDATE and only where the old object
-  has a value at the same place: through properties and map keys, and through list items matched
-  by their `x-kubernetes-list-map-keys` (items of other lists have no old value); with
-  `optionalOldSelf: true` they are evaluated on CREATE too, `oldSelf` an optional
-  (`optional.none()`);
-- ratcheting: on UPDATE, a failed rule that does not use `oldSelf` is only a warning when its value
-  is unchanged from the old object (inside list items that cannot be matched: when the nearest
-  matched ancestor is unchanged);
-- a failed rule is one error: the rule's `message`, else the value of `messageExpression` (a
-  non-empty one-line string; else the message), else `failed rule: <rule>`; its type from `reason`
-  (`FieldValueInvalid` by default, `FieldValueForbidden`, `FieldValueRequired`,
-  `FieldValueDuplicate`); its path the place of the rule, or that place plus `fieldPath`. A rule
-  that fails to compile or to evaluate (a missing key, a non-bool result) is an error too:
-  `rule compile error: ...`, `<error> evaluating rule: <rule>`.
-
-Every violation of one object goes in one answer, formatted like Kubernetes (field.Error,
-`NewInvalid`, the webhook's prefix):
-
-    admission webhook "crd-rules.crefn.local" denied the request: TrainJob.trainer.kubeflow.org
-    "Bad" is invalid: [<nil>: Invalid value: metadata.name must match RFC 1035 DNS label format,
-    spec.managedBy: Invalid value: "x": ManagedBy must be ...]
-
-The path of a root rule is `<nil>`, a child `spec.trainer`, a list item `spec.items[0]`, a map
-entry `spec.labels[key]`. A string, number or bool value is shown (Go-quoted); an object or list is
-not (Kubernetes 1.35; 1.25-1.34 showed the schema type instead, e.g. `Invalid value: "object"`).
-
-Known gaps, besides those of `localstack.cluster.cel`: no cost budget; rules inside `allOf` are not
-evaluated; list equality is always ordered (Kubernetes compares `set` and `map` lists unordered);
-property names that CEL cannot spell (`foo-bar`) are not escaped (`foo__dash__bar`); schemas of
-`x-kubernetes-embedded-resource` objects are walked, but their metadata is not narrowed.
+kube-apiserver 1.20 ignores `x-kubernetes-validations`, so `LocalCluster` starts this webhook as its own
+process (`python -m localstack.cluster.admission`, stopped by PID with the cluster) and registers it in a
+`ValidatingWebhookConfiguration` (CREATE and UPDATE of every resource whose CRD has rules, `/status` too where
+the status schema has rules; HTTPS with a CA made here by `openssl`; `failurePolicy: Fail`). The API server
+then answers a refused object with the webhook's 422, which the gateway turns into `PermanentError`. Rules
+are evaluated as kube-apiserver ≥ 1.30 does (apiextensions-apiserver `schema/cel`): where the schema declares
+them, transition rules on UPDATE, ratcheting, and every violation of an object in one answer worded like
+Kubernetes 1.35. The semantics in full, the answer's format and the known gaps:
+docs/development.md#what-the-webhook-evaluates.
 """
 
 from __future__ import annotations

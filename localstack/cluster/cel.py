@@ -1,54 +1,15 @@
-"""CEL (Common Expression Language) expressions over plain JSON values.
-
-Used by the dev stack's admission webhook (`localstack.cluster.admission`) to evaluate the CRDs'
-`x-kubernetes-validations`. It depends on nothing else in the project, so the product can later
-import an equivalent module (for node or condition checks) without pulling in the dev stack.
+"""CEL (Common Expression Language) expressions over plain JSON values, for the dev stack's admission webhook
+(`localstack.cluster.admission`), which evaluates the CRDs' `x-kubernetes-validations` with them.
 
     env = Environment(["node"])
     expr = env.compile("node.spec.taints.exists(t, t.key == 'k' && t.effect == 'NoSchedule')")
     expr.check({"node": node_json})          # True / False; a non-bool result is an EvaluationError
 
-Variables are dynamically typed (`dyn`): values are JSON-like Python values (dict, list, str, int,
-float, bool, None). A compile error raises `CompileError` (an undeclared variable is one: the
-expression is type-checked against the declared names), a runtime error (missing key, no matching
-overload, division by zero, ...) raises `EvaluationError`. A variable declared `optional` is bound
-as a CEL optional: `optional.of(value)` when given, `optional.none()` when left out (Kubernetes'
-`optionalOldSelf`); the expression uses `.hasValue()`, `.value()`, `.orValue()`, `.?field`.
-
-Library: cel-expr-python (Google's cel-cpp runtime; binary wheels for Linux x86_64/aarch64 and
-macOS arm64), with its strings (`split`, `lowerAscii`, `indexOf`, ...), optional and bindings
-extensions. Chosen by running one case table, `tests/test_cel.py` (65 cases: the rules of the
-upstream CRDs, each passing and failing; node, label, taint and condition checks; int, double and
-cross-type comparisons; errors), on the three CEL libraries on PyPI:
-
-| case                                       | cel-python 0.5.0 | c-e-l 0.10.0 (Rust) | cel-expr-python 0.1.3 |
-|--------------------------------------------|------------------|---------------------|-----------------------|
-| upstream rules without `split` (39 cases)  | pass             | pass                | pass                  |
-| `k.split('/')[0].size() <= 253` (4 cases)  | fail: no `split` | fail: no `split`    | pass                  |
-|   ... with `split` as a custom function    | pass             | pass                | (not needed)          |
-| node unschedulable / label / taint / Ready | pass             | pass                | pass                  |
-| `value >= 900`: 950, 899, 950.0, 950.5     | pass             | pass                | pass                  |
-| `value == 950`, value 950.0                | fail: overload   | pass                | pass                  |
-| `x.?a.?b.orValue(...)` (optionals)         | fail: parse      | fail: parse         | pass                  |
-| non-boolean result                         | pass (wrapper)   | pass (wrapper)      | pass (wrapper)        |
-| undefined variable, unknown function       | error at eval    | error at eval       | error at compile      |
-| missing key, no overload, syntax error     | error            | error               | error                 |
-| all 65 cases                               | 57 (61 w/ split) | 58 (62 w/ split)    | 65                    |
-| compile + evaluate a rule                  | ~1.1 ms          | ~0.08 ms            | ~0.5 ms + 5-30 µs     |
-
-(c-e-l: common-expression-language.)
-
-cel-expr-python passes every case with no custom function, type-checks variables and functions at
-compile time as Kubernetes (cel-go) does, and has the optional syntax Kubernetes rules may use;
-compiled expressions are cached, so its compile cost is paid once per rule. The Rust bindings are
-the fastest but lack the strings extension and optionals; cel-python lacks `split`, optionals and
-heterogeneous equality (`1 == 1.0` on dyn values, which the CEL spec and Kubernetes allow).
-
-Known differences from Kubernetes' CEL environment: its own libraries (lists `isSorted`/`sum`/
-`min`/`max`/`indexOf`, regex `find`/`findAll`, `url`, `quantity`, `ip`/`cidr`, `format`, `semver`,
-`authz`) are not declared here, so a rule using them is a compile error (loud, never a silent
-pass); there are no cost limits; a value is never converted by its schema's `format` (date-time,
-duration and byte strings stay strings).
+Variables are `dyn`, values JSON-like Python values. A compile error (an undeclared variable is one: the
+expression is type-checked) raises `CompileError`, a runtime error `EvaluationError`. A variable declared
+`optional` is bound as a CEL optional (`optional.none()` when left out: Kubernetes' `optionalOldSelf`).
+Library: cel-expr-python, with its strings, optional and bindings extensions; depends on nothing else here.
+Why this library, and how it differs from Kubernetes' CEL: docs/development.md#the-cel-library.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """CRDs for the local API server: the upstream ones, made loadable by kube-apiserver 1.20.
 
-Upstream copies live outside the repository (default `../shared/upstream`, see its README). 1.20
-rejects `default: ""` on string properties, so one compatibility step is applied: in an array with
-`x-kubernetes-list-map-keys`, a key whose default is `""` becomes `required` in the item schema; every
-other `default: ""` is dropped. 1.20 ignores `x-kubernetes-validations` (CEL).
-
-A clone without the upstream directory (or with one that holds no CRD) falls back to the project's own
-CRDs in `fallback-crds/`: the kinds the functions and the local stack use (TrainJob, TrainingRuntime,
-ClusterTrainingRuntime, Job, WorkloadRun, GoodputMeasurement, BandwidthMeasurement), each field the
-code reads or writes declared with the upstream schema (types, formats, enums, bounds, defaults,
-required keys, list-map keys, CEL rules), descriptions left out. Specs the code passes on whole (a Job's
-`workload.trainJob`, a WorkloadRun's `spec`, the runtimes' `spec`) keep unknown fields, so they prune
-less than the real ones; `tests/test_crds.py` holds them to the upstream schemas and to the models.
+Upstream copies live outside the repository (`$CREFN_UPSTREAM_CRDS`, else `../shared/upstream`: see
+`localstack.cluster.apiserver`). 1.20 rejects `default: ""` on string properties, so one compatibility step
+is applied: in an array with `x-kubernetes-list-map-keys`, a key whose default is `""` becomes `required` in
+the item schema; every other `default: ""` is dropped. 1.20 ignores `x-kubernetes-validations` (CEL), which
+`localstack.cluster.admission` enforces instead. A clone without upstream CRDs falls back to the project's
+own (`fallback-crds/`): each field the code reads or writes declared with its upstream schema, descriptions
+left out; `tests/test_crds.py` holds them to the upstream schemas and to the models.
+Which kinds they cover and where they differ: docs/development.md#the-local-api-server.
 """
 
 from __future__ import annotations

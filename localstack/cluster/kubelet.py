@@ -1,18 +1,13 @@
 """A stand-in kubelet for the local API server: serves container logs registered in process, so code that
-reads `pods/log` goes through the real API path (RBAC on `pods/log` included) with no node agent; and
-the Nodes that point the API server at it (`ensure_node`).
+reads `pods/log` goes through the real API path (RBAC on `pods/log` included) with no node agent; and the
+Nodes that point the API server at it (`ensure_node`).
 
 Protocol facts relied on (kube-apiserver 1.20): the API server proxies `GET .../pods/P/log` to
 `https://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
-without verifying the kubelet's certificate (no `--kubelet-certificate-authority`), with the query
-sorted (`limitBytes=…&previous=true&tailLines=…`), and passes the answer through unchanged: the
-kubelet applies `tailLines` and `limitBytes` itself. Plain HTTP is refused, hence TLS with a
-self-signed certificate for `IP:127.0.0.1`, made by `openssl`.
-
-Answers: a registered log as `text/plain` (its last `tailLines` lines, then its first `limitBytes`
-bytes, as a kubelet reads them); `previous=true` → 404, since no container here has restarted; an
-unknown container or any other path → 404 with one line of text (the API server reports a kubelet's
-404 as `NotFound`).
+without verifying the kubelet's certificate (no `--kubelet-certificate-authority`), with the query sorted
+(`limitBytes=…&previous=true&tailLines=…`), and passes the answer through unchanged: the kubelet applies
+`tailLines` and `limitBytes` itself. Plain HTTP is refused, hence TLS with a self-signed certificate for
+`IP:127.0.0.1`, made by `openssl`. What it answers: localstack/README.md#the-stand-in-kubelet.
 """
 
 from __future__ import annotations

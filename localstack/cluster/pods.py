@@ -1,18 +1,13 @@
-"""Pods on an API server with no scheduler or kubelet: what the Trainer simulator, the demo and the
-tests use to put a workload's pods in the states a real cluster would (their Nodes and logs:
-`localstack.cluster.kubelet`).
+"""Pods on an API server with no scheduler or kubelet: what the Trainer simulator, the demo and the tests use
+to put a workload's pods in the states a real cluster would (their Nodes and logs: `localstack.cluster.kubelet`).
 
-A bare API server runs no controller: the namespace's `default` ServiceAccount is created here (pod
-admission needs it) and pods do not mount a token; placement is `spec.nodeName` at creation or a
-`pods/binding`; every state (PodScheduled, container states, phase) is a `pods/status` merge patch.
-
-`apply_pods` keeps the pods of a TrainJob's attempt as Trainer, JobSet, the scheduler and the kubelet
-would for a Trainer action: one pod per replicatedJob of the TrainJob's own runtime patch (manager
-`crefn.dev/controller`, see `functions.rules.launch`), labelled exactly as that patch's pod template
-(plus `trainer.kubeflow.org/trainjob-ancestor-step: trainer` on the workers), on Nodes whose logs the
-stand-in kubelet (`localstack.cluster.kubelet`) serves. JobSet's pod names end in a random suffix; here the
-suffix is the attempt, so the pods of an older attempt (which a real cluster garbage-collects a little
-later, and this one never does) can stay beside the new ones.
+A bare API server runs no controller: the namespace's `default` ServiceAccount is created here (pod admission
+needs it) and pods do not mount a token; placement is `spec.nodeName` at creation or a `pods/binding`; every
+state (PodScheduled, container states, phase) is a `pods/status` merge patch. `apply_pods` keeps the pods of
+a TrainJob's attempt as Trainer, JobSet, the scheduler and the kubelet would for a Trainer action: one pod
+per replicatedJob of the TrainJob's own runtime patch (manager `crefn.dev/controller`, see
+`functions.rules.launch`), labelled as that patch's pod template.
+How they are named and placed: localstack/README.md#the-pods-of-an-attempt.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """A local Knative Broker: the Triggers and delivery settings of `knative/`, with Knative's semantics.
 
-- Ingress: an HTTP endpoint accepting CloudEvents in binary or structured mode (202), like a Broker.
-- Routing: every Trigger whose `filters` all match gets the event. Dialects: `exact`, `prefix`,
-  `suffix`, `all`, `any`, `not` (CESQL is refused when the Triggers are loaded). A Trigger with the
-  older `filter.attributes` matches exactly on those.
-- Delivery: concurrent, unordered (as the channel-based Broker); 2xx is done, a 200 reply with a
-  CloudEvent is published back into the Broker; 404, 409, 429, 5xx, timeouts and connection errors
-  are retried `retry` times with `backoffPolicy`/`backoffDelay`; anything else, or exhausted retries,
-  goes to the dead letters with Knative's `knativeerrorcode`, `knativeerrordest` and `knativeerrordata`
-  extensions: posted (structured mode) to the dead-letter sink, which is what `crefn-dead-letters`
-  runs, `cre-fn record`'s server with its durable file (`functions.deadletters`), here on loopback in
-  this process. A sink answer that is not 2xx is retried with the same backoff; `dead` reads the file
-  back (`functions.replay.read_recording`), so what is counted is what reached the disk.
-Every published event is appended to an event log (JSONL, replayable with `cre-fn replay`).
-Drills: `duplicate` delivers every event twice; `jitter` delays each delivery by a random (seeded)
-fraction of that many seconds, so neighbouring events overtake each other; `chaos`
-(`localstack.eventing.chaos`) drops, duplicates, holds back and delays deliveries, seeded, and counts what
-it did (`fates.counts`).
-
-Deterministic mode (`workers=0`, for tests that step a lifecycle): nothing is delivered until
-`round()`, which delivers everything queued at that moment, in publish order (`swap` exchanges
-neighbours), one at a time; replies and retries wait for the next round, backoff is not waited for.
-`drain()` runs rounds until nothing is queued.
+Ingress accepts CloudEvents in binary or structured mode (202). Every Trigger whose `filters` all match gets
+the event (dialects `exact`, `prefix`, `suffix`, `all`, `any`, `not`; any other, CESQL included, is refused
+when the Triggers are loaded). Delivery is concurrent and unordered; a 200 reply with a CloudEvent is
+published back; 404, 409, 429, 5xx, timeouts and connection errors are retried with the Trigger's backoff;
+anything else, or retries spent, becomes a dead letter with Knative's `knativeerror*` extensions, posted to
+`functions.deadletters`' recorder on loopback. Every published event is appended to an event log (JSONL).
+Drills (`duplicate`, `jitter`, `chaos`) and the deterministic mode (`workers=0`, `round()`, `drain()`):
+localstack/README.md#the-broker.
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
 """`cre-fn soak` (`make soak`): many Jobs through the local stack under chaos, then invariants.
 
 The stack runs with a chaotic Broker (`localstack.eventing.chaos`: drops, duplicates, reorders, delays) and a
-resync tick; meanwhile the soak SIGKILLs a random function process every few seconds (the stack's
-supervisor starts it again on its port, as Knative would a pod) and the kube-apiserver once (started
-again on the same etcd and port). Each Job follows a script drawn from the seed:
-
-| outcome | script (per attempt) | expected |
-|---|---|---|
-| succeed | run, complete | Succeeded/WorkloadCompleted, 0 restarts |
-| fail then succeed | run, fail; then run, complete | Succeeded/WorkloadCompleted, 1 restart |
-| budget spent | run, fail; then run, fail (maxRestarts 1) | Failed/WorkloadFailed, 1 restart |
-| deleted by hand | run, then deleted (no checkpoint) | Failed/WorkloadFailed ("… was deleted"), 0 restarts |
-| deleted, restarted | run, then deleted; then run, complete (checkpoint) | Succeeded/WorkloadCompleted, 1 restart |
-| suspended, resumed | (starts suspended) resume, run, complete | Succeeded/WorkloadCompleted, 0 restarts |
-| no checkpoint | run, fail | Failed/WorkloadFailed, 0 restarts |
-
-A few events malformed on purpose are posted to the Broker too: they, and only they, may become dead
-letters. Once every Job is terminal and the Broker has been idle for a while (quiescence), the soak
-checks against the API server and its audit log:
-- every Job's True condition, reason and `restartCount` are its script's;
-- exactly one TrainJob create per attempt (`restartCount + 1` creates of the Job's TrainJob, counted
-  as distinct uids from the audit log — every create the API server answered, not the final state —
-  and from the ApiServerSource's event log, which also shows a create the API server stored just
-  before it was killed, its audit entry never written), so never two restarts for one failure and
-  never a lost one;
-- `restartCount ≤ maxRestarts`; no managed Job left non-terminal;
-- dead letters only for the malformed events (those the chaos did not drop), read back from the file
-  the dead-letter recorder wrote (`dead-letters.jsonl` in the output directory, fsynced before each
-  202), and none the recorder failed to take.
-It prints a table and exits 1 on any violation. Everything runs on loopback.
+resync tick; meanwhile the soak SIGKILLs a random function process every few seconds and the kube-apiserver
+once, and the stack's supervisor starts each again. Each Job follows a script drawn from the seed
+(`OUTCOMES`); a few malformed events are posted too. Once every Job is terminal and the Broker has been idle
+for a while, it checks against the API server, its audit log and the event log: each Job ends as its script
+says; one TrainJob create per attempt; `restartCount ≤ maxRestarts`; dead letters only for the malformed
+events. It prints a table and exits 1 on any violation. Everything runs on loopback.
+The scripts and the invariants in full: docs/development.md#chaos-kills-and-the-soak---chaos-cre-fn-soak-make-soak.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """A Knative Service's pod as the cluster would run it, reproduced without a container engine.
 
-A container engine cannot run in every place the suite runs, and the image's base cannot always be
-pulled; what a pod does to the process can be done with util-linux alone (`unshare`, `mount`,
-`chroot`, `setpriv`), as root, in a private mount and PID namespace:
-
-- the root is a fresh tmpfs holding the image's filesystem — the host's `/usr` and `/etc` (read-only
-  binds, the image's user added to `passwd` and `group`), the Python the image's packages are
-  installed into, and the installed package (read-only binds at their own paths), empty `/tmp`,
-  `/var/tmp` and WORKDIR — then remounted read-only (`readOnlyRootFilesystem`);
-- `/proc`, a `/dev` of the usual devices and a 64 MiB `/dev/shm` (1777), as a container runtime
-  gives every container;
-- writable only what the Service declares: each `emptyDir` and `persistentVolumeClaim` mount is a
-  tmpfs, owned as the kubelet leaves it (a claim root's, group-writable by `fsGroup` when set);
-  the ServiceAccount token, CA and namespace at `/var/run/secrets/kubernetes.io/serviceaccount`
-  (read-only), as Kubernetes mounts them;
-- the process: the container's command/args, else the image's ENTRYPOINT/CMD; the image's ENV, then
-  the container's `envFrom` and `env`, then what Knative and Kubernetes set (PORT, K_SERVICE,
-  KUBERNETES_SERVICE_HOST, ...); in WORKDIR (or `workingDir`), as the image's USER (or `runAsUser`)
-  with its own group and `fsGroup`, no capabilities, no new privileges.
-
-What is not reproduced: the network namespace (the pod's port is a free port of the host: Knative's
-PORT, and wherever the container's args name the port), seccomp, cgroup limits. A securityContext
-other than the one reproduced here is refused rather than run differently.
+A container engine cannot run in every place the suite runs, and the image's base cannot always be pulled;
+what a pod does to the process can be done with util-linux alone (`unshare`, `mount`, `chroot`, `setpriv`),
+as root, in a private mount and PID namespace: a read-only root holding the image's filesystem, `/proc`, a
+`/dev` and a 64 MiB `/dev/shm` as a container runtime gives them, writable only the volumes the Service
+declares, the ServiceAccount's token, and the container's process, environment, user and groups, with no
+capabilities. Not reproduced: the network namespace (the pod's port is a free port of the host), seccomp,
+cgroup limits; a securityContext other than the one reproduced here is refused rather than run differently.
+What each part reproduces: docs/development.md#how-the-suite-runs-what-is-shipped.
 """
 
 from __future__ import annotations
