@@ -151,13 +151,25 @@ def _program(variable: Variable, expression: str) -> Any:
     return compiled
 
 
-def _evaluate(program: Any, data: dict[str, Any], variable: Variable) -> bool:
+def value_of(program: Any, data: Mapping[str, Any]) -> Any:
+    """A compiled program's result on `data`, as a plain Python value; CelError (one line) when it fails.
+    The dev stack's CRD rules (`localstack.cluster.cel`) are evaluated through it too."""
+    result = _result(program, data)
+    return result.plain_value()
+
+
+def _result(program: Any, data: Mapping[str, Any]) -> Any:
     try:
-        result = program.eval(data=data)
+        result = program.eval(data=dict(data))
     except Exception as e:  # a value the bindings cannot convert (TypeError, ValueError, RuntimeError)
-        raise CelError(_one_line(str(e))) from e
+        raise CelError(one_line(str(e))) from e
     if result.type() == cel.Type.ERROR:
-        raise CelError(_one_line(str(result.plain_value())))
+        raise CelError(one_line(str(result.plain_value())))
+    return result
+
+
+def _evaluate(program: Any, data: dict[str, Any], variable: Variable) -> bool:
+    result = _result(program, data)
     if result.type() != cel.Type.BOOL:  # only a threshold compiled unchecked gets here (see `_compile`)
         raise CelError(_NOT_BOOL[variable].format(_type_name(result.type())))
     return bool(result.plain_value())
@@ -169,7 +181,7 @@ def _compile(variable: Variable, expression: str) -> Any:
     try:
         return _returning_bool(variable, _environment(variable, dyn=False).compile(expression))
     except Exception as e:  # the bindings raise RuntimeError carrying cel-cpp's status text
-        reason = _one_line(str(e)) if variable == "node" else _except_cross_numeric(str(e))
+        reason = one_line(str(e)) if variable == "node" else _except_cross_numeric(str(e))
         if reason:
             return reason
     # a threshold whose only errors are comparisons of int, uint and double: `value` as dyn
@@ -216,5 +228,6 @@ def _without_status(text: str) -> str:
     return re.sub(r" \[[A-Z_]+\]$", "", re.sub(r"^(?!ERROR: )[A-Z_]+: ", "", text.strip()))
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """The library's error text on one line, without its status code."""
     return " ".join(_without_status(text).split())

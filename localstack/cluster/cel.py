@@ -8,7 +8,8 @@
 Variables are `dyn`, values JSON-like Python values. A compile error (an undeclared variable is one: the
 expression is type-checked) raises `CompileError`, a runtime error `EvaluationError`. A variable declared
 `optional` is bound as a CEL optional (`optional.none()` when left out: Kubernetes' `optionalOldSelf`).
-Library: cel-expr-python, with its strings, optional and bindings extensions; depends on nothing else here.
+Library: cel-expr-python, with its strings, optional and bindings extensions; results and errors are read as
+the product's tenant CEL reads them (`functions.rules.cel.value_of`, `one_line`).
 Why this library, and how it differs from Kubernetes' CEL: docs/development.md#the-cel-library.
 """
 
@@ -19,6 +20,9 @@ from typing import Any
 
 from cel_expr_python import cel as _cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from functions.rules import cel as rules_cel
+from functions.rules.cel import one_line, value_of
 
 _OPT_VALUE = "crefn_optional_value_"
 _OPT_PRESENT = "crefn_optional_present_"
@@ -34,10 +38,6 @@ class CompileError(CelError):
 
 class EvaluationError(CelError):
     """Evaluating the expression failed, or a check did not yield a bool."""
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 class Expression:
@@ -63,12 +63,9 @@ class Expression:
             else:
                 raise EvaluationError(f"no value for variable {name!r}")
         try:
-            result = self._program.eval(data=data)
-        except Exception as e:  # the bindings raise RuntimeError/TypeError/ValueError for bad input
-            raise EvaluationError(_one_line(str(e))) from e
-        if result.type() == _cel.Type.ERROR:
-            raise EvaluationError(_one_line(str(result.plain_value())))
-        return result.plain_value()
+            return value_of(self._program, data)
+        except rules_cel.CelError as e:
+            raise EvaluationError(str(e)) from e
 
     def check(self, values: Mapping[str, Any]) -> bool:
         """Evaluate a predicate: the result must be a bool."""
@@ -122,5 +119,5 @@ class Environment:
             message = str(e)
             for name in self.optional:
                 message = message.replace(_OPT_VALUE + name, name)
-            raise CompileError(_one_line(message)) from e
+            raise CompileError(one_line(message)) from e
         return Expression(source, program, self.variables, self.optional)
