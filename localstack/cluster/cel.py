@@ -8,8 +8,7 @@
 Variables are `dyn`, values JSON-like Python values. A compile error (an undeclared variable is one: the
 expression is type-checked) raises `CompileError`, a runtime error `EvaluationError`. A variable declared
 `optional` is bound as a CEL optional (`optional.none()` when left out: Kubernetes' `optionalOldSelf`).
-Library: cel-expr-python, with its strings, optional and bindings extensions; results and errors are read as
-the product's tenant CEL reads them (`functions.rules.cel.value_of`, `one_line`).
+Library: cel-expr-python (strings, optional, bindings); results and errors read by `functions.rules.cel`.
 Why this library, and how it differs from Kubernetes' CEL: docs/development.md#the-cel-library.
 """
 
