@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from localstack.scenarios import soak
-from localstack.scenarios.soak import OUTCOMES, check
+from localstack.scenarios.soak import LIFECYCLES, check
 
-BY_NAME = {o.name: o for o in OUTCOMES}
+BY_NAME = {o.name: o for o in LIFECYCLES}
 
 
 def job(kind: str, reason: str, restarts: int) -> dict[str, Any]:

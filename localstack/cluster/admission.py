@@ -281,14 +281,14 @@ def aggregate(errors: Iterable[object]) -> str:
 
 
 @dataclass
-class Outcome:
+class Findings:
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
-def validate(root: Node, new: JsonObj, old: JsonObj | None = None) -> Outcome:
+def validate(root: Node, new: JsonObj, old: JsonObj | None = None) -> Findings:
     """Every rule of `root` against `new` (and `old`, on UPDATE)."""
-    outcome = Outcome()
+    outcome = Findings()
     schema = root.schema
     _walk(root, (), typed(new, schema), typed(old, schema) if old is not None else None,
           correlated=old is not None, parent_unchanged=False, outcome=outcome)
@@ -296,7 +296,7 @@ def validate(root: Node, new: JsonObj, old: JsonObj | None = None) -> Outcome:
 
 
 def _walk(node: Node, path: tuple[str, ...], new: Any, old: Any, correlated: bool, parent_unchanged: bool,
-          outcome: Outcome) -> None:
+          outcome: Findings) -> None:
     if new is None:
         return
     unchanged = (old is not None and new == old) if correlated else parent_unchanged
@@ -327,7 +327,7 @@ def _item_key(item: JsonObj, keys: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(json.dumps(item.get(k), sort_keys=True) for k in keys)
 
 
-def _evaluate(node: Node, path: tuple[str, ...], new: Any, old: Any, unchanged: bool, outcome: Outcome) -> None:
+def _evaluate(node: Node, path: tuple[str, ...], new: Any, old: Any, unchanged: bool, outcome: Findings) -> None:
     where = path_string(path)
     self_value = narrowed_meta(new) if node.resource_root else new
     old_value = narrowed_meta(old) if node.resource_root and old is not None else old

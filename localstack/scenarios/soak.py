@@ -3,7 +3,7 @@
 The stack runs with a chaotic Broker (`localstack.eventing.chaos`: drops, duplicates, reorders, delays) and a
 resync tick; meanwhile the soak SIGKILLs a random function process every few seconds and the kube-apiserver
 once, and the stack's supervisor starts each again. Each Job follows a script drawn from the seed
-(`OUTCOMES`); a few malformed events are posted too. Once every Job is terminal and the Broker has been idle
+(`LIFECYCLES`); a few malformed events are posted too. Once every Job is terminal and the Broker has been idle
 for a while, it checks against the API server, its audit log and the event log: each Job ends as its script
 says; one TrainJob create per attempt; `restartCount ≤ maxRestarts`; dead letters only for the malformed
 events. It prints a table and exits 1 on any violation. Everything runs on loopback.
@@ -44,7 +44,7 @@ MALFORMED = 3
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Lifecycle:
     name: str
     script: dict[int, list[str]]
     expected: tuple[str, str, int]
@@ -53,17 +53,17 @@ class Outcome:
     suspended: bool = False
 
 
-OUTCOMES = (
-    Outcome("succeed", {0: ["run", "complete"]}, ("Succeeded", "WorkloadCompleted", 0), checkpoint=2),
-    Outcome("fail then succeed", {0: ["run", "fail"], 1: ["run", "complete"]}, ("Succeeded", "WorkloadCompleted", 1),
+LIFECYCLES = (
+    Lifecycle("succeed", {0: ["run", "complete"]}, ("Succeeded", "WorkloadCompleted", 0), checkpoint=2),
+    Lifecycle("fail then succeed", {0: ["run", "fail"], 1: ["run", "complete"]}, ("Succeeded", "WorkloadCompleted", 1),
             checkpoint=2),
-    Outcome("budget spent", {0: ["run", "fail"], 1: ["run", "fail"]}, ("Failed", "WorkloadFailed", 1), checkpoint=1),
-    Outcome("deleted by hand", {0: ["run", "delete"]}, ("Failed", "WorkloadFailed", 0)),
-    Outcome("deleted, restarted", {0: ["run", "delete"], 1: ["run", "complete"]},
+    Lifecycle("budget spent", {0: ["run", "fail"], 1: ["run", "fail"]}, ("Failed", "WorkloadFailed", 1), checkpoint=1),
+    Lifecycle("deleted by hand", {0: ["run", "delete"]}, ("Failed", "WorkloadFailed", 0)),
+    Lifecycle("deleted, restarted", {0: ["run", "delete"], 1: ["run", "complete"]},
             ("Succeeded", "WorkloadCompleted", 1), checkpoint=2),
-    Outcome("suspended, resumed", {0: ["resume", "run", "complete"]}, ("Succeeded", "WorkloadCompleted", 0),
+    Lifecycle("suspended, resumed", {0: ["resume", "run", "complete"]}, ("Succeeded", "WorkloadCompleted", 0),
             checkpoint=2, suspended=True),
-    Outcome("no checkpoint", {0: ["run", "fail"]}, ("Failed", "WorkloadFailed", 0)),
+    Lifecycle("no checkpoint", {0: ["run", "fail"]}, ("Failed", "WorkloadFailed", 0)),
 )
 
 
@@ -74,22 +74,22 @@ class Counts:
     driver_errors: int = 0
 
 
-def job_body(name: str, outcome: Outcome) -> dict[str, Any]:
+def job_body(name: str, lifecycle: Lifecycle) -> dict[str, Any]:
     spec: dict[str, Any] = {"workload": {"trainJob": {
-        "runtimeRef": {"name": "torch-distributed"}, "suspend": outcome.suspended,
+        "runtimeRef": {"name": "torch-distributed"}, "suspend": lifecycle.suspended,
         "trainer": {"image": "pytorch:25.01", "numNodes": 1}}}}
-    if outcome.checkpoint is not None:
-        spec["checkpoint"] = {"pvcName": f"{name}-ckpt", "maxRestarts": outcome.checkpoint}
+    if lifecycle.checkpoint is not None:
+        spec["checkpoint"] = {"pvcName": f"{name}-ckpt", "maxRestarts": lifecycle.checkpoint}
     return {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "Job",
             "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}}, "spec": spec}
 
 
-def create(stack: Stack, name: str, outcome: Outcome) -> None:
+def create(stack: Stack, name: str, lifecycle: Lifecycle) -> None:
     """The Job (and its checkpoint evidence); again after an API server restart, what exists is kept."""
     gw = stack.gateway
     with contextlib.suppress(AlreadyExists):  # a create whose answer was lost when the API server died
-        gw.create(cre_jobs(GROUP), NAMESPACE, job_body(name, outcome))
-    if outcome.checkpoint is not None:
+        gw.create(cre_jobs(GROUP), NAMESPACE, job_body(name, lifecycle))
+    if lifecycle.checkpoint is not None:
         goodput = cre_goodput(GROUP)
         with contextlib.suppress(AlreadyExists):
             gw.create(goodput, NAMESPACE, {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "GoodputMeasurement",
@@ -132,7 +132,7 @@ class Driver(Background):
     """The Trainer for every Job at once: one LIST of the TrainJobs per step, and each TrainJob's next
     action once its previous one is `step` seconds old."""
 
-    def __init__(self, stack: Stack, scripts: dict[str, Outcome], counts: Counts, step: float = 1.0) -> None:
+    def __init__(self, stack: Stack, scripts: dict[str, Lifecycle], counts: Counts, step: float = 1.0) -> None:
         super().__init__()
         self.stack, self.scripts, self.counts, self.step = stack, scripts, counts, step
         self.progress: dict[tuple[str, int], int] = {}
@@ -222,7 +222,7 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
         print(f"cre-fn soak: {e}", file=sys.stderr)
         return 2
     rng = random.Random(seed)
-    scripts = {f"soak-{i}": rng.choice(OUTCOMES) for i in range(jobs)}
+    scripts = {f"soak-{i}": rng.choice(LIFECYCLES) for i in range(jobs)}
     counts = Counts()
     settings = {"CREFN_RESTART_GRACE_SECONDS": "1", "CREFN_LOG_LEVEL": "ERROR"}
     timeline = Timeline(out)
@@ -240,8 +240,8 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
                                                     "metadata": {"name": NAMESPACE}})
             driver = Driver(stack, scripts, counts).start()
             killer = Killer(stack, rng, counts, kill_every, timeline).start()
-            for i, (name, outcome) in enumerate(scripts.items(), 1):
-                retrying(lambda name=name, outcome=outcome: create(stack, name, outcome))
+            for i, (name, lifecycle) in enumerate(scripts.items(), 1):
+                retrying(lambda name=name, lifecycle=lifecycle: create(stack, name, lifecycle))
                 if i % 50 == 0:
                     timeline.say(f"soak: {i}/{jobs} Jobs created")
             for i in range(MALFORMED):
@@ -314,21 +314,21 @@ def created(audited: list[dict[str, Any]], published: list[dict[str, Any]]) -> C
     return Counter({name: len(found) for name, found in uids.items()})
 
 
-def check(scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], creates: Counter[str],
+def check(scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], creates: Counter[str],
           dead: list[dict[str, Any]], lost: int = 0) -> list[str]:
     violations = []
-    for name, outcome in scripts.items():
+    for name, lifecycle in scripts.items():
         job = final.get(name)
         if job is None:
             violations.append(f"{name}: the Job is gone")
             continue
         got = state_of(job)
-        if got != outcome.expected:
-            violations.append(f"{name} ({outcome.name}): {got}, expected {outcome.expected}")
+        if got != lifecycle.expected:
+            violations.append(f"{name} ({lifecycle.name}): {got}, expected {lifecycle.expected}")
         if not terminal(job):
             violations.append(f"{name}: left non-terminal")
-        if outcome.checkpoint is not None and got[2] > outcome.checkpoint:
-            violations.append(f"{name}: restartCount {got[2]} > maxRestarts {outcome.checkpoint}")
+        if lifecycle.checkpoint is not None and got[2] > lifecycle.checkpoint:
+            violations.append(f"{name}: restartCount {got[2]} > maxRestarts {lifecycle.checkpoint}")
         made = creates.get(workload_name(name), 0)
         if made != got[2] + 1:
             violations.append(f"{name}: {made} TrainJob creates for {got[2] + 1} attempt(s)")
@@ -341,15 +341,15 @@ def check(scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], creates
     return violations
 
 
-def table(out: TextIO, scripts: dict[str, Outcome], final: dict[str, dict[str, Any]], counts: Counts, fates: Any,
+def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], counts: Counts, fates: Any,
           outcomes: list[Any], dead: list[dict[str, Any]], restarts: dict[str, int], quiescence_s: float | None,
           violations: list[str]) -> None:
-    per_outcome = Counter(o.name for o in scripts.values())
+    per_lifecycle = Counter(o.name for o in scripts.values())
     ok = Counter(o.name for n, o in scripts.items() if n in final and state_of(final[n]) == o.expected)
     print("\nsoak summary", file=out)
-    print(f"{'outcome':<22} {'Jobs':>6} {'as scripted':>12}", file=out)
-    for o in OUTCOMES:
-        print(f"{o.name:<22} {per_outcome[o.name]:>6} {ok[o.name]:>12}", file=out)
+    print(f"{'lifecycle':<22} {'Jobs':>6} {'as scripted':>12}", file=out)
+    for o in LIFECYCLES:
+        print(f"{o.name:<22} {per_lifecycle[o.name]:>6} {ok[o.name]:>12}", file=out)
     retries = sum(1 for o in outcomes if o.attempt)
     function_kills = sum(v for k, v in counts.kills.items() if k != "kube-apiserver")
     rows = [("deliveries", len(outcomes)), ("retried deliveries", retries),
