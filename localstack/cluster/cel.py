@@ -17,7 +17,7 @@ as a CEL optional: `optional.of(value)` when given, `optional.none()` when left 
 
 Library: cel-expr-python (Google's cel-cpp runtime; binary wheels for Linux x86_64/aarch64 and
 macOS arm64), with its strings (`split`, `lowerAscii`, `indexOf`, ...), optional and bindings
-extensions. Chosen by running one case table, `tests/test_cel.py` (65 cases: the rules of the
+extensions. Chosen by running one case table, `tests/localstack/test_cel.py` (65 cases: the rules of the
 upstream CRDs, each passing and failing; node, label, taint and condition checks; int, double and
 cross-type comparisons; errors), on the three CEL libraries on PyPI:
 

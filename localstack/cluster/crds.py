@@ -11,7 +11,7 @@ ClusterTrainingRuntime, Job, WorkloadRun, GoodputMeasurement, BandwidthMeasureme
 code reads or writes declared with the upstream schema (types, formats, enums, bounds, defaults,
 required keys, list-map keys, CEL rules), descriptions left out. Specs the code passes on whole (a Job's
 `workload.trainJob`, a WorkloadRun's `spec`, the runtimes' `spec`) keep unknown fields, so they prune
-less than the real ones; `tests/test_crds.py` holds them to the upstream schemas and to the models.
+less than the real ones; `tests/localstack/test_crds.py` holds them to the upstream schemas and to the models.
 """
 
 from __future__ import annotations
