@@ -47,7 +47,7 @@ bench: venv deps kube-apiserver
 ## Hostile events at volume: FUZZ_EXAMPLES generated events per function on the real API server (make test runs 50).
 FUZZ_EXAMPLES ?= 10000
 fuzz: venv kube-apiserver
-	@FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/test_fuzz.py $(PYTEST_ARGS)
+	@FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/system/test_fuzz.py $(PYTEST_ARGS)
 
 ## Chaos soak: SOAK_JOBS Jobs through the local stack under chaos and kills, once per seed; fails on any violation.
 SOAK_JOBS ?= 200

@@ -29,9 +29,10 @@ from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.helpers import Receiver, closed_port, unreachable_kubeconfig
+from tests.support.paths import SUPPORT
 
 JOBS = cre_jobs("nvcre.nvidia.com")
-RAISING = Path(__file__).parent / "support" / "raising.py"
+RAISING = SUPPORT / "raising.py"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import functions_framework
@@ -12,8 +11,9 @@ import pytest
 
 from functions.codec import encode
 from functions.server import ANSWERS
+from tests.support.paths import SUPPORT
 
-SOURCE = Path(__file__).parent / "support" / "raising.py"
+SOURCE = SUPPORT / "raising.py"
 ANSWER_TABLE = [
     ("PermanentError", 400), ("NotFound", 202), ("Conflict", 409), ("AlreadyExists", 409), ("Throttled", 429),
     ("Unavailable", 503), ("NotYet", 503), ("TemporaryError", 503), ("KeyError", 500),

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from functions.client import Answer, post, send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.helpers import Receiver
+from tests.support.paths import REPO
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 TRACE_ID, PARENT_ID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -82,7 +82,7 @@ def test_without_an_endpoint_the_sdk_is_never_imported() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
     env = {"PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parent.parent)
+                         cwd=REPO)
     assert out.stdout.strip() == "[]", out.stderr
 
 

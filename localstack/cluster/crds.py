@@ -6,7 +6,7 @@ is applied: in an array with `x-kubernetes-list-map-keys`, a key whose default i
 the item schema; every other `default: ""` is dropped. 1.20 ignores `x-kubernetes-validations` (CEL), which
 `localstack.cluster.admission` enforces instead. A clone without upstream CRDs falls back to the project's
 own (`fallback-crds/`): each field the code reads or writes declared with its upstream schema, descriptions
-left out; `tests/test_crds.py` holds them to the upstream schemas and to the models.
+left out; `tests/localstack/test_crds.py` holds them to the upstream schemas and to the models.
 Which kinds they cover and where they differ: docs/development.md#the-local-api-server.
 """
 

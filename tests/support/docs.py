@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).parents[2]
+from tests.support.paths import REPO
+
 DOCS = REPO / "docs"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 

@@ -18,13 +18,14 @@ from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, 
 from functions.rules.translate import translate
 from localstack.scenarios.demo import final_state
 from localstack.trainer import TrainerSimulator, wait_until
+from tests.support import paths
 from tests.support.helpers import missing
 from tests.support.render_cases import CASES
 from tests.support.world import event_plane
 
 RUNS = cre_workloadruns("nvcre.nvidia.com")
 JOBS = cre_jobs("nvcre.nvidia.com")
-SAMPLES = sorted((Path(__file__).parents[1] / "events" / "samples" / "workloadruns").glob("*.yaml"))
+SAMPLES = sorted((paths.SAMPLES / "workloadruns").glob("*.yaml"))
 RESOURCES = {"ConfigMap": CONFIGMAPS, "PersistentVolumeClaim": PVCS, "TrainingRuntime": TRAINING_RUNTIMES,
              "Job": JOBS}
 
@@ -102,8 +103,8 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
 def test_invalid_spec_fails_the_workloadrun_and_creates_nothing(functions: Callable[..., dict[str, str]],
                                                                 gateway: Gateway, namespace: str) -> None:
     with event_plane(functions(), gateway, namespace, (TRAINJOBS, JOBS, RUNS)) as broker:
-        # the CRD stores any mpiImplementation; the function supports OpenMPI only (script and module
-        # together, which this test used before, is now refused by the CRD's CEL rule: tests/test_admission.py)
+        # the CRD stores any mpiImplementation; the function supports OpenMPI only (script and module together,
+        # which this test used before, is now refused by the CRD's CEL rule: tests/localstack/test_admission.py)
         gateway.create(RUNS, namespace, workloadrun(namespace, {"mpi": {
             "binary": "/opt/bench", "mpirunPath": "/usr/bin/mpirun", "mpiImplementation": "IntelMPI"}}))
         assert wait_until(lambda: run_conditions(gateway, namespace).get("Failed", ("",))[0] == "True", 20)

@@ -28,9 +28,10 @@ from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction, wait_for_port
+from tests.support import paths
 from tests.support.helpers import unreachable_kubeconfig
 
-GOLDEN = sorted((Path(__file__).parent / "golden" / "phase").glob("*.json"))
+GOLDEN = sorted((paths.GOLDEN / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 

@@ -1,6 +1,6 @@
 """`resync` (SPEC §5), the level-triggered safety net, over HTTP on the real API server as its
 ServiceAccount: it ends restart grace periods, and refuses what is not a PingSource tick. Lifecycles
-driven by resync alone are the `resync` mode of tests/test_scenarios.py."""
+driven by resync alone are the `resync` mode of tests/system/test_scenarios.py."""
 
 from __future__ import annotations
 

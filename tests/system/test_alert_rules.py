@@ -17,8 +17,9 @@ import yaml
 
 from functions.metrics import JobStates, ProcessMetrics
 from localstack.observability.prometheus import find_promtool, rule_groups, write_rules
+from tests.support.paths import REPO
 
-RUNBOOKS = Path(__file__).parents[1] / "docs" / "runbooks"
+RUNBOOKS = REPO / "docs" / "runbooks"
 RUNBOOK_BASE = "https://github.com/crefn/cre-functions/blob/main/docs/runbooks/"
 GROUPS = rule_groups()
 RULES = {r["alert"]: r for g in GROUPS for r in g["rules"] if "alert" in r}

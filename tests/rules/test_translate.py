@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from functions.rules.translate import InvalidSpec, translate
+from tests.support import paths
 from tests.support.render_cases import CASES, run
 
-GOLDEN = Path(__file__).parent / "golden" / "render"
-SAMPLES = Path(__file__).parents[1] / "events" / "samples" / "workloadruns"
+GOLDEN = paths.GOLDEN / "render"
+SAMPLES = paths.SAMPLES / "workloadruns"
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -26,9 +26,10 @@ import pytest
 import yaml
 
 from localstack.trainer import ACTIONS
+from tests.support import paths
 from tests.support.world import World
 
-SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
+SCENARIOS = sorted(paths.SCENARIOS.glob("*.yaml"))
 MODES: dict[str, dict[str, bool]] = {"once": {}, "duplicate": {"duplicate": True}, "swap": {"swap": True},
                                      "resync": {"poll": False}}
 KEYS = {"job", "evidence", "inject", "before", "trainer", "expect"}

@@ -15,8 +15,9 @@ from events.envelope import Envelope, InvalidEvent, ReferenceChange, ResourceCha
 from events.schemas import SCHEMA_DIR, schema_documents, stale_schemas
 from events.types import ApiServerType, EventType, Phase
 from functions.settings import Settings
+from tests.support import paths
 
-SAMPLES = sorted((Path(__file__).parents[1] / "events" / "samples").glob("*.json"))
+SAMPLES = sorted(paths.SAMPLES.glob("*.json"))
 
 
 def env(type_: str, data: object) -> Envelope:
@@ -121,7 +122,7 @@ def test_phase_enum_is_closed() -> None:
     assert [p.value for p in Phase] == ["Pending", "Running", "Succeeded", "Failed"]
 
 
-EMITTED = sorted((Path(__file__).parents[1] / "events" / "samples" / "emitted").glob("*.json"))
+EMITTED = sorted((paths.SAMPLES / "emitted").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", EMITTED, ids=[p.stem for p in EMITTED])

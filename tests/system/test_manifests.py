@@ -28,6 +28,7 @@ from localstack.manifests import OVERLAYS as STACK_OVERLAYS
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.docs import section as docs_section
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
+from tests.support.paths import REPO
 
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret",
               "PersistentVolumeClaim"}
@@ -312,7 +313,7 @@ def test_alert_sinks_secret_template_is_valid_and_names_known_settings() -> None
 
 
 def test_dockerfile_runs_as_non_root_with_the_target_from_env() -> None:
-    text = (Path(__file__).parents[1] / "Dockerfile").read_text()
+    text = (REPO / "Dockerfile").read_text()
     assert "USER 10001" in text and "FUNCTION_TARGET" in text and "functions-framework" in text
 
 

@@ -1,6 +1,6 @@
 """How the admission webhook evaluates `x-kubernetes-validations` (`localstack.cluster.admission`), on small
 schemas: where rules apply, `oldSelf`, ratcheting, and the errors' Kubernetes format. The webhook on
-the real API server is tested in tests/test_admission.py."""
+the real API server is tested in tests/localstack/test_admission.py."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ KNATIVE_CRDS = ("services.serving.knative.dev", "brokers.eventing.knative.dev", 
 
 
 NO_UPSTREAM_CRD = frozenset({"EventPolicy"})
-"""Kinds whose CRD is not among the upstream copies the API server loads: tests/test_manifests.py checks them."""
+"""Kinds whose CRD is not among the upstream copies the API server loads: tests/system/test_manifests.py checks them."""
 
 
 @pytest.mark.parametrize("overlay", ["base", "overlays/oidc", "overlays/namespaced", "overlays/observe"])

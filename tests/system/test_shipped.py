@@ -5,7 +5,7 @@ where only the declared volumes and /dev/shm are writable, with its ServiceAccou
 and answering: a scrape of GET /metrics, and an event where one needs no API server (`phase`, the
 dead-letter recorder). The pod is reproduced in a private mount namespace (`tests.support.pod`:
 building the image needs a container engine and its base image, which not every machine running
-the suite has); the package is the wheel the Dockerfile installs (`tests.test_image`)."""
+the suite has); the package is the wheel the Dockerfile installs (`tests.system.test_image`)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from localstack.manifests import NAMESPACE, render
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 from tests.support import pod
-from tests.test_image import site, wheel  # noqa: F401 (the installed package, as test_image builds it)
+from tests.support.paths import REPO
+from tests.system.test_image import site, wheel  # noqa: F401 (the installed package, as test_image builds it)
 
 DOCS = render("base")
 SERVICES = {d["metadata"]["name"]: d for d in DOCS if d["kind"] == "Service"}
-IMAGE = pod.read_dockerfile(Path(__file__).parents[1] / "Dockerfile")
+IMAGE = pod.read_dockerfile(REPO / "Dockerfile")
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,9 @@ from functions.registry import METRICS, SERVED
 from localstack.cluster.apiserver import free_port, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.process  # a wheel is built and installed, its programs run
-
-REPO = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -404,7 +404,7 @@ def test_the_jobs_goodput_measurement_is_one_get_when_it_has_its_name(
     from functions.context import Context
     from functions.reads import read_goodputs, read_job
     from functions.settings import Settings
-    from tests.test_resync import CountingGateway
+    from tests.handlers.test_resync import CountingGateway
 
     gm = cre_goodput("nvcre.nvidia.com")
     gateway.create(JOBS, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",

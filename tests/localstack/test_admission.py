@@ -25,13 +25,14 @@ from functions.rules.launch import build_trainjob
 from functions.rules.translate import translate
 from localstack.cluster.admission import CONFIGURATION_NAME, WEBHOOK_NAME
 from localstack.cluster.apiserver import ADMIN, LocalCluster
+from tests.support import paths
 
 GROUP = "nvcre.nvidia.com"
 JOBS = cre_jobs(GROUP)
 RUNS = cre_workloadruns(GROUP)
 WEBHOOK_CONFIGS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                            "ValidatingWebhookConfiguration", namespaced=False)
-SAMPLES = sorted((Path(__file__).parents[1] / "events" / "samples" / "workloadruns").glob("*.yaml"))
+SAMPLES = sorted((paths.SAMPLES / "workloadruns").glob("*.yaml"))
 RESOURCES = {"ConfigMap": CONFIGMAPS, "PersistentVolumeClaim": PVCS, "TrainingRuntime": TRAINING_RUNTIMES,
              "Job": JOBS}
 DENIED = f'admission webhook "{WEBHOOK_NAME}" denied the request'

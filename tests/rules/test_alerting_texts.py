@@ -1,7 +1,7 @@
 """Every alert the rules build, whole, against a golden file (tests/golden/alerts.json): labels, summary,
 description, startsAt and endsAt are what a responder reads in Slack, PagerDuty and Alertmanager, so a
 changed word or a lost expiry shows up here. After an intended change of a text, regenerate the file
-with `UPDATE_GOLDEN=1 pytest tests/test_alert_texts.py` and read the diff."""
+with `UPDATE_GOLDEN=1 pytest tests/rules/test_alerting_texts.py` and read the diff."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import os
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,7 @@ from events.emitted import AlertData, FailureInfo
 from functions.rules.alerting import Restated, on_job_deleted, on_job_state
 from functions.rules.claims import Decision, claimed, on_decision
 from functions.rules.jobs import JobState
-from tests.support.helpers import cond, job
-from tests.test_alerting import (
+from tests.rules.test_alerting import (
     CHECKPOINT,
     GRACE_END,
     NOW,
@@ -35,8 +33,10 @@ from tests.test_alerting import (
     unblocked,
     validation,
 )
+from tests.support import paths
+from tests.support.helpers import cond, job
 
-GOLDEN = Path(__file__).parent / "golden" / "alerts.json"
+GOLDEN = paths.GOLDEN / "alerts.json"
 UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))
 OOM = FailureInfo(pod_name="llm-workload-node-1-0", node_name="gpu-node-17", exit_code=137, reason="OOMKilled")
 NODES = {"failedNodes": [{"name": "gpu-3", "reason": "HardwareFailureDetected"},
