@@ -362,6 +362,17 @@ def test_launch_labels_owner_and_workload_ref(world: Callable[..., World], names
     assert "workloadStartTime" in status  # the TrainJob's first phase is Running
 
 
+def test_a_long_job_names_its_trainjob_as_cre_does(world: Callable[..., World], namespace: str) -> None:
+    """`<job>-workload` over 44 characters: CRE's `naming.Truncate` (`pkg/naming/naming.go`, hash printed
+    `%05x`). `llama-pretrain-nightly-certification-4-workload` hashes to 0x098e2b8c: suffix `98e2b`."""
+    w, name = world(), "llama-pretrain-nightly-certification-4"
+    w.create_job(name)
+    w.settle()
+    assert w.job(name)["status"]["workloadRef"]["name"] == "llama-pretrain-nightly-certification-4-98e2b"
+    tj = w.gw.get(TRAINJOBS, namespace, "llama-pretrain-nightly-certification-4-98e2b")
+    assert tj is not None and tj["metadata"]["labels"]["nvcre.nvidia.com/job"] == name
+
+
 def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callable[..., dict[str, str]],
                                                               world: Callable[..., World], gateway: Gateway,
                                                               namespace: str) -> None:
