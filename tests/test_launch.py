@@ -105,8 +105,8 @@ def effects_of(plan: Plan) -> list[tuple[Any, ...]]:
 
 JOBS_RES = cre_jobs("nvcre.nvidia.com")
 CREATED = "Workload TrainJob/llm-workload created and is starting"
-ADOPTED = "Workload TrainJob/llm-workload adopted"
-FOREIGN = "TrainJob llm-workload already exists and is not owned by Job llm"
+ADOPTED = "Workload TrainJob/llm-workload was already created by this Job and has been adopted"  # CRE's, verbatim
+FOREIGN = "Workload TrainJob/llm-workload already exists and is not owned by this Job"  # CRE's, verbatim
 NO_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
 REF = {"workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
                        "namespace": "ns"}}
@@ -481,7 +481,7 @@ def test_name_collision_fails_the_job(functions: Callable[..., dict[str, str]], 
     answer = send(urls["launch"], w.job_record())
     assert answer.status == 200 and answer.ce["jobcondition"] == "Failed"
     assert answer.json()["new"]["reason"] == "WorkloadCreationError"
-    assert "already exists and is not owned by Job llm" in answer.json()["new"]["message"]
+    assert answer.json()["new"]["message"] == FOREIGN
     assert send(urls["launch"], w.job_record()).status == 202  # terminal now
 
 
@@ -548,6 +548,8 @@ def test_adopt_after_a_lost_status_write(functions: Callable[..., dict[str, str]
     status = w.job()["status"]
     assert status["workloadRef"]["name"] == "llm-workload"
     assert w.final()[:2] == ("InProgress", "WorkloadAdopted")
+    in_progress = next(c for c in status["conditions"] if c["type"] == "InProgress")
+    assert in_progress["message"] == ADOPTED  # CRE's adoption text
 
 
 def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway, namespace: str) -> None:
@@ -640,9 +642,12 @@ def test_a_foreign_object_fails_the_job_with_its_event(functions: Callable[..., 
     assert world.final()[:2] == ("Failed", "WorkloadCreationError")
     assert world.job()["status"]["failedNodes"] == [{  # the CRD's reasons: a creation error is a failed workload
         "name": "gpu-node-01", "reason": "WorkloadFailed",
-        "message": "TrainJob llm-workload already exists and is not owned by Job llm"}]
-    assert [(e["type"], e["reason"]) for e in job_events(gateway, namespace)] == [
-        ("Warning", "WorkloadCreationError")]
+        "message": FOREIGN}]
+    failed = next(c for c in world.job()["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == FOREIGN
+    # CRE's Job controller: the same words as the condition message and the Event note
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, namespace)] == [
+        ("Warning", "WorkloadCreationError", FOREIGN)]
 
 
 def test_workload_metadata_labels_reach_the_trainjob(functions: Callable[..., dict[str, str]], gateway: Gateway,

@@ -7,10 +7,11 @@ the reader, which reads nothing more for a Job that does not.
 A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
 `spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
 Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
-of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was lost); one of an
-older attempt is deleted (uid precondition) and the next created in the same plan; one still
-terminating is a wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
-reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
+of this Job and this attempt is adopted (`WorkloadAdopted`, with CRE's `Workload TrainJob/<n> was already
+created by this Job and has been adopted`: a status write was lost); one of an older attempt is deleted
+(uid precondition) and the next created in the same plan; one still terminating is a wait; one owned by
+someone else fails the Job (`WorkloadCreationError`, nodes attributed, with CRE's `Workload TrainJob/<n>
+already exists and is not owned by this Job` as the condition message and the Event note). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
 retry (`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
 Observe mode: nothing.
 """
@@ -173,12 +174,21 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
     if meta.get("deletionTimestamp"):
         return Plan((Wait(f"TrainJob {name} is still terminating"),))
     if not owned_by(existing, state):
-        return fail(state, f"TrainJob {name} already exists and is not owned by Job {job.metadata.name}", now, group,
-                    function, cause, capture)
+        return fail(state, foreign_holder(name), now, group, function, cause, capture)
     assert of_attempt(existing, job.status.restart_count), "an earlier attempt's TrainJob is replaced"
-    message = f"Workload TrainJob/{name} adopted"
+    message = adopted(name)
     return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
                 reply=workload_created(state, True, function, cause, existing))
+
+
+def adopted(name: str) -> str:
+    """CRE's words for a TrainJob of this Job and attempt found holding the name (a status write was lost)."""
+    return f"Workload TrainJob/{name} was already created by this Job and has been adopted"
+
+
+def foreign_holder(name: str) -> str:
+    """CRE's words for an object of someone else holding the name (condition message and Event note)."""
+    return f"Workload TrainJob/{name} already exists and is not owned by this Job"
 
 
 def create(observed: LaunchObserved, name: str, now: datetime, group: str, function: str,
