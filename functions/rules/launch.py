@@ -11,8 +11,9 @@ of this Job and this attempt is adopted (`WorkloadAdopted`, with CRE's `Workload
 created by this Job and has been adopted`: a status write was lost); one of an older attempt is deleted
 (uid precondition) and the next created in the same plan; one still terminating is a wait; one owned by
 someone else fails the Job (`WorkloadCreationError`, nodes attributed, with CRE's `Workload TrainJob/<n>
-already exists and is not owned by this Job` as the condition message and the Event note). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
-retry (`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
+already exists and is not owned by this Job` as the condition message and the Event note). A create
+the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a retry
+(`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
 Observe mode: nothing.
 """
 
