@@ -29,6 +29,7 @@ from functions.rules.launch import (
     can_only_fail,
     creates,
     decide_launch,
+    refused_label,
     replicated_jobs,
     why_not_launch,
     with_pod_labels,
@@ -287,6 +288,41 @@ def launch_action(plan: Plan) -> str:
     if plan.reply is not None and plan.reply.extensions.get("jobcondition") == "Failed":
         return "fail"
     return "nothing"
+
+
+CRE_RESERVED = ('spec.workloadMetadata.labels["nvcre.nvidia.com/job"]: label key is reserved for the controller: '
+                '"app.kubernetes.io/managed-by" and any key under "nvcre.nvidia.com/" identify workload ownership')
+"""CRE's `pkg/workload/testdata/build-object/reserved-nvcre-prefix-rejected/expected.json`, verbatim."""
+POD_LABELS_RESERVED = ('spec.workloadMetadata.labels["crefn.dev/attempt"]: label key is reserved for the controller: '
+                       '"crefn.dev/attempt" and "crefn.dev/managed" identify the workload\'s attempt and pods')
+
+
+@pytest.mark.parametrize(("labels", "refused"), [
+    ({"kueue.x-k8s.io/queue-name": "team-a", "team": "ml"}, ""),
+    ({"nvcre.nvidia.com/job": "some-other-job"}, CRE_RESERVED),
+    ({"app.kubernetes.io/managed-by": "me"},
+     CRE_RESERVED.replace("nvcre.nvidia.com/job", "app.kubernetes.io/managed-by")),
+    ({"crefn.dev/attempt": "7", "team": "ml"}, POD_LABELS_RESERVED),
+    ({"crefn.dev/managed": "true"},
+     POD_LABELS_RESERVED.replace('labels["crefn.dev/attempt"]', 'labels["crefn.dev/managed"]')),
+    ({"crefn.dev/managed": "false", "crefn.dev/attempt": "1"}, POD_LABELS_RESERVED),  # sorted: attempt first
+    ({"crefn.dev/team": "ml"}, ""),  # the project's own prefix is not reserved, only its two labels
+], ids=["user-labels", "cre-prefix", "managed-by", "attempt", "managed", "first-sorted-key", "other-crefn-key"])
+def test_reserved_workload_metadata_labels_are_refused_not_overwritten(labels: dict[str, str], refused: str) -> None:
+    """CRE's `ValidateLabels` (`pkg/workload/metadata.go`): a reserved key fails the build; the project's
+    own pod labels are reserved the same way, so no user label is silently overwritten."""
+    assert refused_label(labels, "nvcre.nvidia.com") == refused
+    state = job(spec={"workloadMetadata": {"labels": labels}})
+    plan = decide_launch(LaunchObserved(state, None), Settings(), NOW, "launch", None)
+    if refused:
+        assert can_only_fail(LaunchObserved(state, None))
+        write = next(e for e in plan.effects if isinstance(e, WriteStatus))
+        failed = next(c for c in write.status["conditions"] if c["type"] == "Failed")
+        assert (failed["status"], failed["reason"], failed["message"]) == (
+            "True", "WorkloadCreationError", f"Failed to build workload: {refused}")
+        assert not any(isinstance(e, Create) for e in plan.effects)
+    else:
+        assert any(isinstance(e, Create) for e in plan.effects)
 
 
 def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
@@ -665,6 +701,29 @@ def test_workload_metadata_labels_reach_the_trainjob(functions: Callable[..., di
     assert send(urls["launch"], world.job_record()).status == 200
     trainjob = gateway.get(TRAINJOBS, namespace, "llm-workload") or {}
     assert trainjob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+
+
+def test_a_label_of_the_project_in_workload_metadata_fails_the_build(functions: Callable[..., dict[str, str]],
+                                                                      gateway: Gateway, namespace: str) -> None:
+    """`crefn.dev/attempt` in `workloadMetadata.labels` passes the CRD (CRE reserves only its own keys there) and
+    is refused at build as CRE refuses its reserved keys (`ValidateLabels`, then `Failed to build workload: …`
+    with `WorkloadCreationError`): never silently overwritten by the attempt label, no TrainJob made."""
+    urls = functions()
+    world = make_world(gateway, namespace, urls, poll=False)
+    job = world.create_job()
+    gateway.delete(JOBS, namespace, "llm")
+    spec = {**job["spec"], "workloadMetadata": {"labels": {"crefn.dev/attempt": "7", "team": "ml"}}}
+    gateway.create(JOBS, namespace, {"apiVersion": job["apiVersion"], "kind": "Job",
+                                     "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+                                     "spec": spec})
+    answer = send(urls["launch"], world.job_record())
+    assert answer.status == 200 and answer.ce["jobcondition"] == "Failed"
+    message = f"Failed to build workload: {POD_LABELS_RESERVED}"
+    failed = next(c for c in world.job()["status"]["conditions"] if c["type"] == "Failed")
+    assert (failed["reason"], failed["message"]) == ("WorkloadCreationError", message)
+    assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, namespace)] == [
+        ("Warning", "WorkloadCreationError", message)]
 
 
 def test_the_pod_label_patch_passes_the_real_trainer_crd(world: Callable[..., World]) -> None:

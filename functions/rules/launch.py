@@ -27,6 +27,7 @@ from typing import Any
 from events.emitted import WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, Outbound, to_outbound
 from events.types import (
+    ATTEMPT_LABEL,
     CONTROLLER_MANAGER,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -45,11 +46,15 @@ from functions.rules.conditions import changes_condition, condition, decide_cond
 from functions.rules.jobs import JobState, condition_changed, is_managed
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.pods import Capture, failure_log_field
+from functions.rules.thresholds import go_quote
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
 
 FUNCTION = "launch"
 NO_WORKLOAD_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
+LABELS_FIELD = "spec.workloadMetadata.labels"
+POD_LABELS = (ATTEMPT_LABEL, MANAGED_LABEL)
+"""The project's own labels on the workload, which a `workloadMetadata` label may not set either."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,22 @@ def build_trainjob(state: JobState, name: str, cre_group: str,
         "spec": with_pod_labels(dict(job.spec.workload.train_job or {}), job.metadata.name, job.status.restart_count,
                                 cre_group, runtime_jobs),
     }
+
+
+def refused_label(labels: Mapping[str, str], cre_group: str) -> str:
+    """Why `workloadMetadata.labels` cannot be applied ("" when they can), in CRE's words
+    (`pkg/workload/metadata.go`, `ValidateLabels`, keys in sorted order): a key CRE reserves
+    (`app.kubernetes.io/managed-by`, any under `<cre group>/`), or one the project labels the workload
+    and its pods with (`crefn.dev/attempt`, `crefn.dev/managed`), is refused rather than overwritten."""
+    prefix = f"{cre_group}/"
+    for key in sorted(labels):
+        if key == MANAGED_BY_LABEL or key.startswith(prefix):
+            return (f"{LABELS_FIELD}[{go_quote(key)}]: label key is reserved for the controller: "
+                    f"{go_quote(MANAGED_BY_LABEL)} and any key under {go_quote(prefix)} identify workload ownership")
+        if key in POD_LABELS:
+            return (f"{LABELS_FIELD}[{go_quote(key)}]: label key is reserved for the controller: "
+                    f"{' and '.join(map(go_quote, POD_LABELS))} identify the workload's attempt and pods")
+    return ""
 
 
 def replicated_jobs(spec: Mapping[str, Any], runtime_jobs: tuple[str, ...] | None = None) -> list[str]:
@@ -152,6 +173,8 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         plan = Plan((waiting,))
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
+    elif refused := refused_label(job.spec.workload_metadata.labels, group):
+        plan = fail(state, f"Failed to build workload: {refused}", now, group, function, cause, observed.capture)
     elif existing is None:
         plan = create(observed, name, now, group, function, cause)
     elif replaces(observed):
@@ -238,7 +261,9 @@ def owned_by(obj: Mapping[str, Any], state: JobState) -> bool:
 
 def can_only_fail(observed: LaunchObserved) -> bool:
     """Whether this launch would fail the Job (what makes reading the attempt's pods worth it)."""
-    if not observed.state.job.spec.workload.train_job:
+    job = observed.state.job
+    if not job.spec.workload.train_job or refused_label(job.spec.workload_metadata.labels,
+                                                        job.api_version.partition("/")[0]):
         return True
     existing = observed.existing
     return existing is not None and not (existing.get("metadata") or {}).get("deletionTimestamp") \
