@@ -123,7 +123,7 @@ class JobDeadlineData(EventData):
     attempt: int
     elapsed_seconds: float
     timeout_seconds: float
-    blocked: bool = Field(description="the time ran out in one scheduling-blocked episode")
+    blocked: bool = Field(description="the pods were scheduling-blocked when the time ran out")
 
 
 class JobCheckData(EventData):

@@ -69,6 +69,12 @@ def job_label(cre_group: str) -> str:
     return f"{cre_group}/job"
 
 
+def workflow_label(cre_group: str) -> str:
+    """The label naming the Workflow that created a Job (`nvcre.nvidia.com/workflow`), which CRE's Job
+    metrics carry as their `workflow` label."""
+    return f"{cre_group}/workflow"
+
+
 def group_nodes_annotation(cre_group: str) -> str:
     """The annotation listing a workload's nodes (`nvcre.nvidia.com/group-nodes`)."""
     return f"{cre_group}/group-nodes"

@@ -83,7 +83,8 @@ def scrape_jobs(accept: str, ctx: Context) -> Exposition:
     from functions.resources import cre_jobs
 
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
-    return expose_jobs(ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), None, label_selector=selector), accept)
+    group = ctx.settings.cre_group
+    return expose_jobs(ctx.gateway.list_all(cre_jobs(group), None, label_selector=selector), accept, group)
 
 
 def serve(name: str) -> Callable[[Any], Any]:

@@ -9,11 +9,16 @@ Two kinds, because a Knative function scaled to zero keeps no numbers:
   have its own, which is why the Services run `WORKERS=1`. No `_created` series are exposed.
 - The Jobs' state (`expose_jobs`), computed at scrape time by the `metrics` target from one LIST of the
   managed Jobs: a fresh registry per scrape, nothing kept between scrapes, so a deleted Job's series
-  go with it (CRE deletes them with the Job). Names and labels are CRE's (`pkg/controller/metrics.go`:
-  `nvcre_job_status`, `nvcre_job_failed_nodes`), so CRE's dashboards and alerts read them unchanged;
-  `crefn_job_restarts` and `crefn_job_info` are the project's own. `nvcre_job_status` is 1 for the
-  Job's True exclusive condition, read as CRE reads it since ADR-086 (Failed > Succeeded > InProgress,
-  `rules.conditions.true_exclusive`), 0 for the other two; a Job with none True has three 0s.
+  go with it (CRE deletes them with the Job). Names, labels and help texts are CRE's
+  (`pkg/controller/metrics.go`, `metrics_status.go`: `nvcre_job_status`, `nvcre_job_failed_nodes`, both
+  with `namespace`, `job` and `workflow` — the Job's `<cre group>/workflow` label, "" without one), so
+  CRE's dashboards and alerts read them unchanged; `crefn_job_restarts` and `crefn_job_info` are the
+  project's own. `nvcre_job_status` is 1 for the Job's True exclusive condition, read as CRE reads it
+  since ADR-086 (Failed > Succeeded > InProgress, `rules.conditions.true_exclusive`), 0 for the other
+  two; a Job with none True has no series (ADR-086 decision A, `emitExclusiveStatus`).
+  `nvcre_job_failed_nodes` is what CRE's `setJobHardwareFailed` records: it exists only for a Job with
+  a hardware failure recorded (`HardwareFailed=True`), and counts the distinct nodes of its
+  `status.failedNodes` (CRE's `FailedNodeNames`); an ordinary workload failure never sets it.
 
 The exposition format follows the scraper's `Accept` header (Prometheus text or OpenMetrics).
 """
@@ -29,6 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from events.types import CRE_GROUP_DEFAULT, workflow_label
 from functions.rules.conditions import true_exclusive
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -139,10 +145,10 @@ def expose_process(accept: str = "") -> Exposition:
     return expose(process().registry, accept)
 
 
-def expose_jobs(jobs: Iterable[Mapping[str, Any]], accept: str = "") -> Exposition:
+def expose_jobs(jobs: Iterable[Mapping[str, Any]], accept: str = "", cre_group: str = CRE_GROUP_DEFAULT) -> Exposition:
     """The Jobs' state (from a LIST, read now), then this process's own counters."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(JobStates(tuple(jobs)))
+    registry.register(JobStates(tuple(jobs), workflow_label(cre_group)))
     registry.register(Families(process().registry))
     return expose(registry, accept)
 
@@ -163,18 +169,21 @@ class Families:
 
 
 class JobStates:
-    """The Jobs' state gauges, from the Jobs as listed (only what is read here: name, namespace,
-    `status.conditions`, `status.restartCount`, `status.failedNodes`)."""
+    """The Jobs' state gauges, from the Jobs as listed (only what is read here: name, namespace, the
+    workflow label, `status.conditions`, `status.restartCount`, `status.failedNodes`)."""
 
-    def __init__(self, jobs: tuple[Mapping[str, Any], ...]) -> None:
+    def __init__(self, jobs: tuple[Mapping[str, Any], ...],
+                 workflow_key: str = workflow_label(CRE_GROUP_DEFAULT)) -> None:
         self.jobs = jobs
+        self.workflow_key = workflow_key
 
     def collect(self) -> Iterator[Metric]:
         status = GaugeMetricFamily(
-            "nvcre_job_status", "1 for the CRE Job's True exclusive condition (Failed outranks Succeeded outranks "
-            "InProgress), 0 for the other two.", labels=("namespace", "job", "status"))
+            "nvcre_job_status", "Current status of NVCRE jobs (1 = current status, 0 = not current status)",
+            labels=("namespace", "job", "workflow", "status"))
         failed_nodes = GaugeMetricFamily(
-            "nvcre_job_failed_nodes", "Nodes in the CRE Job's status.failedNodes.", labels=("namespace", "job"))
+            "nvcre_job_failed_nodes", "Number of nodes with detected hardware failures per job",
+            labels=("namespace", "job", "workflow"))
         restarts = GaugeMetricFamily(
             "crefn_job_restarts", "The CRE Job's status.restartCount.", labels=("namespace", "job"))
         info = GaugeMetricFamily(
@@ -183,16 +192,24 @@ class JobStates:
         for job in self.jobs:
             meta, st = _mapping(job.get("metadata")), _mapping(job.get("status"))
             where = [str(meta.get("namespace", "")), str(meta.get("name", ""))]
-            conditions = [c for c in st.get("conditions") or () if isinstance(c, Mapping)]
-            true = true_exclusive([dict(c) for c in conditions])
-            for label, cond_type in JOB_STATES:
-                status.add_metric([*where, label], 1.0 if true is not None and true.type == cond_type else 0.0)
-            nodes = st.get("failedNodes")
-            failed_nodes.add_metric(where, float(len(nodes) if isinstance(nodes, list) else 0))
+            workflow = str(_mapping(meta.get("labels")).get(self.workflow_key, ""))
+            conditions = [dict(c) for c in st.get("conditions") or () if isinstance(c, Mapping)]
+            true = true_exclusive(conditions)
+            if true is not None:
+                for label, cond_type in JOB_STATES:
+                    status.add_metric([*where, workflow, label], 1.0 if true.type == cond_type else 0.0)
+            if any(c.get("type") == "HardwareFailed" and c.get("status") == "True" for c in conditions):
+                failed_nodes.add_metric([*where, workflow], float(len(_node_names(st.get("failedNodes")))))
             attempt = _count(st.get("restartCount"))
             restarts.add_metric(where, float(attempt))
             info.add_metric([*where, true.reason if true is not None else "", str(attempt)], 1.0)
         yield from (status, failed_nodes, restarts, info)
+
+
+def _node_names(nodes: Any) -> set[str]:
+    """The distinct node names of `status.failedNodes` (CRE's `FailedNodeNames`: empty names skipped)."""
+    entries = nodes if isinstance(nodes, list) else []
+    return {str(n["name"]) for n in entries if isinstance(n, Mapping) and n.get("name")}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

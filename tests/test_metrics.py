@@ -41,6 +41,10 @@ def parse(text: str) -> Samples:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+def parse_help(text: str) -> dict[str, str]:
+    return {family.name: family.documentation for family in text_string_to_metric_families(text)}
+
+
 def of(samples: Samples, name: str, **labels: str) -> dict[frozenset[tuple[str, str]], float]:
     """The samples of `name` whose labels include `labels`, keyed by their labels."""
     return {k: v for (n, k), v in samples.items() if n == name and set(labels.items()) <= k}
@@ -85,8 +89,11 @@ def cond(type_: str, reason: str, status: str = "True") -> dict[str, Any]:
             "lastTransitionTime": now()}
 
 
-def create_job(gateway: Gateway, ns: str, name: str, status: dict[str, Any] | None, managed: bool = True) -> None:
+def create_job(gateway: Gateway, ns: str, name: str, status: dict[str, Any] | None, managed: bool = True,
+               workflow: str = "") -> None:
     labels = {"crefn.dev/managed": "true"} if managed else {}
+    if workflow:
+        labels["nvcre.nvidia.com/workflow"] = workflow
     gateway.create(JOBS, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
                               "metadata": {"name": name, "labels": labels},
                               "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
@@ -102,16 +109,22 @@ def metrics_kubeconfig(cluster: LocalCluster) -> str:
 
 @pytest.fixture
 def jobs(gateway: Gateway, namespace: str) -> str:
-    """Jobs in every state: running, done, broken (2 failed nodes), dual (Failed and InProgress True, as CRE
+    """Jobs in every state: running (made by a Workflow), done, broken (2 nodes of a workload failure), hardware
+    (a hardware failure recorded on 2 nodes, one of them listed twice), dual (Failed and InProgress True, as CRE
     wrote before ADR-086), fresh (no status yet), and stray (not managed)."""
     create_job(gateway, namespace, "running", {"conditions": [
         cond("InProgress", "WorkloadRunning"), cond("Succeeded", "NotApplicable", "False"),
-        cond("Failed", "NotApplicable", "False")]})
+        cond("Failed", "NotApplicable", "False")]}, workflow="nightly-cert")
     create_job(gateway, namespace, "done", {"restartCount": 1, "conditions": [
         cond("InProgress", "NotApplicable", "False"), cond("Succeeded", "WorkloadCompleted")]})
     create_job(gateway, namespace, "broken", {"restartCount": 2, "conditions": [cond("Failed", "WorkloadFailed")],
                                               "failedNodes": [{"name": "gpu-1", "reason": "WorkloadFailed"},
                                                               {"name": "gpu-2", "reason": "WorkloadFailed"}]})
+    create_job(gateway, namespace, "hardware", {"conditions": [
+        cond("InProgress", "WorkloadRunning"), cond("HardwareFailed", "HardwareFailureDetected")],
+        "failedNodes": [{"name": "gpu-3", "reason": "ThresholdViolation"},
+                        {"name": "gpu-3", "reason": "HardwareFailureDetected"},
+                        {"name": "gpu-4", "reason": "HardwareFailureDetected"}]}, workflow="nightly-cert")
     create_job(gateway, namespace, "dual", {"restartCount": 3, "conditions": [
         cond("InProgress", "WorkloadRunning"), cond("Failed", "JobTimedOut")]})
     create_job(gateway, namespace, "fresh", None)
@@ -119,8 +132,8 @@ def jobs(gateway: Gateway, namespace: str) -> str:
     return namespace
 
 
-def job_status(ns: str, job: str, state: str) -> dict[frozenset[tuple[str, str]], float]:
-    return {key(namespace=ns, job=job, status=s): float(s == state)
+def job_status(ns: str, job: str, state: str, workflow: str = "") -> dict[frozenset[tuple[str, str]], float]:
+    return {key(namespace=ns, job=job, workflow=workflow, status=s): float(s == state)
             for s in ("in_progress", "succeeded", "failed")}
 
 
@@ -131,21 +144,28 @@ def test_job_state_as_cre_names_it(serve: Callable[..., ServedFunction], metrics
     assert answer.status == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain; version=0.0.4")
     samples = parse(answer.body.decode())
+    # CRE's series (`pkg/controller/metrics.go`, `metrics_status.go`): `workflow` from the Job's
+    # nvcre.nvidia.com/workflow label ("" without one); a Job with no True phase condition has none (ADR-086)
     assert of(samples, "nvcre_job_status", namespace=ns) == {
-        **job_status(ns, "running", "in_progress"), **job_status(ns, "done", "succeeded"),
-        **job_status(ns, "broken", "failed"), **job_status(ns, "dual", "failed"), **job_status(ns, "fresh", "")}
+        **job_status(ns, "running", "in_progress", "nightly-cert"), **job_status(ns, "done", "succeeded"),
+        **job_status(ns, "broken", "failed"), **job_status(ns, "hardware", "in_progress", "nightly-cert"),
+        **job_status(ns, "dual", "failed")}
+    # only a recorded hardware failure sets it (CRE's `setJobHardwareFailed`): distinct nodes of failedNodes
     assert of(samples, "nvcre_job_failed_nodes", namespace=ns) == {
-        key(namespace=ns, job="running"): 0, key(namespace=ns, job="done"): 0, key(namespace=ns, job="broken"): 2,
-        key(namespace=ns, job="dual"): 0, key(namespace=ns, job="fresh"): 0}
+        key(namespace=ns, job="hardware", workflow="nightly-cert"): 2}
     assert of(samples, "crefn_job_restarts", namespace=ns) == {
         key(namespace=ns, job="running"): 0, key(namespace=ns, job="done"): 1, key(namespace=ns, job="broken"): 2,
-        key(namespace=ns, job="dual"): 3, key(namespace=ns, job="fresh"): 0}
+        key(namespace=ns, job="hardware"): 0, key(namespace=ns, job="dual"): 3, key(namespace=ns, job="fresh"): 0}
     assert of(samples, "crefn_job_info", namespace=ns) == {
         key(namespace=ns, job="running", reason="WorkloadRunning", attempt="0"): 1,
         key(namespace=ns, job="done", reason="WorkloadCompleted", attempt="1"): 1,
         key(namespace=ns, job="broken", reason="WorkloadFailed", attempt="2"): 1,
+        key(namespace=ns, job="hardware", reason="WorkloadRunning", attempt="0"): 1,
         key(namespace=ns, job="dual", reason="JobTimedOut", attempt="3"): 1,
         key(namespace=ns, job="fresh", reason="", attempt="0"): 1}
+    assert parse_help(answer.body.decode()).items() >= {
+        "nvcre_job_status": "Current status of NVCRE jobs (1 = current status, 0 = not current status)",
+        "nvcre_job_failed_nodes": "Number of nodes with detected hardware failures per job"}.items()
     # the target's own counters follow: its LISTs, as its ServiceAccount (allowed: 200)
     assert of(samples, "crefn_kube_requests_total", verb="list", resource="jobs", code="200")
 
@@ -160,10 +180,12 @@ def test_manage_all_lists_every_job_and_nothing_is_kept_between_scrapes(
     gateway.delete(JOBS, ns, "broken")
     gateway.patch(JOBS, ns, "running", {"status": {"conditions": [
         cond("InProgress", "NotApplicable", "False"), cond("Succeeded", "WorkloadCompleted")]}}, status=True)
-    second = parse(scrape(url).text)
-    assert not of(second, "nvcre_job_status", namespace=ns, job="broken")
-    assert not of(second, "nvcre_job_failed_nodes", namespace=ns, job="broken")
-    assert of(second, "nvcre_job_status", namespace=ns, job="running") == job_status(ns, "running", "succeeded")
+    assert of(first, "nvcre_job_failed_nodes", namespace=ns, job="hardware")
+    gateway.delete(JOBS, ns, "hardware")
+    assert not of(second := parse(scrape(url).text), "nvcre_job_status", namespace=ns, job="broken")
+    assert not of(second, "nvcre_job_failed_nodes", namespace=ns, job="hardware")
+    assert of(second, "nvcre_job_status", namespace=ns, job="running") == job_status(
+        ns, "running", "succeeded", "nightly-cert")
     assert len(of(second, "crefn_job_info", namespace=ns)) == 5
 
 

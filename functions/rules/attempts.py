@@ -13,26 +13,15 @@ from typing import Any
 from events.emitted import WorkloadRef
 from events.objects import CreJob, TrainJob
 from events.types import ATTEMPT_LABEL, TRAINJOB_API_VERSION, TRAINJOB_KIND
+from functions.rules.naming import truncate
 
 WORKLOAD_NAME_LIMIT = 44
-WORKLOAD_NAME_KEEP = 38
-
-
-def fnv32a(text: str) -> int:
-    h = 0x811C9DC5
-    for byte in text.encode():
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
+"""CRE's `naming.MaxWorkloadNameLen`: room for JobSet's pod name suffixes."""
 
 
 def workload_name(job_name: str) -> str:
-    """`<job>-workload`, truncated like CRE: ≤44 chars, first 38 kept, trailing `-` dropped, then
-    `-` and the first 5 hex digits of the FNV-32a hash of the full name."""
-    full = f"{job_name}-workload"
-    if len(full) <= WORKLOAD_NAME_LIMIT:
-        return full
-    suffix = f"{fnv32a(full):08x}"[:5]
-    return f"{full[:WORKLOAD_NAME_KEEP].rstrip('-')}-{suffix}"
+    """`<job>-workload`, truncated to 44 characters as CRE names it (`functions.rules.naming.truncate`)."""
+    return truncate(f"{job_name}-workload", WORKLOAD_NAME_LIMIT)
 
 
 def attempt_of(labels: Mapping[str, str]) -> int | None:

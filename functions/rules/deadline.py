@@ -9,7 +9,9 @@ default, 24h. The elapsed time, as CRE's Workflow measures it:
 - a workload never seen running (pending, suspended, queued): no time passes;
 - no workload yet: since the Job was created.
 Besides, one scheduling-blocked episode alone longer than the bound times the Job out (also when the
-clock never started). The comparison is strict (`>`).
+clock never started). The comparison is strict (`>`). The message is CRE's `failTimedOutJob`'s: `Job
+exceeded timeoutPerJob while its pods were unschedulable` whenever `schedulingBlockedSince` is set when
+the time runs out (whichever bound ran out), else `Job exceeded timeoutPerJob`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class Deadline:
     elapsed: timedelta
     timeout: timedelta
     blocked: bool
-    """The time ran out in one scheduling-blocked episode."""
+    """The pods were scheduling-blocked (the marker set) when the time ran out."""
 
     @property
     def message(self) -> str:
@@ -65,5 +67,5 @@ def deadline(state: JobState, now: datetime, default: timedelta | None) -> Deadl
         return Deadline(now - since, timeout, blocked=True)
     spent = elapsed(state, now)
     if spent is not None and spent > timeout:
-        return Deadline(spent, timeout, blocked=False)
+        return Deadline(spent, timeout, blocked=since is not None)
     return None

@@ -7,11 +7,13 @@ the reader, which reads nothing more for a Job that does not.
 A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
 `spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
 Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
-of this Job and this attempt is adopted (`WorkloadAdopted`: a status write was lost); one of an
-older attempt is deleted (uid precondition) and the next created in the same plan; one still
-terminating is a wait; one owned by someone else fails the Job (`WorkloadCreationError`, nodes attributed, as CRE
-reports it). A create the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a
-retry (`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
+of this Job and this attempt is adopted (`WorkloadAdopted`, with CRE's `Workload TrainJob/<n> was already
+created by this Job and has been adopted`: a status write was lost); one of an older attempt is deleted
+(uid precondition) and the next created in the same plan; one still terminating is a wait; one owned by
+someone else fails the Job (`WorkloadCreationError`, nodes attributed, with CRE's `Workload TrainJob/<n>
+already exists and is not owned by this Job` as the condition message and the Event note). A create
+the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a retry
+(`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
 Observe mode: nothing.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 from events.emitted import WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, Outbound, to_outbound
 from events.types import (
+    ATTEMPT_LABEL,
     CONTROLLER_MANAGER,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -43,11 +46,15 @@ from functions.rules.conditions import changes_condition, condition, decide_cond
 from functions.rules.jobs import JobState, condition_changed, is_managed
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.pods import Capture, failure_log_field
+from functions.rules.thresholds import go_quote
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
 
 FUNCTION = "launch"
 NO_WORKLOAD_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
+LABELS_FIELD = "spec.workloadMetadata.labels"
+POD_LABELS = (ATTEMPT_LABEL, MANAGED_LABEL)
+"""The project's own labels on the workload, which a `workloadMetadata` label may not set either."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,22 @@ def build_trainjob(state: JobState, name: str, cre_group: str,
         "spec": with_pod_labels(dict(job.spec.workload.train_job or {}), job.metadata.name, job.status.restart_count,
                                 cre_group, runtime_jobs),
     }
+
+
+def refused_label(labels: Mapping[str, str], cre_group: str) -> str:
+    """Why `workloadMetadata.labels` cannot be applied ("" when they can), in CRE's words
+    (`pkg/workload/metadata.go`, `ValidateLabels`, keys in sorted order): a key CRE reserves
+    (`app.kubernetes.io/managed-by`, any under `<cre group>/`), or one the project labels the workload
+    and its pods with (`crefn.dev/attempt`, `crefn.dev/managed`), is refused rather than overwritten."""
+    prefix = f"{cre_group}/"
+    for key in sorted(labels):
+        if key == MANAGED_BY_LABEL or key.startswith(prefix):
+            return (f"{LABELS_FIELD}[{go_quote(key)}]: label key is reserved for the controller: "
+                    f"{go_quote(MANAGED_BY_LABEL)} and any key under {go_quote(prefix)} identify workload ownership")
+        if key in POD_LABELS:
+            return (f"{LABELS_FIELD}[{go_quote(key)}]: label key is reserved for the controller: "
+                    f"{' and '.join(map(go_quote, POD_LABELS))} identify the workload's attempt and pods")
+    return ""
 
 
 def replicated_jobs(spec: Mapping[str, Any], runtime_jobs: tuple[str, ...] | None = None) -> list[str]:
@@ -150,6 +173,8 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         plan = Plan((waiting,))
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
+    elif refused := refused_label(job.spec.workload_metadata.labels, group):
+        plan = fail(state, f"Failed to build workload: {refused}", now, group, function, cause, observed.capture)
     elif existing is None:
         plan = create(observed, name, now, group, function, cause)
     elif replaces(observed):
@@ -173,12 +198,21 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
     if meta.get("deletionTimestamp"):
         return Plan((Wait(f"TrainJob {name} is still terminating"),))
     if not owned_by(existing, state):
-        return fail(state, f"TrainJob {name} already exists and is not owned by Job {job.metadata.name}", now, group,
-                    function, cause, capture)
+        return fail(state, foreign_holder(name), now, group, function, cause, capture)
     assert of_attempt(existing, job.status.restart_count), "an earlier attempt's TrainJob is replaced"
-    message = f"Workload TrainJob/{name} adopted"
+    message = adopted(name)
     return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
                 reply=workload_created(state, True, function, cause, existing))
+
+
+def adopted(name: str) -> str:
+    """CRE's words for a TrainJob of this Job and attempt found holding the name (a status write was lost)."""
+    return f"Workload TrainJob/{name} was already created by this Job and has been adopted"
+
+
+def foreign_holder(name: str) -> str:
+    """CRE's words for an object of someone else holding the name (condition message and Event note)."""
+    return f"Workload TrainJob/{name} already exists and is not owned by this Job"
 
 
 def create(observed: LaunchObserved, name: str, now: datetime, group: str, function: str,
@@ -227,7 +261,9 @@ def owned_by(obj: Mapping[str, Any], state: JobState) -> bool:
 
 def can_only_fail(observed: LaunchObserved) -> bool:
     """Whether this launch would fail the Job (what makes reading the attempt's pods worth it)."""
-    if not observed.state.job.spec.workload.train_job:
+    job = observed.state.job
+    if not job.spec.workload.train_job or refused_label(job.spec.workload_metadata.labels,
+                                                        job.api_version.partition("/")[0]):
         return True
     existing = observed.existing
     return existing is not None and not (existing.get("metadata") or {}).get("deletionTimestamp") \

@@ -31,12 +31,11 @@ from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VAL
 from functions.errors import PermanentError
 from functions.plan import WriteStatus
 from functions.resources import Resource, cre_goodput
-from functions.rules.attempts import fnv32a
 from functions.rules.conditions import rfc3339
 from functions.rules.jobs import JobState
+from functions.rules.naming import truncate
 
 NAME_LIMIT = 63
-HASH_DIGITS = 5
 
 
 class JobReference(KubeModel):
@@ -71,21 +70,12 @@ def bandwidth_measurements(group: str) -> Resource:
     return Resource(group, CRE_VERSION, "bandwidthmeasurements", "BandwidthMeasurement")
 
 
-def truncate(name: str, limit: int = NAME_LIMIT) -> str:
-    """CRE's `naming.Truncate`: the name itself when it fits, else its first `limit - 6` characters
-    (trailing `-` dropped), `-` and the first 5 hex digits of the FNV-32a hash of the full name."""
-    if len(name) <= limit:
-        return name
-    prefix = name[:max(limit - HASH_DIGITS - 1, 1)].rstrip("-")
-    return f"{prefix}-{f'{fnv32a(name):05x}'[:HASH_DIGITS]}"
-
-
 def goodput_name(job: str) -> str:
-    return truncate(f"{job}-goodput")
+    return truncate(f"{job}-goodput", NAME_LIMIT)
 
 
 def bandwidth_name(job: str) -> str:
-    return truncate(f"{job}-bandwidth")
+    return truncate(f"{job}-bandwidth", NAME_LIMIT)
 
 
 def measurement_body(state: JobState, group: str, kind: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:

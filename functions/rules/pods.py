@@ -4,7 +4,9 @@ The pods of a Job's attempt carry `<cre group>/job`, `crefn.dev/managed` and `cr
 (`functions.rules.launch` adds them to every replicatedJob through the TrainJob's runtime patch).
 - Blocked: a pod with no node and `PodScheduled=False` with reason `Unschedulable`. A pod held on
   purpose (`SchedulingGated`) or one the scheduler has not looked at yet (no PodScheduled condition)
-  is not blocked; one blocked pod among running ones is enough.
+  is not blocked; one blocked pod among running ones is enough. CRE's message (`checkSchedulingBlocked`):
+  `Workload pods are unschedulable`, with `: <the scheduler's message>` when a blocked pod's
+  PodScheduled condition has one.
 - The failure log's container: the first container status (init containers are not looked at) that
   terminated with a non-zero exit code, unless a later one was `OOMKilled` (the last OOMKilled wins).
   No pods: `PodNotFound`; pods but no such container: `NoTerminatedContainer`, with CRE's texts.
@@ -20,13 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.emitted import FailureInfo, FailureLog
-from events.objects import Pod
+from events.objects import Condition, Pod
 from events.types import ATTEMPT_LABEL, job_label
 from functions.rules.jobs import JobState
 
 TAIL_LINES = 800
 TAIL_BYTES = 32 * 1024
 TRAINER_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+UNSCHEDULABLE = "Workload pods are unschedulable"
 POD_NOT_FOUND = ("PodNotFound", "no pods for this Job were found when the failure was recorded; the pod was "
                  "most likely deleted before its logs could be read")
 NO_TERMINATED = ("NoTerminatedContainer", "pods for this Job were found, but none had a container terminated "
@@ -38,22 +41,27 @@ def attempt_selector(job: str, attempt: int, cre_group: str) -> str:
     return f"{job_label(cre_group)}={job},{ATTEMPT_LABEL}={attempt}"
 
 
+def scheduled_condition(pod: Pod) -> Condition | None:
+    return next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+
+
+def blocked_pods(pods: Sequence[Pod]) -> list[Pod]:
+    """The pods the scheduler could not place, in the order listed."""
+    return [pod for pod in pods if not pod.spec.node_name and (cond := scheduled_condition(pod)) is not None
+            and cond.status == "False" and cond.reason == "Unschedulable"]
+
+
 def blocked_pod(pods: Sequence[Pod]) -> Pod | None:
     """The first pod the scheduler could not place, or None."""
-    for pod in pods:
-        if pod.spec.node_name:
-            continue
-        cond = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        if cond is not None and cond.status == "False" and cond.reason == "Unschedulable":
-            return pod
-    return None
+    return next(iter(blocked_pods(pods)), None)
 
 
-def unschedulable_message(pod: Pod) -> str:
-    """`Workload pods are unschedulable: <the scheduler's message>`."""
-    cond = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-    why = cond.message if cond is not None and cond.message else f"pod {pod.metadata.name} cannot be scheduled"
-    return f"Workload pods are unschedulable: {why}"
+def unschedulable_message(blocked: Sequence[Pod]) -> str:
+    """CRE's text: `Workload pods are unschedulable`, then `: ` and the scheduler's message when one of
+    the blocked pods' PodScheduled conditions has one (the first such, in pod order)."""
+    why = next((cond.message for pod in blocked if (cond := scheduled_condition(pod)) is not None and cond.message),
+               "")
+    return f"{UNSCHEDULABLE}: {why}" if why else UNSCHEDULABLE
 
 
 @dataclass(frozen=True)

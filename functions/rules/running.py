@@ -2,11 +2,14 @@
 running. Pure; used by `status` for every Running phase, whether the phase came from a TrainJob
 change, a pod change, a GoodputMeasurement change or the resync tick, so no write clobbers another.
 
-Scheduling-blocked (CRE's ADR-083): on the first sight of a blocked pod `status.schedulingBlockedSince`
-is set and the clocks pause (`workloadStartTime` is not started; the timeout's elapsed time is frozen
-at the marker). Past `spec.schedulingStallGraceSeconds` (default 300) counted from the marker, the Job
-says `InProgress`/`WorkloadSchedulingBlocked`/`Workload pods are unschedulable: <the scheduler's
-message>`; within it the condition is left as it is. When no pod is blocked any more, one write moves
+Scheduling-blocked (CRE's ADR-083, `checkSchedulingBlocked`): on the first sight of a blocked pod
+`status.schedulingBlockedSince` is set, in the same write as `InProgress`/`WorkloadRunning`/`Workload
+TrainJob/<n> is running` (CRE's words on that sight), and the clocks pause (`workloadStartTime` is not
+started; the timeout's elapsed time is frozen at the marker). Once `spec.schedulingStallGraceSeconds`
+(default 300) have passed since the marker (CRE: `time.Since(marker) >= grace`), the Job says
+`InProgress`/`WorkloadSchedulingBlocked`/`Workload pods are unschedulable` (`: <the scheduler's
+message>` when a blocked pod has one, `functions.rules.pods`); within it the condition is left as it
+is. When no pod is blocked any more, one write moves
 `workloadStartTime` forward by the paused time (the runtime consumed before the block is kept), sets
 `schedulingResumedTime`, clears the marker and says `WorkloadRunning`. Never terminal, never a restart.
 Stalled (`functions.rules.stall`, only with `spec.stallMultiplier` and the Job's GoodputMeasurement):
@@ -30,7 +33,7 @@ from events.types import Reason
 from functions.rules.conditions import condition, rfc3339
 from functions.rules.jobs import JobState
 from functions.rules.measurements import GoodputMeasurement
-from functions.rules.pods import blocked_pod, unschedulable_message
+from functions.rules.pods import blocked_pods, unschedulable_message
 from functions.rules.stall import Stall, decide_stall
 
 DEFAULT_SCHEDULING_GRACE = timedelta(seconds=300)
@@ -60,17 +63,13 @@ def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetim
                    goodput: GoodputMeasurement | None = None) -> Running:
     status = state.job.status
     since = status.scheduling_blocked_since
-    blocked = blocked_pod(pods)
-    if blocked is not None:
-        fields: dict[str, Any] = {}
+    if blocked := blocked_pods(pods):
         if since is None:
-            since = now
-            fields["schedulingBlockedSince"] = rfc3339(now)
-        if now - since > scheduling_grace(state):
-            return Running(condition("InProgress", Reason.WORKLOAD_SCHEDULING_BLOCKED,
-                                     unschedulable_message(blocked)), fields)
-        return Running(None, fields)
-    fields = {}
+            return Running(running_condition(name), {"schedulingBlockedSince": rfc3339(now)})
+        if now - since >= scheduling_grace(state):
+            return Running(condition("InProgress", Reason.WORKLOAD_SCHEDULING_BLOCKED, unschedulable_message(blocked)))
+        return Running(None)
+    fields: dict[str, Any] = {}
     start, resumed = status.workload_start_time, status.scheduling_resumed_time
     if since is not None:
         resumed = now

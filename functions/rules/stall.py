@@ -10,7 +10,8 @@ the measurement's status as CRE's GoodputMeasurement controller writes it from t
   `schedulingResumedTime`. Timeout: `startupStallTimeoutSeconds` (default 1200) + 2 * the
   measurement's `spec.sampleInterval` in whole seconds (CRE truncates it there; default 60 s).
   Message `Workload stalled: no training step observed within startup timeout`.
-- Training mode: avg = `avgStepTimeSec` as a number (≤ 0, unreadable or not finite: no check);
+- Training mode: avg = `avgStepTimeSec` read as Go's `%f` reads it (its leading number: `12.5s` is
+  12.5; ≤ 0, unreadable or not finite: no check);
   threshold = stallMultiplier * avg * max(`logInterval`, 1) + 2 * sampleInterval (in seconds);
   elapsed since the later of `lastStepTimestamp` and `schedulingResumedTime`. Message `Workload
   stalled: no training step within the configured threshold`.
@@ -28,6 +29,7 @@ from typing import Literal
 from events.objects import CreJob
 from functions.durations import parse_go_duration
 from functions.rules.measurements import GoodputMeasurement
+from functions.rules.thresholds import go_float
 
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 1200
 DEFAULT_SAMPLE_INTERVAL = timedelta(seconds=60)
@@ -56,11 +58,9 @@ def sample_interval(gm: GoodputMeasurement) -> timedelta:
 
 
 def average_step(text: str) -> float:
-    """`avgStepTimeSec` as a number; 0 when it is not one (no training-mode check then)."""
-    try:
-        value = float(text)
-    except ValueError:
-        return 0.0
+    """`avgStepTimeSec` as CRE reads it (`parseStallFloat`: Go's `fmt.Sscanf(s, "%f")`, so `12.5s` is
+    12.5); 0 when it does not start with a number or is not finite (no training-mode check then)."""
+    value = go_float(text)
     return value if math.isfinite(value) else 0.0
 
 

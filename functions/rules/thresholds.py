@@ -5,11 +5,14 @@ passes `now`.
 Only a Job with `spec.thresholds` is validated, once it is Succeeded and while it has no
 `ValidationFailed` condition (`functions.rules.checks.awaiting_validation`). In this order:
 1. a key CRE does not know ⇒ `True`/`UnknownThresholdKey`, at once;
-2. the measured values: from the Job's first BandwidthMeasurement (`spec.jobRef.name`) whose `Complete`
-   condition is True and that has `status.results` — `busBandwidthGBps` and `algBandwidthGBps`, the
-   largest `busBW` and `algBW` of the results (strings, parsed as Go's `%f` does, unreadable = 0) — and
-   from its first GoodputMeasurement whose `Complete` is True — `goodputRatio` (`status.result`),
-   `avgTFLOPsPerGPU` (`status.avgTFLOPSPerGPU`), `avgStepTimeSec`, each only when above 0;
+2. the measured values (CRE's `collectJobMeasuredValues`): from the Job's first BandwidthMeasurement
+   (`spec.jobRef.name`) when its results are final (`bandwidthFinal`: `Complete` True with reason
+   `JobSucceeded`, and `status.results` present; any other completion — no data, log unreadable, Job
+   failed — leaves the keys unmeasured, so they end in `MeasurementTimeout`) — `busBandwidthGBps` and
+   `algBandwidthGBps`, the largest `busBW` and `algBW` of the results (strings, parsed as Go's `%f` does,
+   unreadable = 0) — and from its first GoodputMeasurement when its `Complete` is True —
+   `goodputRatio` (`status.result`), `avgTFLOPsPerGPU` (`status.avgTFLOPSPerGPU`), `avgStepTimeSec`,
+   each only when above 0;
 3. a key without a value ⇒ wait (the tick checks again) until `spec.measurementTimeout` (default 5m; a
    value that is not a positive Go duration counts as the default) has passed since the Succeeded
    condition's `lastTransitionTime` (strictly longer), then `True`/`MeasurementTimeout`;
@@ -45,6 +48,9 @@ GOODPUT_KEYS = ("goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
 VALID_KEYS = (*BANDWIDTH_KEYS, *GOODPUT_KEYS)
 """CRE's threshold registry, in its order (the order CRE's message lists them in)."""
 DEFAULT_MEASUREMENT_TIMEOUT = timedelta(minutes=5)
+BANDWIDTH_FINAL_REASON = "JobSucceeded"
+"""The reason of a BandwidthMeasurement's `Complete` condition when its results are final (CRE's
+`reasonBandwidthJobSucceeded`)."""
 ALL_MET = "All performance thresholds satisfied"
 _NOT_BOOL = "expression must return bool"
 _GO_FLOAT = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
@@ -137,13 +143,13 @@ def measured_values(job: str, goodput: Sequence[Mapping[str, Any]],
                     bandwidth: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The values the Job's measurements (of any Job, in list order) give, by threshold key."""
     values: dict[str, float] = {}
-    bm = next((m for m in bandwidth if measures(m, job) and complete(m) and _status(m).get("results")), None)
-    if bm is not None:
+    bm = next((m for m in bandwidth if measures(m, job)), None)
+    if bm is not None and bandwidth_final(bm):
         results = [r for r in _status(bm)["results"] if isinstance(r, Mapping)]
         values["busBandwidthGBps"] = max([0.0, *(go_float(r.get("busBW")) for r in results)])
         values["algBandwidthGBps"] = max([0.0, *(go_float(r.get("algBW")) for r in results)])
-    gm = next((m for m in goodput if measures(m, job) and complete(m)), None)
-    if gm is not None:
+    gm = next((m for m in goodput if measures(m, job)), None)
+    if gm is not None and complete(gm):
         for key, field in _GOODPUT_FIELDS:
             if (value := go_float(_status(gm).get(field))) > 0:
                 values[key] = value
@@ -154,9 +160,15 @@ def measures(measurement: Mapping[str, Any], job: str) -> bool:
     return bool(((measurement.get("spec") or {}).get("jobRef") or {}).get("name") == job)
 
 
-def complete(measurement: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Complete" and c.get("status") == "True"
+def complete(measurement: Mapping[str, Any], reason: str = "") -> bool:
+    """Whether its `Complete` condition is True (with `reason`, when given)."""
+    return any(c.get("type") == "Complete" and c.get("status") == "True" and (not reason or c.get("reason") == reason)
                for c in _status(measurement).get("conditions") or [] if isinstance(c, Mapping))
+
+
+def bandwidth_final(measurement: Mapping[str, Any]) -> bool:
+    """CRE's `bandwidthFinal`: completed from the Job's full log after it succeeded, with results."""
+    return complete(measurement, BANDWIDTH_FINAL_REASON) and bool(_status(measurement).get("results"))
 
 
 def measurement_timeout(value: str | None) -> timedelta:

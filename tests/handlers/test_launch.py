@@ -29,6 +29,7 @@ from functions.rules.launch import (
     can_only_fail,
     creates,
     decide_launch,
+    refused_label,
     replicated_jobs,
     why_not_launch,
     with_pod_labels,
@@ -105,8 +106,8 @@ def effects_of(plan: Plan) -> list[tuple[Any, ...]]:
 
 JOBS_RES = cre_jobs("nvcre.nvidia.com")
 CREATED = "Workload TrainJob/llm-workload created and is starting"
-ADOPTED = "Workload TrainJob/llm-workload adopted"
-FOREIGN = "TrainJob llm-workload already exists and is not owned by Job llm"
+ADOPTED = "Workload TrainJob/llm-workload was already created by this Job and has been adopted"  # CRE's, verbatim
+FOREIGN = "Workload TrainJob/llm-workload already exists and is not owned by this Job"  # CRE's, verbatim
 NO_TYPE = "Unsupported workload type: no workload type specified in WorkloadSpec"
 REF = {"workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
                        "namespace": "ns"}}
@@ -289,6 +290,41 @@ def launch_action(plan: Plan) -> str:
     return "nothing"
 
 
+CRE_RESERVED = ('spec.workloadMetadata.labels["nvcre.nvidia.com/job"]: label key is reserved for the controller: '
+                '"app.kubernetes.io/managed-by" and any key under "nvcre.nvidia.com/" identify workload ownership')
+"""CRE's `pkg/workload/testdata/build-object/reserved-nvcre-prefix-rejected/expected.json`, verbatim."""
+POD_LABELS_RESERVED = ('spec.workloadMetadata.labels["crefn.dev/attempt"]: label key is reserved for the controller: '
+                       '"crefn.dev/attempt" and "crefn.dev/managed" identify the workload\'s attempt and pods')
+
+
+@pytest.mark.parametrize(("labels", "refused"), [
+    ({"kueue.x-k8s.io/queue-name": "team-a", "team": "ml"}, ""),
+    ({"nvcre.nvidia.com/job": "some-other-job"}, CRE_RESERVED),
+    ({"app.kubernetes.io/managed-by": "me"},
+     CRE_RESERVED.replace("nvcre.nvidia.com/job", "app.kubernetes.io/managed-by")),
+    ({"crefn.dev/attempt": "7", "team": "ml"}, POD_LABELS_RESERVED),
+    ({"crefn.dev/managed": "true"},
+     POD_LABELS_RESERVED.replace('labels["crefn.dev/attempt"]', 'labels["crefn.dev/managed"]')),
+    ({"crefn.dev/managed": "false", "crefn.dev/attempt": "1"}, POD_LABELS_RESERVED),  # sorted: attempt first
+    ({"crefn.dev/team": "ml"}, ""),  # the project's own prefix is not reserved, only its two labels
+], ids=["user-labels", "cre-prefix", "managed-by", "attempt", "managed", "first-sorted-key", "other-crefn-key"])
+def test_reserved_workload_metadata_labels_are_refused_not_overwritten(labels: dict[str, str], refused: str) -> None:
+    """CRE's `ValidateLabels` (`pkg/workload/metadata.go`): a reserved key fails the build; the project's
+    own pod labels are reserved the same way, so no user label is silently overwritten."""
+    assert refused_label(labels, "nvcre.nvidia.com") == refused
+    state = job(spec={"workloadMetadata": {"labels": labels}})
+    plan = decide_launch(LaunchObserved(state, None), Settings(), NOW, "launch", None)
+    if refused:
+        assert can_only_fail(LaunchObserved(state, None))
+        write = next(e for e in plan.effects if isinstance(e, WriteStatus))
+        failed = next(c for c in write.status["conditions"] if c["type"] == "Failed")
+        assert (failed["status"], failed["reason"], failed["message"]) == (
+            "True", "WorkloadCreationError", f"Failed to build workload: {refused}")
+        assert not any(isinstance(e, Create) for e in plan.effects)
+    else:
+        assert any(isinstance(e, Create) for e in plan.effects)
+
+
 def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     plan = decide_launch(LaunchObserved(job(restart_count=2), None), Settings(), NOW, "launch", None)
     (create,) = [e for e in plan.effects if isinstance(e, Create)]
@@ -360,6 +396,17 @@ def test_launch_labels_owner_and_workload_ref(world: Callable[..., World], names
     in_progress = next(c for c in status["conditions"] if c["type"] == "InProgress")
     assert in_progress["status"] == "True"
     assert "workloadStartTime" in status  # the TrainJob's first phase is Running
+
+
+def test_a_long_job_names_its_trainjob_as_cre_does(world: Callable[..., World], namespace: str) -> None:
+    """`<job>-workload` over 44 characters: CRE's `naming.Truncate` (`pkg/naming/naming.go`, hash printed
+    `%05x`). `llama-pretrain-nightly-certification-4-workload` hashes to 0x098e2b8c: suffix `98e2b`."""
+    w, name = world(), "llama-pretrain-nightly-certification-4"
+    w.create_job(name)
+    w.settle()
+    assert w.job(name)["status"]["workloadRef"]["name"] == "llama-pretrain-nightly-certification-4-98e2b"
+    tj = w.gw.get(TRAINJOBS, namespace, "llama-pretrain-nightly-certification-4-98e2b")
+    assert tj is not None and tj["metadata"]["labels"]["nvcre.nvidia.com/job"] == name
 
 
 def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callable[..., dict[str, str]],
@@ -470,7 +517,7 @@ def test_name_collision_fails_the_job(functions: Callable[..., dict[str, str]], 
     answer = send(urls["launch"], w.job_record())
     assert answer.status == 200 and answer.ce["jobcondition"] == "Failed"
     assert answer.json()["new"]["reason"] == "WorkloadCreationError"
-    assert "already exists and is not owned by Job llm" in answer.json()["new"]["message"]
+    assert answer.json()["new"]["message"] == FOREIGN
     assert send(urls["launch"], w.job_record()).status == 202  # terminal now
 
 
@@ -537,6 +584,8 @@ def test_adopt_after_a_lost_status_write(functions: Callable[..., dict[str, str]
     status = w.job()["status"]
     assert status["workloadRef"]["name"] == "llm-workload"
     assert w.final()[:2] == ("InProgress", "WorkloadAdopted")
+    in_progress = next(c for c in status["conditions"] if c["type"] == "InProgress")
+    assert in_progress["message"] == ADOPTED  # CRE's adoption text
 
 
 def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway, namespace: str) -> None:
@@ -629,9 +678,12 @@ def test_a_foreign_object_fails_the_job_with_its_event(functions: Callable[..., 
     assert world.final()[:2] == ("Failed", "WorkloadCreationError")
     assert world.job()["status"]["failedNodes"] == [{  # the CRD's reasons: a creation error is a failed workload
         "name": "gpu-node-01", "reason": "WorkloadFailed",
-        "message": "TrainJob llm-workload already exists and is not owned by Job llm"}]
-    assert [(e["type"], e["reason"]) for e in job_events(gateway, namespace)] == [
-        ("Warning", "WorkloadCreationError")]
+        "message": FOREIGN}]
+    failed = next(c for c in world.job()["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == FOREIGN
+    # CRE's Job controller: the same words as the condition message and the Event note
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, namespace)] == [
+        ("Warning", "WorkloadCreationError", FOREIGN)]
 
 
 def test_workload_metadata_labels_reach_the_trainjob(functions: Callable[..., dict[str, str]], gateway: Gateway,
@@ -649,6 +701,29 @@ def test_workload_metadata_labels_reach_the_trainjob(functions: Callable[..., di
     assert send(urls["launch"], world.job_record()).status == 200
     trainjob = gateway.get(TRAINJOBS, namespace, "llm-workload") or {}
     assert trainjob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+
+
+def test_a_label_of_the_project_in_workload_metadata_fails_the_build(functions: Callable[..., dict[str, str]],
+                                                                      gateway: Gateway, namespace: str) -> None:
+    """`crefn.dev/attempt` in `workloadMetadata.labels` passes the CRD (CRE reserves only its own keys there) and
+    is refused at build as CRE refuses its reserved keys (`ValidateLabels`, then `Failed to build workload: …`
+    with `WorkloadCreationError`): never silently overwritten by the attempt label, no TrainJob made."""
+    urls = functions()
+    world = make_world(gateway, namespace, urls, poll=False)
+    job = world.create_job()
+    gateway.delete(JOBS, namespace, "llm")
+    spec = {**job["spec"], "workloadMetadata": {"labels": {"crefn.dev/attempt": "7", "team": "ml"}}}
+    gateway.create(JOBS, namespace, {"apiVersion": job["apiVersion"], "kind": "Job",
+                                     "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+                                     "spec": spec})
+    answer = send(urls["launch"], world.job_record())
+    assert answer.status == 200 and answer.ce["jobcondition"] == "Failed"
+    message = f"Failed to build workload: {POD_LABELS_RESERVED}"
+    failed = next(c for c in world.job()["status"]["conditions"] if c["type"] == "Failed")
+    assert (failed["reason"], failed["message"]) == ("WorkloadCreationError", message)
+    assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, namespace)] == [
+        ("Warning", "WorkloadCreationError", message)]
 
 
 def test_the_pod_label_patch_passes_the_real_trainer_crd(world: Callable[..., World]) -> None:

@@ -19,7 +19,6 @@ from functions.client import send
 from functions.codec import to_envelope
 from functions.gateway import Gateway
 from functions.resources import cre_goodput
-from functions.rules.attempts import fnv32a
 from functions.rules.measurements import (
     bandwidth_body,
     bandwidth_measurements,
@@ -27,7 +26,6 @@ from functions.rules.measurements import (
     goodput_name,
     goodput_of,
     has_checkpoint,
-    truncate,
 )
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import job, job_events
@@ -36,23 +34,6 @@ from tests.support.world import GROUP, JOBS, World
 
 GOODPUT = cre_goodput(GROUP)
 BANDWIDTH = bandwidth_measurements(GROUP)
-LONG = "a" * 60
-
-
-@pytest.mark.parametrize(("name", "expected"), [
-    ("llm-goodput", "llm-goodput"),
-    ("x" * 63, "x" * 63),
-    (LONG + "-goodput", LONG[:57] + f"-{fnv32a(LONG + '-goodput'):05x}"[:6]),
-    ("a" * 56 + "-" + "b" * 10, "a" * 56 + f"-{fnv32a('a' * 56 + '-' + 'b' * 10):05x}"[:6]),
-], ids=["short", "exactly-63", "long", "trailing-dash-dropped"])
-def test_names_are_truncated_like_cre(name: str, expected: str) -> None:
-    assert truncate(name) == expected and len(truncate(name)) <= 63
-
-
-def test_a_hash_with_leading_zeros_keeps_five_digits() -> None:
-    """Go's `%05x` pads to five digits and keeps the first five: never the leading zeros of eight."""
-    name = next(f"job-{i}-{'x' * 60}" for i in range(10**6) if fnv32a(f"job-{i}-{'x' * 60}") < 0x10000000)
-    assert truncate(name)[-6:] == f"-{fnv32a(name):05x}"[:6] != f"-{fnv32a(name):08x}"[:6]
 
 
 def test_bodies_are_cres() -> None:

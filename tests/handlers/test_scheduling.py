@@ -66,7 +66,8 @@ def test_blocked_then_scheduled(world: Callable[..., World], functions: Callable
     w, urls = launched(world, unschedulable("llm-workload-node-0-0")), functions()
     status = w.job()["status"]
     assert "schedulingBlockedSince" in status and "workloadStartTime" not in status
-    assert reason(status)[0] == "WorkloadCreated"
+    # CRE's `checkSchedulingBlocked` on the first sight: the marker with `WorkloadRunning`, its running text
+    assert reason(status) == ("WorkloadRunning", "Workload TrainJob/llm-workload is running")
     first = status["schedulingBlockedSince"]
     code, status = running(w, urls)  # seen again: the marker stays as first set
     assert code == 202 and status["schedulingBlockedSince"] == first
@@ -84,6 +85,27 @@ def test_blocked_then_scheduled(world: Callable[..., World], functions: Callable
     assert "schedulingBlockedSince" not in status
     assert abs(parse(status["schedulingResumedTime"]) - datetime.now(UTC)) < timedelta(seconds=30)
     assert parse(status["workloadStartTime"]) == parse(status["schedulingResumedTime"])
+
+
+@pytest.mark.parametrize(("messages", "said"), [
+    (("",), "Workload pods are unschedulable"),
+    (("", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", UNSCHEDULABLE),
+     "Workload pods are unschedulable: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."),
+], ids=["no-scheduler-message", "first-non-empty-message"])
+def test_the_blocked_message_is_cres(world: Callable[..., World], functions: Callable[..., dict[str, str]],
+                                     messages: tuple[str, ...], said: str) -> None:
+    """CRE's `checkSchedulingBlocked` text (ADR-083; `scheduling_stall_test.go` "blocked with generic
+    message"): exactly `Workload pods are unschedulable` when no blocked pod's PodScheduled condition has a
+    message, else `: ` and the first non-empty one, in pod order."""
+    def make(w: World) -> None:
+        for i, message in enumerate(messages):
+            create_pod(w.gw, w.ns, f"llm-workload-node-0-{i}", LABELS)
+            set_unschedulable(w.gw, w.ns, f"llm-workload-node-0-{i}", message=message)
+
+    w, urls = launched(world, make), functions()
+    back_date(w, schedulingBlockedSince=stamp(-timedelta(seconds=300)))
+    code, status = running(w, urls)
+    assert code == 200 and reason(status) == ("WorkloadSchedulingBlocked", said)
 
 
 def test_recovery_keeps_the_runtime_consumed(world: Callable[..., World],

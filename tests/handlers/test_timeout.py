@@ -90,6 +90,22 @@ def test_a_blocked_episode_alone_times_out_the_job(world: Callable[..., World]) 
     assert "failureLog" not in status  # no pod ever ran: nothing to record
 
 
+def test_a_job_blocked_when_its_time_runs_out_says_so(world: Callable[..., World]) -> None:
+    """Ran 61 minutes before its pods became unschedulable 2 minutes ago: the run, not the episode, used up
+    the bound, and CRE's `failTimedOutJob` still says `… while its pods were unschedulable` (the marker is
+    set when the time runs out)."""
+    w = bounded(world)
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"workloadStartTime": stamp(-timedelta(minutes=63)),
+                                                "schedulingBlockedSince": stamp(-timedelta(minutes=2))}},
+               status=True)
+    w.tick(rounds=1)
+    w.settle()
+    assert exclusive(w.job()["status"])["Failed"] == ("True", "JobTimedOut",
+                                                      "Job exceeded timeoutPerJob while its pods were unschedulable")
+    warnings = [(e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["type"] == "Warning"]
+    assert warnings == [("JobTimedOut", "Job exceeded timeoutPerJob while its pods were unschedulable")]
+
+
 def test_no_workload_yet_counts_from_the_jobs_creation(world: Callable[..., World]) -> None:
     """A bound shorter than the time since creation: the tick times the Job out before launching it."""
     w = bounded(world, timeout="1ms", launch=False)

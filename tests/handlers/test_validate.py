@@ -64,7 +64,7 @@ def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str
 
 def bandwidth(bus: str) -> dict[str, Any]:
     return {"spec": {"jobRef": {"kind": "Job", "name": "llm"}},
-            "status": {"conditions": [{"type": "Complete", "status": "True"}],
+            "status": {"conditions": [{"type": "Complete", "status": "True", "reason": "JobSucceeded"}],
                        "results": [{"sizeBytes": 1, "busBW": bus, "algBW": "1", "samples": 1}]}}
 
 
@@ -152,12 +152,13 @@ def with_thresholds(w: World, thresholds: dict[str, str], timeout: str | None = 
     w.gw.patch(w.jobs, w.ns, "llm", {"spec": spec})
 
 
-def complete_condition() -> list[dict[str, str]]:
-    return [{"type": "Complete", "status": "True", "reason": "JobSucceeded", "message": "measured",
+def complete_condition(reason: str = "JobSucceeded") -> list[dict[str, str]]:
+    return [{"type": "Complete", "status": "True", "reason": reason, "message": "measured",
              "lastTransitionTime": stamp()}]
 
 
-def measure_bandwidth(w: World, bus: list[str], name: str = "llm-bandwidth", job_name: str = "llm") -> None:
+def measure_bandwidth(w: World, bus: list[str], name: str = "llm-bandwidth", job_name: str = "llm",
+                      reason: str = "JobSucceeded") -> None:
     res = cre_bandwidth(GROUP)
     w.gw.create(res, w.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement",
                             "metadata": {"name": name},
@@ -165,7 +166,8 @@ def measure_bandwidth(w: World, bus: list[str], name: str = "llm-bandwidth", job
                                      "logProfileRef": "nccl-tests", "testType": "all_reduce"}})
     results = [{"sizeBytes": 1 << (20 + i), "busBW": b, "algBW": str(float(b) / 2), "samples": 5}
                for i, b in enumerate(bus)]
-    w.gw.patch(res, w.ns, name, {"status": {"conditions": complete_condition(), "results": results}}, status=True)
+    w.gw.patch(res, w.ns, name, {"status": {"conditions": complete_condition(reason), "results": results}},
+               status=True)
 
 
 def measure_goodput(w: World, complete: bool = True, **status: str) -> None:
@@ -270,6 +272,22 @@ def test_missing_measurements_time_out(timeout: str | None, waited: timedelta, m
     assert w.job()["status"]["failedNodes"] == [{"name": "gpu-1", "reason": "ThresholdViolation", "message": message}]
     assert [(e["type"], e["reason"]) for e in job_events(w.gw, w.ns) if e["reason"] == "MeasurementTimeout"] == [
         ("Warning", "MeasurementTimeout")]
+
+
+@pytest.mark.parametrize("reason", ["LogsUnavailable", "JobFailed"])
+def test_bandwidth_results_that_are_not_final_count_as_unmeasured(reason: str, world: Callable[..., World]) -> None:
+    """CRE's `bandwidthFinal` (`job_threshold_helpers.go`, testdata `collect-job-measured-values/
+    bandwidth-without-final-results-skipped`): a BandwidthMeasurement completed with any reason but
+    `JobSucceeded` holds provisional results; its keys stay unmeasured and end in `MeasurementTimeout`."""
+    w = world()
+    with_thresholds(w, {"busBandwidthGBps": "value > 1"})
+    measure_bandwidth(w, ["980.1"], reason=reason)
+    succeed(w)
+    assert validation(w) is None  # waiting, not validated on the provisional 980.1
+    back_date_success(w, timedelta(minutes=6))
+    w.tick(rounds=1)
+    assert validation(w) == ("True", "MeasurementTimeout",
+                             "Measurement data not available within 5m0s for keys: [busBandwidthGBps]")
 
 
 def test_an_unknown_key_fails_at_once(world: Callable[..., World]) -> None:

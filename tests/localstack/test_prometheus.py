@@ -54,11 +54,13 @@ def condition(type_: str, reason: str, status: str = "True") -> dict[str, Any]:
 @pytest.fixture
 def prometheus(serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
                recorder: tuple[str, Path], tmp_path: Path) -> Iterator[LocalPrometheus]:
-    """Prometheus scraping `phase` (after one event), `metrics`, with a Job in `namespace` running on
-    two failed nodes, and the dead-letter recorder (`cre-fn record`), after its first dead letter."""
+    """Prometheus scraping `phase` (after one event), `metrics`, with a Job in `namespace` running with
+    a hardware failure recorded on two nodes, and the dead-letter recorder (`cre-fn record`), after its
+    first dead letter."""
     create_job(gateway, namespace, "train", {"conditions": [
         condition("InProgress", "WorkloadRunning"), condition("Succeeded", "NotApplicable", "False"),
-        condition("Failed", "NotApplicable", "False")],
+        condition("Failed", "NotApplicable", "False"),
+        condition("HardwareFailed", "HardwareFailureDetected")],
         "failedNodes": [{"name": "gpu-1", "reason": "HardwareFailureDetected"},
                         {"name": "gpu-2", "reason": "HardwareFailureDetected"}]})
     phase = serve("phase", CREFN_KUBECONFIG=str(cluster.kubeconfig_for(service_account_user("crefn-phase"))),

@@ -50,7 +50,7 @@ def test_the_clock_is_frozen_while_blocked() -> None:
     assert timed({"workloadStartTime": at(-timedelta(minutes=100)),
                   "schedulingBlockedSince": at(-timedelta(minutes=50))}) is None
     assert timed({"workloadStartTime": at(-3 * HOUR), "schedulingBlockedSince": at(-timedelta(minutes=50))}) == (
-        7800.0, False)  # 2 h 10 min ran before the block
+        7800.0, True)  # 2 h 10 min ran before the block; blocked when the time ran out
 
 
 def test_a_blocked_episode_alone_times_out_even_before_the_clock_started() -> None:
@@ -83,11 +83,26 @@ def test_terminal_jobs_and_unbounded_jobs_never_time_out() -> None:
 @pytest.mark.parametrize(("status", "blocked"), [
     ({"workloadStartTime": at(-2 * HOUR)}, False),
     ({"workloadStartTime": at(-3 * HOUR), "schedulingBlockedSince": at(-2 * HOUR)}, True),
-], ids=["running", "blocked-episode"])
+    ({"workloadStartTime": at(-3 * HOUR), "schedulingBlockedSince": at(-timedelta(minutes=5))}, True),
+], ids=["running", "blocked-episode", "ran-out-while-blocked"])
 def test_a_deadline_carries_the_bound_it_ran_out(status: dict[str, str], blocked: bool) -> None:
     state = job(RUNNING, workload_ref=True, status=status, annotations={"crefn.dev/timeout-per-job": "1h"})
     due = deadline(state, NOW, None)
     assert due is not None and (due.timeout, due.blocked) == (HOUR, blocked)
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    ({"workloadStartTime": at(-2 * HOUR)}, "Job exceeded timeoutPerJob"),
+    ({"workloadStartTime": at(-3 * HOUR), "schedulingBlockedSince": at(-timedelta(minutes=5))},
+     "Job exceeded timeoutPerJob while its pods were unschedulable"),
+    ({"schedulingBlockedSince": at(-2 * HOUR)}, "Job exceeded timeoutPerJob while its pods were unschedulable"),
+], ids=["not-blocked", "blocked-for-minutes-when-time-ran-out", "blocked-episode-alone"])
+def test_the_message_is_cres_fail_timed_out_job(status: dict[str, str], message: str) -> None:
+    """CRE's `failTimedOutJob`: the unschedulable message whenever the marker is set when time runs out,
+    not only when the blocked episode alone exceeded the bound."""
+    state = job(RUNNING, workload_ref=True, status=status, annotations={"crefn.dev/timeout-per-job": "1h"})
+    due = deadline(state, NOW, None)
+    assert due is not None and due.message == message
 
 
 def test_a_blocked_episode_times_out_strictly_after_the_bound() -> None:

@@ -39,18 +39,22 @@ def test_which_pods_block(pods: list[Pod], blocked: bool) -> None:
         assert decided.condition.reason == "WorkloadRunning"
 
 
-def test_first_blocked_sight_sets_the_marker_and_never_starts_the_clock() -> None:
+def test_first_blocked_sight_says_running_sets_the_marker_and_never_starts_the_clock() -> None:
+    """CRE's `checkSchedulingBlocked` on the first sight: the marker and `InProgress`/`WorkloadRunning`
+    (`Workload TrainJob/<n> is running`), whatever the Job said before; no `workloadStartTime`."""
     state = job([cond("InProgress", "True", "WorkloadCreated", "created")], workload_ref=True)
     decided = decide_running(state, [pod(scheduled=UNSCHEDULABLE)], "llm-workload", NOW)
-    assert decided.condition is None  # within grace the condition is kept
+    assert decided.condition is not None
+    assert (decided.condition.type, decided.condition.reason, decided.condition.message) == (
+        "InProgress", "WorkloadRunning", "Workload TrainJob/llm-workload is running")
     assert decided.fields == {"schedulingBlockedSince": at(timedelta(0))}
 
 
 @pytest.mark.parametrize(("blocked_for", "grace", "says_blocked"), [
-    (timedelta(seconds=300), None, False),  # the default grace, strictly past it
-    (timedelta(seconds=301), None, True),
-    (timedelta(seconds=30), 20, True),
-    (timedelta(seconds=20), 20, False),
+    (timedelta(seconds=299), None, False),  # the default grace, not over yet
+    (timedelta(seconds=300), None, True),  # CRE: time.Since(marker) >= grace
+    (timedelta(seconds=20), 20, True),
+    (timedelta(seconds=19), 20, False),
 ])
 def test_grace_delays_only_the_condition(blocked_for: timedelta, grace: int | None, says_blocked: bool) -> None:
     spec = {"schedulingStallGraceSeconds": grace} if grace else {}
@@ -67,11 +71,21 @@ def test_grace_delays_only_the_condition(blocked_for: timedelta, grace: int | No
         assert decided.condition is None
 
 
-def test_blocked_pod_without_a_message_names_the_pod() -> None:
+@pytest.mark.parametrize(("pods", "message"), [
+    ([pod("p-0", scheduled=("False", "Unschedulable", ""))], "Workload pods are unschedulable"),
+    ([pod("p-0", scheduled=("False", "Unschedulable", "")), pod("p-1", scheduled=UNSCHEDULABLE),
+      pod("p-2", scheduled=("False", "Unschedulable", "0/3 nodes are available: 3 node(s) were cordoned."))],
+     "Workload pods are unschedulable: 0/3 nodes are available: 1 Insufficient nvidia.com/gpu."),
+    ([pod("p-0", node="gpu-1", scheduled=("False", "Unschedulable", "stale")),
+      pod("p-1", scheduled=("False", "Unschedulable", ""))], "Workload pods are unschedulable"),
+], ids=["no-message", "first-non-empty-message", "placed-pods-do-not-speak"])
+def test_the_blocked_message_is_cres(pods: list[Pod], message: str) -> None:
+    """CRE's `checkSchedulingBlocked` text: exactly `Workload pods are unschedulable` without a scheduler
+    message (`scheduling_stall_test.go`, "blocked with generic message"), else the first non-empty
+    PodScheduled message of the blocked pods, in pod order."""
     state = job(RUNNING, workload_ref=True, status={"schedulingBlockedSince": at(-timedelta(hours=1))})
-    decided = decide_running(state, [pod("p-0", scheduled=("False", "Unschedulable", ""))], "llm-workload", NOW)
-    assert decided.condition is not None
-    assert decided.condition.message == "Workload pods are unschedulable: pod p-0 cannot be scheduled"
+    decided = decide_running(state, pods, "llm-workload", NOW)
+    assert decided.condition is not None and decided.condition.message == message
 
 
 def test_recovery_keeps_the_runtime_consumed_before_the_block() -> None:
@@ -93,8 +107,9 @@ def test_recovery_before_the_clock_started_starts_it_now() -> None:
 
 
 def test_status_writes_only_the_marker_within_grace() -> None:
-    """No condition change: a marker-only write, and no `job.condition.changed`-worthy flip."""
-    state = job(RUNNING, workload_ref=True, status={"workloadStartTime": at(-timedelta(hours=1))})
+    """A running Job's first blocked sight: no condition change, a marker-only write, no Event."""
+    full = [*RUNNING, cond("Succeeded", "False", "NotApplicable", ""), cond("Failed", "False", "NotApplicable", "")]
+    state = job(full, workload_ref=True, status={"workloadStartTime": at(-timedelta(hours=1))})
     decided = decide_status(state, Phase.RUNNING,
                             "llm-workload", "", NOW, "nvcre.nvidia.com", "status", [pod(scheduled=UNSCHEDULABLE)])
     assert decided is not None

@@ -84,6 +84,10 @@ STEPPING = {"avgStepTimeSec": "2.5"}  # 10 x 2.5 s + 2 x 60 s = 145 s without a 
     ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-3600 * S), avgStepTimeSec="-1.5"), None, None, None),
     ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-3600 * S), avgStepTimeSec="fast"), None, None, None),
     ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-3600 * S), avgStepTimeSec="NaN"), None, None, None),
+    ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-246 * S), avgStepTimeSec="12.5s"), None, None,
+     ("training", 246, 245)),  # CRE's parseStallFloat, fmt.Sscanf("%f"): "12.5s" is 12.5
+    ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-245 * S), avgStepTimeSec=" 12.5 s/step"), None, None,
+     None),
     ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-3600 * S), **STEPPING), None, -100 * S, None),
     ({"stallMultiplier": 10}, goodput(lastStepTimestamp=at(-3600 * S), **STEPPING), None, -146 * S,
      ("training", 146, 145)),
@@ -97,6 +101,7 @@ STEPPING = {"avgStepTimeSec": "2.5"}  # 10 x 2.5 s + 2 x 60 s = 145 s without a 
         "training-log-interval-at-the-bound", "training-fractional-threshold", "training-sample-interval",
         "training-sample-interval-fraction", "training-sample-interval-unreadable", "training-average-zero",
         "training-average-negative", "training-average-unparseable", "training-average-not-finite",
+        "training-average-with-unit", "training-average-with-unit-at-the-bound",
         "training-resumed-since", "training-resumed-long-ago", "training-not-clamped-to-workload-start"])
 def test_stall_formulas(spec: dict[str, Any], gm: GoodputMeasurement | None, start: timedelta | None,
                         resumed: timedelta | None, expected: tuple[str, float, float] | None) -> None:
@@ -189,9 +194,9 @@ def measure(w: World, **status: Any) -> None:
     w.gw.patch(GOODPUT, w.ns, "llm-goodput", {"status": status}, status=True)
 
 
-def stalled_training(checkpoint_step: int = 0) -> dict[str, Any]:
+def stalled_training(checkpoint_step: int = 0, average: str = "2.5") -> dict[str, Any]:
     """Steps of 2.5 s logged every 4 (threshold 10 x 2.5 x 4 + 120 = 220 s), the last 5 minutes ago."""
-    return {"avgStepTimeSec": "2.5", "logInterval": 4, "lastStepTimestamp": now_at(-300 * S),
+    return {"avgStepTimeSec": average, "logInterval": 4, "lastStepTimestamp": now_at(-300 * S),
             "startTime": now_at(-3600 * S), "applicationStartTime": now_at(-3500 * S),
             "lastCheckpointStep": checkpoint_step}
 
@@ -235,7 +240,9 @@ def test_a_stall_restarts_the_job_from_its_checkpoint_and_resets_the_goodput(
     assert "failureLog" not in w.job()["status"]
 
 
-def test_a_stall_without_a_checkpoint_fails_the_job(world: Callable[..., World]) -> None:
+@pytest.mark.parametrize("average", ["2.5", "2.5s"], ids=["number", "with-unit"])
+def test_a_stall_without_a_checkpoint_fails_the_job(world: Callable[..., World], average: str) -> None:
+    """`2.5s` is read as CRE's `parseStallFloat` reads it (`fmt.Sscanf("%f")`): 2.5, the same stall."""
     w = world()
     create_job(w, nodes="gpu-node-02,gpu-node-01")
     hand_made_goodput(w)
@@ -243,7 +250,7 @@ def test_a_stall_without_a_checkpoint_fails_the_job(world: Callable[..., World])
     w.trainer("run")  # the pods run
     w.settle()
     assert "workloadStartTime" in w.job()["status"]
-    measure(w, **stalled_training())
+    measure(w, **stalled_training(average=average))
     w.tick()
     w.settle()
     assert w.final() == ("Failed", "WorkloadStalled", 0)

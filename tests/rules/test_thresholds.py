@@ -145,9 +145,11 @@ def gm(job: str = "llm", complete: str = "True", **status: str) -> dict[str, Any
             "status": {"conditions": [{"type": "Complete", "status": complete}], **status}}
 
 
-def bm(job: str = "llm", complete: str = "True", results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def bm(job: str = "llm", complete: str = "True", results: list[dict[str, Any]] | None = None,
+       reason: str = "JobSucceeded") -> dict[str, Any]:
     return {"spec": {"jobRef": {"name": job}, "testType": "all_reduce"},
-            "status": {"conditions": [{"type": "Complete", "status": complete}], "results": results or []}}
+            "status": {"conditions": [{"type": "Complete", "status": complete, "reason": reason}],
+                       "results": results or []}}
 
 
 RESULTS = [{"sizeBytes": 1024, "busBW": "12.5", "algBW": "6.4", "samples": 3},
@@ -161,20 +163,43 @@ RESULTS = [{"sizeBytes": 1024, "busBW": "12.5", "algBW": "6.4", "samples": 3},
     ([], [bm(complete="False", results=RESULTS)], {}),
     ([], [bm(results=[])], {}),
     ([], [bm(job="other", results=RESULTS)], {}),
-    ([], [bm(complete="Unknown", results=[{"busBW": "1", "algBW": "1"}]), bm(results=RESULTS)],
+    ([], [bm(job="other", results=[{"busBW": "1", "algBW": "1"}]), bm(results=RESULTS)],
      {"busBandwidthGBps": 389.21, "algBandwidthGBps": 210.25}),
+    ([], [bm(complete="Unknown", results=[{"busBW": "1", "algBW": "1"}]), bm(results=RESULTS)], {}),
+    ([], [bm(results=RESULTS, reason="LogsUnavailable")], {}),
+    ([], [bm(results=RESULTS, reason="JobFailed")], {}),
     ([], [bm(results=[{"busBW": "n/a", "sizeBytes": 1}])], {"busBandwidthGBps": 0.0, "algBandwidthGBps": 0.0}),
     ([gm(result="0.93", avgTFLOPSPerGPU="412.5", avgStepTimeSec="2.41")], [],
      {"goodputRatio": 0.93, "avgTFLOPsPerGPU": 412.5, "avgStepTimeSec": 2.41}),
     ([gm(complete="False", result="0.93")], [], {}),
     ([gm(result="0", avgTFLOPSPerGPU="", avgStepTimeSec="-1")], [], {}),
     ([gm(job="other", result="0.5"), gm(result="0.93")], [], {"goodputRatio": 0.93}),
+    ([gm(complete="False", result="0.5"), gm(result="0.93")], [], {}),
 ], ids=["none", "bandwidth-max-of-results", "bandwidth-not-complete", "bandwidth-no-results", "bandwidth-other-job",
-        "first-complete-bandwidth", "bandwidth-unreadable-is-0", "goodput", "goodput-not-complete",
-        "goodput-only-above-0", "goodput-of-this-job"])
+        "first-bandwidth-of-the-job", "the-first-decides-not-the-first-complete", "completed-without-final-results",
+        "completed-for-a-failed-job", "bandwidth-unreadable-is-0", "goodput", "goodput-not-complete",
+        "goodput-only-above-0", "goodput-of-this-job", "the-first-goodput-decides"])
 def test_measured_values(goodput: list[dict[str, Any]], bandwidth: list[dict[str, Any]],
                          expected: dict[str, float]) -> None:
     assert measured_values("llm", goodput, bandwidth) == expected
+
+
+@pytest.mark.parametrize(("bandwidth_reason", "expected"), [
+    ("JobSucceeded", {"avgStepTimeSec": 1.25, "avgTFLOPsPerGPU": 512.5, "goodputRatio": 0.88,
+                      "busBandwidthGBps": 980.1, "algBandwidthGBps": 450.2}),
+    ("LogsUnavailable", {"avgStepTimeSec": 1.25, "avgTFLOPsPerGPU": 512.5, "goodputRatio": 0.88}),
+    ("", {"avgStepTimeSec": 1.25, "avgTFLOPsPerGPU": 512.5, "goodputRatio": 0.88}),
+], ids=["complete-measurement-provides-goodput-keys", "bandwidth-without-final-results-skipped",
+        "provisional-bandwidth-skipped"])
+def test_cres_collect_job_measured_values_cases(bandwidth_reason: str, expected: dict[str, float]) -> None:
+    """CRE's `pkg/controller/testdata/collect-job-measured-values/<id>` (input and expected verbatim): a
+    BandwidthMeasurement counts only with `Complete=True`/`JobSucceeded` and results (`bandwidthFinal`)."""
+    goodput = gm(result="0.88", avgTFLOPSPerGPU="512.5", avgStepTimeSec="1.25")
+    bandwidth = {"spec": {"jobRef": {"name": "llm"}},
+                 "status": {"results": [{"sizeBytes": 1 << 30, "busBW": "980.1", "algBW": "450.2", "samples": 1}]}}
+    if bandwidth_reason:
+        bandwidth["status"]["conditions"] = [{"type": "Complete", "status": "True", "reason": bandwidth_reason}]
+    assert measured_values("llm", [goodput], [bandwidth]) == expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [
