@@ -8,8 +8,8 @@ import pytest
 from events.emitted import WorkloadCreatedData
 from functions.codec import to_envelope
 from functions.plan import Create
-from functions.rules.ensure_measurements import Found, Gone, Observed, decide
-from functions.rules.jobs import JobState
+from functions.rules.ensure_measurements import Found, Observed, decide
+from functions.rules.jobs import Gone, JobState
 from functions.rules.kubeevents import RefusalWarning
 from functions.settings import Settings
 from tests.support.helpers import NOW, cond, job
@@ -30,7 +30,7 @@ def measured(workload_ref: bool = True, conditions: list[dict[str, object]] | No
 
 
 @pytest.mark.parametrize(("observed", "settings", "reason"), [
-    (Gone(CAUSE, DATA), Settings(), "Job ns/llm is gone"),
+    (Gone(DATA.job), Settings(), "Job ns/llm is gone"),
     (Found(CAUSE, DATA, measured(conditions=[cond("Failed", "True", "WorkloadFailed")])), Settings(),
      "Job ns/llm is terminal"),
     (Found(CAUSE, DATA, measured(workload_ref=False)), Settings(), "Job ns/llm has no workload recorded"),

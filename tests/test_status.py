@@ -124,13 +124,14 @@ def test_the_event_phase_is_a_cue_and_the_read_decides(said: str, read: PhaseRes
 
 
 def test_a_failed_phase_or_a_gone_job_reads_and_writes_nothing() -> None:
-    from functions.rules.status import Gone, Unread, decide
+    from functions.rules.jobs import Gone
+    from functions.rules.status import Unread, decide
 
     failed = to_envelope(phase_record("ns", "llm", "Failed"))
     running = to_envelope(phase_record("ns", "llm", "Running"))
     assert decide(Unread(failed, parse_phase_event(failed)), Settings(), NOW).reason == \
         "phase Failed is handled by the restart function"
-    assert decide(Gone(running, parse_phase_event(running)), Settings(), NOW).reason == "Job ns/llm is gone"
+    assert decide(Gone(parse_phase_event(running).job), Settings(), NOW).reason == "Job ns/llm is gone"
 
 
 def test_a_stale_running_event_after_the_workload_completed_writes_what_the_trainjob_says() -> None:

@@ -12,7 +12,8 @@ from events.types import EventType
 from functions.codec import to_envelope
 from functions.plan import Delete, RecordEvent, WriteStatus
 from functions.resources import TRAINJOBS
-from functions.rules.timeout import Found, Gone, Observed, decide
+from functions.rules.jobs import Gone
+from functions.rules.timeout import Found, Observed, decide
 from functions.settings import Settings
 from tests.support.helpers import NOW, cond, job
 
@@ -32,7 +33,7 @@ def bounded(timeout: str = "1h", conditions: list[dict[str, Any]] | None = None)
 
 
 @pytest.mark.parametrize(("observed", "reason"), [
-    (Gone(CAUSE, DATA), "Job ns/llm is gone"),
+    (Gone(DATA.job), "Job ns/llm is gone"),
     (bounded(conditions=[cond("Failed", "True", "WorkloadFailed")]), "Job ns/llm is terminal"),
     (bounded("3h"), "Job ns/llm: within its time bound on a fresh read"),
 ], ids=["gone", "terminal", "within-its-bound"])

@@ -19,10 +19,10 @@ from functions.client import send
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import cre_goodput, cre_workloadruns
 from functions.rules.cel import outcomes as outcomes_of
-from functions.rules.jobs import JobState, parse_job
+from functions.rules.jobs import Gone, JobState, parse_job
 from functions.rules.measurements import bandwidth_measurements
 from functions.rules.thresholds import measured_values, to_evaluate
-from functions.rules.validate import Found, Gone, Observed, Skipped, decide
+from functions.rules.validate import Found, Observed, Skipped, decide
 from functions.settings import Settings
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import NOW, cond, job, job_events
@@ -50,7 +50,7 @@ def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = No
     cause, ref = check_event(["validation"]), JobRef(name="llm", namespace="ns")
     if skip:
         return Skipped(cause, ref, skip)
-    return Found(cause, ref, state, (), tuple(bandwidth or ()), outcomes) if state else Gone(cause, ref)
+    return Found(cause, ref, state, (), tuple(bandwidth or ()), outcomes) if state else Gone(ref)
 
 
 def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str, Any]] | None = None,

@@ -20,8 +20,8 @@ from functions.plan import Outcome
 from functions.reads import read_job
 from functions.resources import cre_goodput
 from functions.rules import ensure_measurements as rules
-from functions.rules.ensure_measurements import Found, Gone, Observed, decide
-from functions.rules.jobs import is_managed
+from functions.rules.ensure_measurements import Found, Observed, decide
+from functions.rules.jobs import Gone, is_managed
 from functions.rules.measurements import bandwidth_measurements, bandwidth_name, goodput_name
 
 FUNCTION = rules.FUNCTION
@@ -34,7 +34,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     data = parse_data(env, WorkloadCreatedData)
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
-        return Gone(env, data)
+        return Gone(data.job)
     if state.terminal or state.job.status.workload_ref is None or not is_managed(state.job.metadata.labels,
                                                                                   ctx.settings):
         return Found(env, data, state)  # nothing more to read: decide says why

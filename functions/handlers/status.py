@@ -21,11 +21,11 @@ from functions.reads import read_goodputs, read_job, read_pods, read_trainjob
 from functions.rules import status as rules
 from functions.rules.adapter import decide_phase
 from functions.rules.attempts import of_attempt, workload_ref_of
-from functions.rules.jobs import why_not_current, why_not_ours
+from functions.rules.jobs import Gone, why_not_current, why_not_ours
 from functions.rules.measurements import goodput_of
 from functions.rules.phase import parse_trainjob
 from functions.rules.pods import blocked_pod
-from functions.rules.status import Found, Gone, Observed, Read, Unread, decide
+from functions.rules.status import Found, Observed, Read, Unread, decide
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
@@ -37,7 +37,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return Unread(env, data)
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
-        return Gone(env, data)
+        return Gone(data.job)
     if why_not_ours(state, data.job, ctx.settings) or why_not_current(state, data.workload):
         return Found(env, data, state)
     raw = read_trainjob(ctx, state.ref.namespace, data.workload.name)

@@ -19,7 +19,8 @@ from functions.reads import read_capture, read_job, read_trainjob
 from functions.rules import timeout as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.deadline import deadline
-from functions.rules.timeout import Found, Gone, Observed, decide
+from functions.rules.jobs import Gone
+from functions.rules.timeout import Found, Observed, decide
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({EventType.JOB_DEADLINE.value})
@@ -31,7 +32,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     data = parse_data(env, JobDeadlineData)
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
-        return Gone(env, data)
+        return Gone(data.job)
     if state.terminal or deadline(state, ctx.clock(), ctx.settings.default_timeout_per_job) is None:
         return Found(env, data, state)
     ref = state.job.status.workload_ref

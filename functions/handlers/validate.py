@@ -24,9 +24,10 @@ from functions.reads import read_job
 from functions.resources import cre_goodput
 from functions.rules import validate as rules
 from functions.rules.checks import awaiting_validation
+from functions.rules.jobs import Gone
 from functions.rules.measurements import bandwidth_measurements
 from functions.rules.thresholds import BANDWIDTH_KEYS, GOODPUT_KEYS, measured_values, to_evaluate, unknown_keys
-from functions.rules.validate import Found, Gone, Observed, Skipped, decide
+from functions.rules.validate import Found, Observed, Skipped, decide
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({EventType.JOB_CHECK.value, EventType.JOB_CONDITION_CHANGED.value})
@@ -49,7 +50,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
         raise InvalidEvent(f"unknown event type {env.type!r} for this function")
     state = read_job(ctx, ref.namespace, ref.name)
     if state is None:
-        return Gone(env, ref)
+        return Gone(ref)
     if not awaiting_validation(state) or unknown_keys(state.job.spec.thresholds):
         return Found(env, ref, state)
     keys, group = set(state.job.spec.thresholds), ctx.settings.cre_group

@@ -20,20 +20,12 @@ from events.envelope import Envelope
 from events.types import Reason
 from functions.plan import Create, Effect, Plan, nothing
 from functions.resources import Resource, cre_goodput
-from functions.rules.jobs import JobState, why_not_active, why_not_ours
+from functions.rules.jobs import Gone, JobState, why_not_active
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.measurements import bandwidth_body, bandwidth_measurements, goodput_body
 from functions.settings import Settings
 
 FUNCTION = "measurements"
-
-
-@dataclass(frozen=True)
-class Gone:
-    """The event's Job does not exist on a fresh read."""
-
-    cause: Envelope
-    data: WorkloadCreatedData
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,7 @@ Observed = Gone | Found
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Gone):
-        return nothing(why_not_ours(None, observed.data.job, settings))
+        return nothing(observed.why)
     state = observed.state
     if why := why_not_active(state, observed.data.job, settings):
         return nothing(why)

@@ -25,7 +25,7 @@ from functions.plan import Plan, nothing
 from functions.rules.adapter import PhaseResult
 from functions.rules.attempts import is_current
 from functions.rules.conditions import changes_condition, condition
-from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours, write_status
+from functions.rules.jobs import Gone, JobState, condition_changed, why_not_current, why_not_ours, write_status
 from functions.rules.measurements import GoodputMeasurement
 from functions.rules.running import decide_running, running_condition
 from functions.rules.stall import Stall
@@ -37,15 +37,7 @@ FUNCTION = "status"
 
 @dataclass(frozen=True)
 class Unread:
-    """An event whose phase is Failed: `restart`'s, nothing was read."""
-
-    cause: Envelope
-    data: WorkloadPhaseData
-
-
-@dataclass(frozen=True)
-class Gone:
-    """The event's Job does not exist on a fresh read."""
+    """An event whose phase is Failed: `restart`'s, nothing was read (a Job gone is `Gone`)."""
 
     cause: Envelope
     data: WorkloadPhaseData
@@ -127,11 +119,11 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, Gone):  # read only for an event that is not Failed
+        return nothing(observed.why)
     data = observed.data
     if isinstance(observed, Unread) or data.phase is Phase.FAILED:
         return nothing("phase Failed is handled by the restart function")
-    if isinstance(observed, Gone):
-        return nothing(why_not_ours(None, data.job, settings))
     if why := why_not_ours(observed.state, data.job, settings) or why_not_current(observed.state, data.workload):
         return nothing(why)
     if isinstance(observed, Found):

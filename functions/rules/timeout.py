@@ -22,20 +22,12 @@ from functions.resources import TRAINJOBS
 from functions.rules.attempts import current_workload_ref
 from functions.rules.conditions import condition
 from functions.rules.deadline import deadline
-from functions.rules.jobs import JobState, condition_changed, why_not_active, why_not_ours
+from functions.rules.jobs import Gone, JobState, condition_changed, why_not_active
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.verdicts import condition_write
 from functions.settings import Settings
 
 FUNCTION = "timeout"
-
-
-@dataclass(frozen=True)
-class Gone:
-    """The event's Job does not exist on a fresh read."""
-
-    cause: Envelope
-    data: JobDeadlineData
 
 
 @dataclass(frozen=True)
@@ -56,7 +48,7 @@ Observed = Gone | Found
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Gone):
-        return nothing(why_not_ours(None, observed.data.job, settings))
+        return nothing(observed.why)
     state = observed.state
     if why := why_not_active(state, observed.data.job, settings):
         return nothing(why)

@@ -23,7 +23,7 @@ from events.types import EventType, Reason
 from functions.plan import Plan, nothing
 from functions.rules.cel import CelOutcome
 from functions.rules.checks import awaiting_validation
-from functions.rules.jobs import JobState, why_not_ours
+from functions.rules.jobs import Gone, JobState, why_not_ours
 from functions.rules.thresholds import Waiting, decide_validation, measured_values, measurement_timeout, succeeded_at
 from functions.rules.verdicts import group_nodes, independent_write
 from functions.settings import Settings
@@ -39,14 +39,6 @@ class Skipped:
     cause: Envelope
     job: JobRef
     why: str
-
-
-@dataclass(frozen=True)
-class Gone:
-    """The event's Job does not exist on a fresh read."""
-
-    cause: Envelope
-    job: JobRef
 
 
 @dataclass(frozen=True)
@@ -70,7 +62,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Skipped):
         return nothing(observed.why)
     if isinstance(observed, Gone):
-        return nothing(why_not_ours(None, observed.job, settings))
+        return nothing(observed.why)
     state = observed.state
     if why := why_not_ours(state, observed.job, settings):
         return nothing(why)
