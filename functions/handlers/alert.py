@@ -2,24 +2,13 @@
 updates and deletes → alerts (SPEC §8).
 
 What reaches `alert` is a cue, never the text of a page: any pod can post an event to the Broker, so
-every alert is read off the Job as the API server stores it (`functions.rules.alerting`). read: the
-Job fresh, by the event's namespace and name. decide (`functions.rules.alert.decide`):
-- a decision event sends the alerts it claims that the stored Job bears out, with the stored Job's
-  texts, announced to every sink; a claim the Job does not bear out (forged, or stale: the Job moved
-  on) sends nothing, and a resolve is sent only for a state the Job is not in;
-- a Job update raises what the stored conditions say, whoever wrote them (CRE's own verdicts in
-  observe mode): a state that began within `CREFN_ALERT_TRANSITION_WINDOW_SECONDS` is announced to
-  every sink unless the project wrote it (manage mode, a managed Job: its decision event announced
-  it); the rest is restated, for the sinks that deduplicate it (`functions.rules.alert.meant_for`). An
-  update whose Job says nothing to alert on is answered without a read;
-- a Job delete resolves what the deleted Job had raised only when the Job is gone on a fresh read, or
-  another Job (another uid) holds the name now, and never what that Job holds; a delete of a Job that
-  is still there is stale or forged: 202.
-The Job gone (a decision or update event): 202, nothing is sent. The Job cannot be read (API away):
-503, nothing is sent, the Broker retries. Every configured sink is tried: one that is down or throttled
-makes the answer 503, naming it, so the Broker retries (the others have the alerts already;
-Alertmanager and PagerDuty absorb the duplicates); one that refuses the payload is a configuration
-error: 400 when no sink needs a retry. No sink configured, or none that takes the alerts: 202.
+every alert is read off the Job as the API server stores it. read: the Job fresh, by the event's
+namespace and name; an update whose Job says nothing to alert on is answered without a read; a delete
+counts only when the Job is gone on the fresh read, or another Job (another uid) holds the name now.
+decide: `functions.rules.alert.decide`. The Job gone: 202; it cannot be read (API away): 503, the
+Broker retries. Every configured sink is tried (`functions.alertsinks.notify`): one down or throttled
+makes the answer 503, naming it; one that refuses the payload is a configuration error (400 when no
+sink needs a retry).
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ unschedulable, or was placed). A GoodputMeasurement of the CRE group changed (Re
 `crefn-goodput` source): the TrainJob of the Job its `spec.jobRef` names (else its `<cre group>/job`
 label) is read fresh and its phase re-sent, so `status` re-decides the stall with the measurement as
 it is now; `status` acts only on the Job's current attempt. A pod of an attempt whose TrainJob is gone
-or newer, or a measurement whose Job has no TrainJob, is answered 202. decide:
-`functions.rules.phase.decide` (a TrainJob with no owning CRE Job is not ours: 202).
+or newer, or a measurement whose Job has no TrainJob: 202. decide: `functions.rules.phase.decide`.
 """
 
 from __future__ import annotations
