@@ -25,7 +25,8 @@ from events.types import EventType
 from functions.client import Peer, deliver, post_json
 from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable
 from functions.metrics import count_delivery, set_alert_sinks
-from functions.rules.alerting import Restated, dedup_key
+from functions.rules.alert import meant_for as rules_meant_for
+from functions.rules.alerting import dedup_key
 from functions.settings import Settings
 
 TIMEOUT = 10.0
@@ -152,13 +153,8 @@ def start(function: str, settings: Settings) -> None:
 
 
 def meant_for(sink: AlertSink, alerts: Sequence[AlertData]) -> list[AlertData]:
-    """The alerts a sink is sent: all but the `Restated` ones, which only Alertmanager takes (the same labels
-    again change nothing) and PagerDuty when they resolve (a trigger re-sent after its incident was resolved
-    opens a new one; Slack and a CloudEvents sink show every message)."""
-    if isinstance(sink, Alertmanager):
-        return list(alerts)
-    resolves = isinstance(sink, PagerDuty)
-    return [a for a in alerts if not isinstance(a, Restated) or (resolves and a.status == "resolved")]
+    """The alerts a sink is sent (`functions.rules.alert.meant_for`, by the sink's name)."""
+    return rules_meant_for(sink.name, alerts)
 
 
 def notify(sinks: Sequence[AlertSink], alerts: Sequence[AlertData]) -> str:

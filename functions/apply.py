@@ -1,27 +1,27 @@
 """Plans performed, and the one helper for optimistic concurrency.
 
-`apply(plan)` performs a plan's effects in order through the gateway (and the alert sinks), then
-gives the answer. Locked writes of one object chain: each carries the resourceVersion the previous
-one left. A create the API refuses for good (admission, quota, validation) is followed by the effects
-the plan gave for that case, when it gave any, instead of the rest of the plan (decided for a create
-that did not happen); an Event whose name is taken is recorded already. In observe mode
-(`CREFN_MODE=observe`) no effect that writes to the cluster is performed; everything else (the
-reply, alerts) happens as in manage mode. A `Delete` whose object is gone or whose uid precondition
-fails (another object holds the name now) is done: nothing of ours is left to delete.
-`run(read, decide)` is every handler's loop: read fresh, decide, apply; when the world changed under
-the handler (`Conflict`: a stale resourceVersion, a name taken by a create), it reads again and
-decides once more, then lets the conflict through (409, Knative retries).
+`apply(plan)` performs a plan's effects in order through the gateway, the alert sinks and the HTTP
+client, then gives the answer. Locked writes of one object chain: each carries the resourceVersion the
+previous one left. A create the API refuses for good (admission, quota, validation) is followed by the
+effects the plan gave for that case instead of the rest of the plan; an Event whose name is taken is
+recorded already; a `Delete` whose object is gone or whose uid precondition fails is done. In observe
+mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed; the reply, alerts and
+sends happen as in manage mode. `run(read, decide)` is every handler's loop: read fresh, decide,
+apply; when the world changed under the handler (`Conflict`: a stale resourceVersion, a name taken by
+a create), it reads again and decides once more, then lets the conflict through (409, Knative
+retries). `run_each` is `run` for each Job of an event about several, one Job's error kept with it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from events.envelope import Outbound
 from functions.alertsinks import configured_sinks, notify
+from functions.client import deliver
 from functions.context import Context
 from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError
 from functions.plan import (
@@ -34,6 +34,7 @@ from functions.plan import (
     Outcome,
     Plan,
     RecordEvent,
+    Send,
     Wait,
     WriteStatus,
 )
@@ -41,6 +42,8 @@ from functions.resources import EVENTS
 from functions.settings import Settings
 
 Observed = TypeVar("Observed")
+Key = TypeVar("Key")
+Decide = Callable[[Observed, Settings, Any], Plan]
 
 
 def apply(plan: Plan, ctx: Context) -> Outcome:
@@ -48,21 +51,27 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
     for effect in plan.effects:
         apply_effect(effect, ctx, done)
         if done.refused:  # the rest of the plan was decided for a create that did not happen
-            return Outcome(None, "; ".join(done.reasons))
+            return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
     reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
-    return Outcome(reply_for(plan, done.created), "; ".join(reasons))
+    return Outcome(reply_for(plan, done.created), "; ".join(reasons), tuple(done.sent))
 
 
 def reply_for(plan: Plan, created: Mapping[str, Any] | None) -> Outbound | None:
     """The plan's reply; one that refers to the created object gets its name, uid and resourceVersion."""
-    if not plan.created_ref or plan.reply is None:
-        return plan.reply
+    return filled(plan.reply, plan.created_ref, created)
+
+
+def filled(event: Outbound | None, created_ref: str, created: Mapping[str, Any] | None) -> Outbound | None:
+    """The event; one that refers to the created object (`created_ref`) gets its name, uid and
+    resourceVersion (None without that object)."""
+    if not created_ref or event is None:
+        return event
     if created is None:
         return None
     meta = created.get("metadata") or {}
-    ref = getattr(plan.reply.data, plan.created_ref).model_copy(update={
+    ref = getattr(event.data, created_ref).model_copy(update={
         "name": meta.get("name", ""), "uid": meta.get("uid", ""), "resource_version": meta.get("resourceVersion", "")})
-    return replace(plan.reply, data=plan.reply.data.model_copy(update={plan.created_ref: ref}))
+    return replace(event, data=event.data.model_copy(update={created_ref: ref}))
 
 
 @dataclass
@@ -75,6 +84,8 @@ class Applied:
     """The resourceVersion each locked write left an object at (the next locked write carries it)."""
     refused: bool = False
     """A create was refused: its `refused` effects replaced the rest of the plan."""
+    sent: list[str] = field(default_factory=list)
+    """The types of the events sent."""
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
@@ -113,6 +124,13 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
             ctx.gateway.create(EVENTS, effect.namespace, effect.body)
     elif isinstance(effect, Notify):
         done.reasons = [notify(configured_sinks(ctx.settings), effect.alerts)]
+    elif isinstance(effect, Send):
+        event = filled(effect.event, effect.created_ref, done.created)
+        if event is not None:
+            if not ctx.settings.k_sink:
+                raise PermanentError(f"K_SINK is not set: {event.type} cannot be sent")
+            deliver(ctx.settings.k_sink, event, "K_SINK", token_file=ctx.settings.oidc_token_path)
+            done.sent.append(event.type)
     elif isinstance(effect, Wait):
         raise NotYet("; ".join([*done.reasons, effect.reason]), effect.retry_after)
 
@@ -127,3 +145,33 @@ def run(ctx: Context, read: Callable[[], Observed], decide: Callable[[Observed, 
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Each(Generic[Key]):
+    """One Job's part of an event about several: what was done, or the error that stopped it."""
+
+    key: Key
+    outcome: Outcome | None = None
+    error: CrefnError | None = None
+
+
+def run_each(ctx: Context, keys: Iterable[Key], read: Callable[[Key], Callable[[], Observed]],
+             decide: Decide[Observed], then: Decide[Observed] | None = None,
+             map_each: Callable[[Callable[[Key], Each[Key]], Iterable[Key]], Iterator[Each[Key]]] = map,
+             ) -> list[Each[Key]]:
+    """`run` for each key (`read(key)` gives the key's reads, as `run` takes them); with `then`, once a plan
+    has replied, the keys after it are decided by `then` (one event per answer: only in order, with the
+    default `map_each`); another `map_each` (a thread pool's `map`) runs the keys concurrently."""
+    replied: list[bool] = []
+
+    def one(key: Key) -> Each[Key]:
+        try:
+            outcome = run(ctx, read(key), then if then is not None and replied else decide)
+        except CrefnError as e:
+            return Each(key, error=e)
+        if outcome.reply is not None:
+            replied.append(True)
+        return Each(key, outcome)
+
+    return list(map_each(one, keys))

@@ -15,6 +15,8 @@ compare equal, and its repr shows it whole. Effects:
 - `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
 - `RecordEvent`: a Kubernetes Event (events.k8s.io/v1); its name taken means it is recorded already;
 - `Notify`: alerts to every configured sink;
+- `Send`: an event posted to `K_SINK` (`resync`'s events: it answers none); one that names a
+  `created_ref` gets the created object's name, uid and resourceVersion, as a reply does;
 - `Wait`: stop here and ask for a retry (503): a grace period, an object still terminating; a wait
   whose end is known (`wait_until`) says in how many seconds (the 503's `Retry-After`).
 """
@@ -89,6 +91,12 @@ class Notify:
 
 
 @dataclass(frozen=True)
+class Send:
+    event: Outbound
+    created_ref: str = ""
+
+
+@dataclass(frozen=True)
 class Wait:
     reason: str
     retry_after: int | None = None
@@ -100,7 +108,7 @@ def wait_until(reason: str, end: datetime, now: datetime) -> Wait:
     return Wait(reason, max(1, math.ceil((end - now).total_seconds())))
 
 
-Effect = WriteStatus | Annotate | Create | Delete | RecordEvent | Notify | Wait
+Effect = WriteStatus | Annotate | Create | Delete | RecordEvent | Notify | Send | Wait
 WRITES = (WriteStatus, Annotate, Create, Delete, RecordEvent)
 """Effects that change the cluster: none of them is applied in observe mode."""
 
@@ -117,10 +125,12 @@ class Plan:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What was done: the event to reply with (200), or why there is none (202)."""
+    """What was done: the event to reply with (200), or why there is none (202), and the types of the
+    events sent (`Send`), in order."""
 
     reply: Outbound | None
     reason: str
+    sent: tuple[str, ...] = ()
 
 
 def nothing(reason: str) -> Plan:

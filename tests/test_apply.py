@@ -92,3 +92,47 @@ def test_a_best_effort_write_that_fails_is_reported_and_the_plan_goes_on(cluster
     outcome = apply(Plan((missing, write_status(state, {"restartCount": 3}, "nvcre.nvidia.com"))), ctx)
     assert "GoodputMeasurement " + namespace + "/llm-goodput not written" in outcome.reason
     assert (gateway.get(JOBS, namespace, "llm") or {})["status"]["restartCount"] == 3
+
+
+# -- sends and the loop over several Jobs (no API server) ----------------------------------------
+
+def test_a_send_posts_to_k_sink_and_is_told_in_the_outcome() -> None:
+    from events.emitted import JobCheckData, JobRef
+    from events.envelope import to_outbound
+    from functions.plan import Send
+    from tests.support.helpers import Receiver
+
+    data = JobCheckData(job=JobRef(name="llm", namespace="ns"), attempt=0, checks=["validation"])
+    event = to_outbound("dev.crefn.job.check", "resync", "ns", "llm", data, None)
+    sink = Receiver(default=202)
+    try:
+        outcome = apply(Plan((Send(event),), reason="checked"), Context(Settings(k_sink=sink.url)))
+        assert (outcome.reply, outcome.reason, outcome.sent) == (None, "checked", ("dev.crefn.job.check",))
+        assert [body["checks"] for body in sink.bodies] == [["validation"]]
+    finally:
+        sink.close()
+
+
+def test_several_jobs_each_run_one_error_kept_with_its_job_and_one_reply_per_answer() -> None:
+    from events.emitted import JobRef
+    from events.envelope import to_outbound
+    from functions.apply import run_each
+    from functions.errors import Unavailable
+    from functions.plan import nothing
+
+    def reads(job: str) -> Callable[[], str]:
+        if job == "broken":
+            raise Unavailable("API server away")
+        return lambda: job
+
+    def decide(job: str, settings: Settings, now: datetime) -> Plan:
+        reply = to_outbound("dev.crefn.job.hardware.failed", "nodehealth", "ns", job, JobRef(name=job, namespace="ns"),
+                            None)
+        return Plan(reply=reply, reason=f"{job} decided")
+
+    def later(job: str, settings: Settings, now: datetime) -> Plan:
+        return nothing(f"{job} left to its next check")
+
+    each = run_each(Context(Settings()), ["a", "broken", "b"], reads, decide, then=later)
+    assert [(e.key, e.outcome and e.outcome.reason, str(e.error or "")) for e in each] == [
+        ("a", "a decided", ""), ("broken", None, "API server away"), ("b", "b left to its next check", "")]

@@ -34,6 +34,17 @@ from functions.settings import Settings
 
 
 @dataclass(frozen=True)
+class Gone:
+    """What a handler read when the Job an event names does not exist on a fresh read."""
+
+    job: JobRef
+
+    @property
+    def why(self) -> str:
+        return f"Job {self.job.namespace}/{self.job.name} is gone"
+
+
+@dataclass(frozen=True)
 class JobState:
     """A Job as read: the raw object (writes keep what we do not model) and the model."""
 
@@ -112,7 +123,7 @@ def why_not_current(state: JobState, workload: WorkloadRef) -> str:
 def why_not_ours(state: JobState | None, ref: JobRef, settings: Settings) -> str:
     """Why an event about a Job is none of ours ("" when the Job exists and is managed)."""
     if state is None:
-        return f"Job {ref.namespace}/{ref.name} is gone"
+        return Gone(ref).why
     if not is_managed(state.job.metadata.labels, settings):
         return f"Job {ref.namespace}/{ref.name} is not managed"
     return ""

@@ -19,20 +19,31 @@
   distinct name of the merged entries, sorted, in Go's `%v` format for a `[]string` (whatever their
   reason: a node listed earlier for `WorkloadFailed` is named too, as CRE names it).
 - Node → Jobs: the pods on a Node name their Job with the label `<cre group>/job`.
+`decide` is the `nodehealth` function's decision for one Job, on what `functions.handlers.nodehealth`
+read; `deferring` the same once another Job on the Node has taken the answer (one event per answer).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from events.emitted import FailedNode, JobRef
+from events.emitted import FailedNode, JobHardwareFailedData, JobRef
+from events.envelope import Envelope, to_outbound
 from events.objects import Pod
-from events.types import Reason, job_label
+from events.types import EventType, Reason, job_label
+from functions.plan import Delete, Effect, Plan, nothing
+from functions.resources import TRAINJOBS
 from functions.rules.cel import CelOutcome
-from functions.rules.jobs import JobState
+from functions.rules.checks import monitors_nodes
+from functions.rules.jobs import Gone, JobState, why_not_active
+from functions.rules.kubeevents import action_event
+from functions.rules.verdicts import independent_write
+from functions.settings import Settings
 
+FUNCTION = "nodehealth"
 CONDITION = "HardwareFailed"
 NODE_MESSAGE = "Hardware failure detected by node health check"
 LIVE_PHASES = ("Running", "Pending")
@@ -124,3 +135,89 @@ def jobs_on_node(pods: Iterable[Mapping[str, Any]], node: str, cre_group: str) -
         if name and (pod.get("spec") or {}).get("nodeName") == node:
             found.add((str(meta.get("namespace", "")), str(name)))
     return tuple(JobRef(namespace=ns, name=name) for ns, name in sorted(found))
+
+
+@dataclass(frozen=True)
+class Found:
+    """The Job read fresh, and nothing else: not managed, terminal, or without a monitor."""
+
+    cause: Envelope
+    job: JobRef
+    state: JobState
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """The Job read fresh and its expression on the Nodes of its attempt's live pods (those that could be
+    read; rejected when it does not compile), each Node that could not be read (node, why), and, for the
+    `restart` action, the attempt's TrainJob (None: gone, of another attempt, or not read)."""
+
+    cause: Envelope
+    job: JobRef
+    state: JobState
+    evaluation: Evaluation = field(default_factory=Evaluation)
+    unread: tuple[tuple[str, str], ...] = ()
+    trainjob: dict[str, Any] | None = None
+
+
+Observed = Gone | Found | Evaluated
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, Gone):
+        return nothing(observed.why)
+    state = observed.state
+    if why := why_not_active(state, observed.job, settings):
+        return nothing(why)
+    if not monitors_nodes(state):
+        return nothing(f"{state.where} has no node health monitor")
+    evaluation = Evaluation() if isinstance(observed, Found) else observed.evaluation
+    if evaluation.rejected is not None:
+        return rejected(state, evaluation, now)
+    if isinstance(observed, Found) or (not evaluation.nodes and not observed.unread):
+        return nothing(f"{state.where}: no pod of attempt {state.job.status.restart_count} runs or waits on a node")
+    notes = [f"node {name} skipped: {why}" for name, why in (*observed.unread, *evaluation.skipped)]
+    delete = restart_delete(observed.trainjob, settings) if evaluation.unhealthy else ()
+    merge = merge_failed_nodes(state.job.status.failed_nodes, evaluation.unhealthy)
+    if not merge.new:
+        unhealthy = f"unhealthy [{' '.join(evaluation.unhealthy)}], " if evaluation.unhealthy else ""
+        deleting = ", deleting the attempt's TrainJob" if delete else ""
+        return Plan(delete, reason="; ".join([f"{state.where}: {unhealthy}no new failed node{deleting}", *notes]))
+    message = hardware_message(merge.failed_nodes)
+    failed_nodes = [n.model_dump(by_alias=True) for n in merge.failed_nodes]
+    write = independent_write(state, CONDITION, True, Reason.HARDWARE_FAILURE_DETECTED, message, now,
+                              settings.cre_group, FUNCTION, {"failedNodes": failed_nodes})
+    assert write is not None  # a new failedNodes entry is a change
+    data = JobHardwareFailedData(job=state.ref, nodes=list(merge.new), failed_nodes=list(merge.failed_nodes),
+                                 message=message, action=settings.hardware_failure_action)
+    reply = to_outbound(EventType.JOB_HARDWARE_FAILED, FUNCTION, state.ref.namespace, state.ref.name, data,
+                        observed.cause)
+    return Plan((*write.effects, *delete), reply=reply, reason="; ".join(notes))
+
+
+def rejected(state: JobState, evaluation: Evaluation, now: datetime) -> Plan:
+    """An expression that cannot be used changes nothing; one interrupted past its budget is told on the Job."""
+    assert evaluation.rejected is not None
+    why = f"{state.where}: node health expression rejected: {evaluation.rejected.error}"
+    if evaluation.rejected.failure != "interrupted":
+        return nothing(why)
+    event = action_event(state, Reason.INVALID_NODE_HEALTH_EXPRESSION, rejection_message(evaluation), now, FUNCTION)
+    return Plan((event,), reason=why)
+
+
+def restart_delete(trainjob: Mapping[str, Any] | None, settings: Settings) -> tuple[Effect, ...]:
+    """The `restart` action: the attempt's TrainJob deleted (uid precondition), unless it is going already."""
+    if settings.hardware_failure_action != "restart" or trainjob is None or trainjob["metadata"].get(
+            "deletionTimestamp"):
+        return ()
+    meta = trainjob["metadata"]
+    return (Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]),)
+
+
+def deferring(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    """`decide`, once another Job on the Node has taken the answer: news waits for the Job's next check."""
+    plan = decide(observed, settings, now)
+    if plan.reply is None:
+        return plan
+    return nothing(f"Job {observed.job.namespace}/{observed.job.name}: a new failed node, left to its next check "
+                   f"(one event per answer)")

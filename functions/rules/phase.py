@@ -1,22 +1,59 @@
 """A TrainJob's phase as the event `dev.crefn.workload.phase` (SPEC §3, §4.2), for `phase` and `resync`.
 
 The owning Job is the TrainJob's controller ownerReference of kind `Job` in the CRE group (the kind
-alone is ambiguous with batch/v1), or else the `<cre group>/job` label.
+alone is ambiguous with batch/v1), or else the `<cre group>/job` label. `decide` is the `phase`
+function's decision on what `functions.handlers.phase` read: the pure adapter's phase
+(`functions.rules.adapter`) of a TrainJob with an owning Job; a TrainJob gone is `Failed`/deleted for
+the Job whose `workloadRef` names it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
-from events.envelope import Envelope, Outbound, first_error, to_outbound
-from events.objects import TrainJob
+from events.envelope import Envelope, ObjectReference, Outbound, first_error, to_outbound
+from events.objects import CreJob, TrainJob
 from events.types import JOB_KIND, EventType, job_label
 from functions.errors import PermanentError
-from functions.rules.adapter import PhaseResult, WrongKind, check_trainjob
+from functions.plan import Plan, nothing
+from functions.rules.adapter import PhaseResult, WrongKind, check_trainjob, decide_phase, deleted_phase
+from functions.rules.attempts import workload_ref_of
+from functions.settings import Settings
+
+FUNCTION = "phase"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Nothing to send, said by the read (a pod whose attempt's TrainJob is gone, say)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A TrainJob: the event's object (Resource mode) or read fresh; `deleted` for a delete event."""
+
+    cause: Envelope
+    trainjob: TrainJob
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class Gone:
+    """Reference mode, the TrainJob gone on the read, and the Job whose `workloadRef` names it (None: none)."""
+
+    cause: Envelope
+    ref: ObjectReference
+    owner: CreJob | None
+
+
+Observed = Skipped | Seen | Gone
 
 
 def parse_trainjob(obj: dict[str, Any]) -> TrainJob:
@@ -43,3 +80,23 @@ def phase_event(job: str, workload: WorkloadRef, result: PhaseResult, now: datet
                              phase=result.phase, reason=result.reason, message=result.message, observed_at=now)
     return to_outbound(EventType.WORKLOAD_PHASE, function, workload.namespace, job, data, cause,
                        workloadphase=result.phase.value)
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, Skipped):
+        return nothing(observed.why)
+    if isinstance(observed, Gone):
+        ref, job = observed.ref, observed.owner
+        if job is None:
+            return nothing(f"TrainJob {ref.namespace}/{ref.name} is gone and no Job refers to it")
+        workload = WorkloadRef(api_version=ref.apiVersion, kind=ref.kind, name=ref.name, namespace=ref.namespace,
+                               attempt=job.status.restart_count)
+        return Plan(reply=phase_event(job.metadata.name, workload, deleted_phase(ref.name), now, FUNCTION,
+                                      observed.cause))
+    trainjob = observed.trainjob
+    owner = find_owner(trainjob, settings.cre_group)
+    if not owner:
+        return nothing(f"TrainJob {trainjob.metadata.namespace}/{trainjob.metadata.name} has no owning "
+                       f"{settings.cre_group} Job")
+    result = deleted_phase(trainjob.metadata.name) if observed.deleted else decide_phase(trainjob)
+    return Plan(reply=phase_event(owner, workload_ref_of(trainjob), result, now, FUNCTION, observed.cause))

@@ -5,26 +5,69 @@ Pending → `InProgress`/`WorkloadPending`; Running → the running-path decisio
 else `InProgress`/`WorkloadRunning` and `workloadStartTime` once); Succeeded →
 `Succeeded`/`WorkloadCompleted`. Failed is `restart`'s. `in_step` says when a Job's status already
 shows its workload's phase (what `resync` skips); a Running Job with stall detection never is, so the
-tick re-decides it as time passes with nothing changing.
+tick re-decides it as time passes with nothing changing. `decide` is the `status` function's decision
+on what `functions.handlers.status` read: the phase written is the adapter's on the TrainJob as read,
+whatever the event said.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from events.emitted import ConditionSummary, WorkloadRef
+from events.emitted import ConditionSummary, WorkloadPhaseData, WorkloadRef, WorkloadStalledData
+from events.envelope import Envelope, to_outbound
 from events.objects import Pod
-from events.types import Phase, Reason
+from events.types import EventType, Phase, Reason
 from functions.errors import PermanentError
+from functions.plan import Plan, nothing
 from functions.rules.adapter import PhaseResult
 from functions.rules.attempts import is_current
-from functions.rules.conditions import condition
-from functions.rules.jobs import JobState, write_status
+from functions.rules.conditions import changes_condition, condition
+from functions.rules.jobs import Gone, JobState, condition_changed, why_not_current, why_not_ours, write_status
 from functions.rules.measurements import GoodputMeasurement
 from functions.rules.running import decide_running, running_condition
 from functions.rules.stall import Stall
 from functions.rules.verdicts import ConditionWrite, condition_write
+from functions.settings import Settings
+
+FUNCTION = "status"
+
+
+@dataclass(frozen=True)
+class Unread:
+    """An event whose phase is Failed: `restart`'s, nothing was read (a Job gone is `Gone`)."""
+
+    cause: Envelope
+    data: WorkloadPhaseData
+
+
+@dataclass(frozen=True)
+class Found:
+    """The Job read fresh; its attempt's TrainJob not read (the Job is not one to act on for the event),
+    gone, of another attempt or not this Job's."""
+
+    cause: Envelope
+    data: WorkloadPhaseData
+    state: JobState
+
+
+@dataclass(frozen=True)
+class Read:
+    """The Job and its current attempt's TrainJob read fresh, the adapter's phase of that TrainJob (what
+    is decided on) and, for a Running one, the attempt's pods and the Job's GoodputMeasurement."""
+
+    cause: Envelope
+    data: WorkloadPhaseData
+    state: JobState
+    workload: WorkloadRef
+    result: PhaseResult
+    pods: tuple[Pod, ...] = ()
+    goodput: GoodputMeasurement | None = None
+
+
+Observed = Unread | Gone | Found | Read
 
 
 def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
@@ -73,3 +116,40 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
                                           or state.job.spec.stall_multiplier is not None):
         return False  # re-driven each tick: a block's grace and a stall's bound run out with nothing changing
     return state.true_condition == condition_for(result.phase, workload.name, result.message)
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, Gone):  # read only for an event that is not Failed
+        return nothing(observed.why)
+    data = observed.data
+    if isinstance(observed, Unread) or data.phase is Phase.FAILED:
+        return nothing("phase Failed is handled by the restart function")
+    if why := why_not_ours(observed.state, data.job, settings) or why_not_current(observed.state, data.workload):
+        return nothing(why)
+    if isinstance(observed, Found):
+        return nothing(f"{observed.state.where}: TrainJob {data.workload.name} of attempt "
+                       f"{observed.state.job.status.restart_count} is gone on a fresh read")
+    return decide_read(observed, settings, now)
+
+
+def decide_read(observed: Read, settings: Settings, now: datetime) -> Plan:
+    data, state, workload, result = observed.data, observed.state, observed.workload, observed.result
+    said = "" if result.phase is data.phase else f" (the event said {data.phase.value})"
+    if result.phase is Phase.FAILED:
+        return nothing(f"{state.where}: TrainJob {workload.name} has failed on a fresh read{said}: "
+                       "the restart function decides")
+    decided = decide_status(state, result.phase, workload.name, result.message, now, settings.cre_group, FUNCTION,
+                            observed.pods, observed.goodput)
+    if decided is None:
+        return nothing(f"{state.where}: nothing changed: TrainJob {workload.name} is {result.phase.value}{said}")
+    if isinstance(decided, Stall):
+        stalled = WorkloadStalledData(job=state.ref, workload=workload, mode=decided.mode,
+                                      elapsed_seconds=decided.elapsed_seconds,
+                                      threshold_seconds=decided.threshold_seconds, message=decided.message)
+        return Plan(reply=to_outbound(EventType.WORKLOAD_STALLED, FUNCTION, state.ref.namespace, state.ref.name,
+                                      stalled, observed.cause))
+    write, new = decided
+    if new is None or not changes_condition(state.true_condition, new):
+        return Plan(write.effects, reason=f"{state.where}: condition kept{said}")
+    return Plan(write.effects, reason=said.strip(" ()"),
+                reply=condition_changed(state, write.status, new, FUNCTION, observed.cause, workload))

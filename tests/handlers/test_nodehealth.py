@@ -24,13 +24,16 @@ from functions.context import Context
 from functions.errors import PermanentError, Unavailable
 from functions.gateway import Gateway
 from functions.handlers import nodehealth
-from functions.handlers.nodehealth import Observed, decide, read
+from functions.handlers.nodehealth import read
 from functions.plan import Delete, RecordEvent, WriteStatus
 from functions.resources import NODES, TRAINJOBS, cre_jobs
 from functions.rules.cel import CelOutcome, outcomes
-from functions.rules.jobs import parse_job
+from functions.rules.jobs import Gone, parse_job
 from functions.rules.nodehealth import (
+    Evaluated,
     Evaluation,
+    Observed,
+    decide,
     evaluate,
     hardware_message,
     jobs_on_node,
@@ -159,7 +162,8 @@ def observed(expression: str | None = CORDONED, nodes: dict[str, dict[str, Any]]
                 status={"failedNodes": failed_nodes or []})
     if not managed:
         state = parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, "nvcre.nvidia.com")
-    return Observed(CAUSE, REF, None if gone else state, evaluated(expression or "", nodes or {}), unread, trainjob)
+    return Gone(REF) if gone else Evaluated(CAUSE, REF, state, evaluated(expression or "", nodes or {}),
+                                                  unread, trainjob)
 
 
 def cordoned(name: str) -> dict[str, Any]:
@@ -247,9 +251,9 @@ INTERRUPTED = CelOutcome(failure="interrupted", error="operation interrupted: to
     ("", "node health expression rejected: CEL compilation error: operation interrupted: took longer than 1s"),
 ], ids=["evaluating", "compiling"])
 def test_an_interrupted_expression_writes_nothing_and_is_a_warning_event(on: str, note: str) -> None:
-    state = observed().state
+    state = job(RUNNING, spec={"nodeHealthMonitor": {"cel": {"expression": CORDONED}}}, workload_ref=True)
     evaluation = Evaluation(("n1", "n2") if on else (), rejected=INTERRUPTED, rejected_on=on)
-    plan = decide(Observed(CAUSE, REF, state, evaluation), REPORT, NOW)
+    plan = decide(Evaluated(CAUSE, REF, state, evaluation), REPORT, NOW)
     (event,) = plan.effects
     assert isinstance(event, RecordEvent) and plan.reply is None
     assert (event.body["type"], event.body["reason"], event.body["note"]) == (

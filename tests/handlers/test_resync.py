@@ -162,7 +162,7 @@ def test_a_trainjob_newer_than_the_ticks_list_is_not_called_gone(cluster: LocalC
     sink = Receiver(default=202)
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=cluster.gateway())
     try:
-        result = resync.resync_job(gateway.get(JOBS, namespace, "newer") or {}, {}, sink.url, ctx)
+        result = resync.resync_job(gateway.get(JOBS, namespace, "newer") or {}, {}, ctx)
         assert (result.event, result.error) == ("", "") and sink.bodies == []
     finally:
         sink.close()

@@ -16,12 +16,13 @@ from events.emitted import ConditionSummary, JobCheckData, JobConditionChangedDa
 from events.envelope import Envelope, to_outbound
 from events.types import EventType
 from functions.client import send
-from functions.handlers.validate import Observed, cre_bandwidth, decide
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import cre_goodput, cre_workloadruns
 from functions.rules.cel import outcomes as outcomes_of
-from functions.rules.jobs import JobState, parse_job
+from functions.rules.jobs import Gone, JobState, parse_job
+from functions.rules.measurements import bandwidth_measurements
 from functions.rules.thresholds import measured_values, to_evaluate
+from functions.rules.validate import Found, Observed, Skipped, decide
 from functions.settings import Settings
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import NOW, cond, job, job_events
@@ -46,8 +47,10 @@ def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = No
     measured = measured_values("llm", (), bandwidth or ())
     outcomes = {key: next(outcomes_of("value", expression, [value]))
                 for key, expression, value in to_evaluate(state.job.spec.thresholds if state else {}, measured)}
-    return Observed(check_event(["validation"]), JobRef(name="llm", namespace="ns"), state, (),
-                    tuple(bandwidth or ()), skip, outcomes)
+    cause, ref = check_event(["validation"]), JobRef(name="llm", namespace="ns")
+    if skip:
+        return Skipped(cause, ref, skip)
+    return Found(cause, ref, state, (), tuple(bandwidth or ()), outcomes) if state else Gone(ref)
 
 
 def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str, Any]] | None = None,
@@ -159,7 +162,7 @@ def complete_condition(reason: str = "JobSucceeded") -> list[dict[str, str]]:
 
 def measure_bandwidth(w: World, bus: list[str], name: str = "llm-bandwidth", job_name: str = "llm",
                       reason: str = "JobSucceeded") -> None:
-    res = cre_bandwidth(GROUP)
+    res = bandwidth_measurements(GROUP)
     w.gw.create(res, w.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement",
                             "metadata": {"name": name},
                             "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": job_name},

@@ -15,13 +15,14 @@ from events.emitted import (
     JobRestartedData,
     JobValidationData,
 )
-from functions.alertsinks import Alertmanager, AlertSink, CloudEventsSink, PagerDuty, Slack, meant_for
+from functions.alertsinks import Alertmanager, AlertSink, CloudEventsSink, PagerDuty, Slack, configured_sinks, meant_for
 from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import PermanentError
-from functions.handlers.alert import Observed, decide, read
+from functions.handlers.alert import read
 from functions.plan import Notify
 from functions.resources import cre_jobs
+from functions.rules.alert import Decided, Skipped, Updated, decide, sink_names
 from functions.rules.alerting import Restated, dedup_key, on_job_deleted, on_job_state, restart_states
 from functions.rules.claims import Decision, claimed, on_decision, on_deleted
 from functions.rules.jobs import JobState, parse_job
@@ -349,6 +350,16 @@ def test_restated_alerts_go_only_where_a_repeat_changes_nothing(alert: AlertData
     assert {name for name, sink in SINKS.items() if meant_for(sink, [alert])} == sinks
 
 
+@pytest.mark.parametrize("settings", [
+    {}, {"alertmanager_url": "http://am"}, {"slack_webhook_url": "http://slack", "alert_sink_url": "http://ce"},
+    {"alertmanager_url": "http://am", "slack_webhook_url": "http://slack", "pagerduty_routing_key": "k",
+     "alert_sink_url": "http://ce"},
+], ids=["none", "alertmanager", "slack-and-cloudevents", "all"])
+def test_the_decision_names_the_sinks_that_are_configured(settings: dict[str, str]) -> None:
+    configured = Settings.model_validate(settings)
+    assert sink_names(configured) == tuple(sink.name for sink in configured_sinks(configured))
+
+
 def unmanaged(state: JobState) -> JobState:
     return parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, "nvcre.nvidia.com")
 
@@ -369,7 +380,7 @@ def unmanaged(state: JobState) -> JobState:
         "manage-announced-by-the-decision", "manage-a-job-it-does-not-manage"])
 def test_a_job_update_is_notified_or_answered_202(settings: dict[str, Any], state: JobState,
                                                   expected: list[str] | str) -> None:
-    plan = decide(Observed(state), Settings.model_validate(settings), NOW)
+    plan = decide(Updated(state), Settings.model_validate(settings), NOW)
     if isinstance(expected, str):
         assert (plan.effects, plan.reason) == ((), expected)
     else:
@@ -398,7 +409,7 @@ def test_each_decision_event_raises_its_alert_or_answers_202(event: Decision, st
                                                              expected: list[str] | str) -> None:
     """What the `alert` function sends for each decision event, given the Job it read."""
     settings = Settings.model_validate({"alertmanager_url": "http://am"})
-    plan = decide(Observed(stored, event), settings, NOW)
+    plan = decide(Decided(stored, event), settings, NOW)
     if isinstance(expected, str):
         assert (plan.effects, plan.reason) == ((), expected)
         return
@@ -413,7 +424,7 @@ def test_an_update_of_a_job_that_says_nothing_is_answered_without_a_read() -> No
     record = apiserver_record("update", job(RUNNING).raw, cre_jobs("nvcre.nvidia.com"), "https://127.0.0.1")
     settings = Settings.model_validate({"alertmanager_url": "http://am"})
     observed = read(to_envelope(record), Context(settings, clock=lambda: NOW))
-    assert observed == Observed(skip="Job ns/llm: its update says nothing to alert on")
+    assert observed == Skipped("Job ns/llm: its update says nothing to alert on")
 
 
 def test_an_api_server_event_other_than_update_or_delete_is_refused() -> None:

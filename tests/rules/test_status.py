@@ -98,13 +98,12 @@ READ = WorkloadRef(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob",
 def decided(said: str, read: PhaseResult | None) -> Plan:
     """`status`'s decision for an event saying `said` about a running Job's attempt whose TrainJob, read
     fresh, says `read` (None: gone)."""
-    from functions.handlers.status import Observed, decide
+    from functions.rules.status import Found, Read, decide
 
     record = phase_record("ns", "llm", said)
     state = job(conditions=RUNNING_SHOWN_SET, workload_ref=True, status={"workloadStartTime": EARLIER})
-    observed = Observed(to_envelope(record), parse_phase_event(to_envelope(record)), state,
-                        READ if read else None, read)
-    return decide(observed, Settings(), NOW)
+    cause, data = to_envelope(record), parse_phase_event(to_envelope(record))
+    return decide(Read(cause, data, state, READ, read) if read else Found(cause, data, state), Settings(), NOW)
 
 
 @pytest.mark.parametrize(("said", "read", "reason"), [
@@ -122,6 +121,17 @@ def decided(said: str, read: PhaseResult | None) -> Plan:
 def test_the_event_phase_is_a_cue_and_the_read_decides(said: str, read: PhaseResult | None, reason: str) -> None:
     plan = decided(said, read)
     assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+
+
+def test_a_failed_phase_or_a_gone_job_reads_and_writes_nothing() -> None:
+    from functions.rules.jobs import Gone
+    from functions.rules.status import Unread, decide
+
+    failed = to_envelope(phase_record("ns", "llm", "Failed"))
+    running = to_envelope(phase_record("ns", "llm", "Running"))
+    assert decide(Unread(failed, parse_phase_event(failed)), Settings(), NOW).reason == \
+        "phase Failed is handled by the restart function"
+    assert decide(Gone(parse_phase_event(running).job), Settings(), NOW).reason == "Job ns/llm is gone"
 
 
 def test_a_stale_running_event_after_the_workload_completed_writes_what_the_trainjob_says() -> None:

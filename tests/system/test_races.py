@@ -463,7 +463,7 @@ def test_a_tick_adopts_the_trainjob_a_launch_created_under_it(world: Callable[..
     try:
         ctx = racing(cluster, "resync", lambda: other.update(w.gw.create(TRAINJOBS, w.ns, trainjob_record(w, 0))),
                      at="/trainjobs", k_sink=sink.url)
-        result = resync.resync_job(w.job(), {}, sink.url, ctx)
+        result = resync.resync_job(w.job(), {}, ctx)
         assert (result.event, result.error) == ("dev.crefn.workload.created", "")
         assert ctx.gateway.race is None  # type: ignore[attr-defined]
         assert (w.trainjob() or {})["metadata"]["uid"] == other["metadata"]["uid"]

@@ -1,0 +1,104 @@
+"""Which alerts an event sends: the `alert` function's decision (SPEC §8). Pure.
+
+`decide(observed, settings, now)`, on what `functions.handlers.alert` read, every alert read off the
+Job as the API server stores it (`functions.rules.alerting`): a decision event sends the alerts it
+claims that the stored Job bears out (`functions.rules.claims`); a Job update raises what the stored
+conditions say, announced unless the project wrote them (manage mode, a managed Job: its decision event
+announced them); a Job delete resolves what the deleted Job had raised and the Job now holding its name
+does not. Sent as one `Notify` to every configured sink; no alert, no sink configured, or none that
+takes them: 202.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from events.emitted import AlertData
+from functions.plan import Notify, Plan, nothing
+from functions.rules.alerting import Restated, on_job_state
+from functions.rules.claims import Decision, claimed, on_decision, on_deleted
+from functions.rules.jobs import JobState, is_managed
+from functions.settings import Settings
+
+FUNCTION = "alert"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Nothing to alert on, said before (or without) a read: the Job gone, an update that says nothing,
+    a delete event of a Job that is still there."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A decision event and the Job it is about, read fresh."""
+
+    stored: JobState
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class Updated:
+    """A Job update: the Job read fresh."""
+
+    stored: JobState
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A deleted Job as its delete event carries it, gone on the fresh read, and the Job of that name
+    standing now (another uid), if any."""
+
+    deleted: dict[str, Any]
+    stored: JobState | None
+
+
+Observed = Skipped | Decided | Updated | Deleted
+
+
+def window(settings: Settings) -> timedelta:
+    return timedelta(seconds=settings.alert_transition_window_seconds)
+
+
+def sink_names(settings: Settings) -> tuple[str, ...]:
+    """The configured alert sinks by name, in the order they are tried (`functions.alertsinks`)."""
+    configured = {"alertmanager": settings.alertmanager_url, "slack": settings.slack_webhook_url,
+                  "pagerduty": settings.pagerduty_routing_key, "cloudevents": settings.alert_sink_url}
+    return tuple(name for name, value in configured.items() if value)
+
+
+def meant_for(sink: str, alerts: Sequence[AlertData]) -> list[AlertData]:
+    """The alerts the sink of that name is sent: all but the `Restated` ones, which only Alertmanager takes
+    (the same labels again change nothing) and PagerDuty when they resolve (a trigger re-sent after its
+    incident was resolved opens a new one; Slack and a CloudEvents sink show every message)."""
+    if sink == "alertmanager":
+        return list(alerts)
+    resolves = sink == "pagerduty"
+    return [a for a in alerts if not isinstance(a, Restated) or (resolves and a.status == "resolved")]
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, Skipped):
+        return nothing(observed.why)
+    if isinstance(observed, Deleted):
+        alerts = on_deleted(observed.deleted, observed.stored, now)
+    elif isinstance(observed, Decided):
+        alerts = on_decision(observed.stored, claimed(observed.decision, observed.stored), now)
+        if not alerts:
+            return nothing(f"{observed.stored.where}: the stored Job bears out nothing the event claims")
+    else:
+        state = observed.stored
+        announced = not settings.observe and is_managed(state.job.metadata.labels, settings)
+        alerts = on_job_state(state, now, window(settings), announced)
+    if not alerts:
+        return nothing("no alert to raise or resolve")
+    if not settings.alert_sinks_configured:
+        return nothing(f"{len(alerts)} alerts, no sink configured")
+    if not any(meant_for(sink, alerts) for sink in sink_names(settings)):
+        return nothing(f"{len(alerts)} alerts restated, no sink that takes them is configured")
+    return Plan((Notify(tuple(alerts)),))

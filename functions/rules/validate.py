@@ -1,0 +1,92 @@
+"""A succeeded Job's thresholds → its `ValidationFailed` condition: the `validate` function's decision
+(CRE's `checkPerformanceThresholds`; the thresholds' rules: `functions.rules.thresholds`). Pure.
+
+`decide(observed, settings, now)`, on what `functions.handlers.validate` read: for a managed Job awaiting
+validation, the thresholds' verdict, or a wait (202, the next tick checks again). A verdict is one
+status write of `ValidationFailed` with no terminal guard (the Job stays Succeeded), on the read
+resourceVersion; on True, while the Job has no `failedNodes`, the nodes of its group-nodes annotation
+each get an entry with reason `ThresholdViolation` and the verdict's message. Its Kubernetes Event: a
+Warning on the flip to True, a Normal `ThresholdsMet` on the False write. The reply is
+`dev.crefn.job.validation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from events.emitted import FailedNode, JobRef, JobValidationData
+from events.envelope import Envelope, to_outbound
+from events.types import EventType, Reason
+from functions.plan import Plan, nothing
+from functions.rules.cel import CelOutcome
+from functions.rules.checks import awaiting_validation
+from functions.rules.jobs import Gone, JobState, why_not_ours
+from functions.rules.thresholds import Waiting, decide_validation, measured_values, measurement_timeout, succeeded_at
+from functions.rules.verdicts import group_nodes, independent_write
+from functions.settings import Settings
+
+FUNCTION = "validate"
+CONDITION = "ValidationFailed"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The event asks for no validation (the Job is then not read)."""
+
+    cause: Envelope
+    job: JobRef
+    why: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """The Job read fresh and, while it awaits validation with keys all known, the measurements of its
+    namespace its keys need and each threshold's outcome on its measured value, by key (once every key
+    has one)."""
+
+    cause: Envelope
+    job: JobRef
+    state: JobState
+    goodput: tuple[dict[str, Any], ...] = ()
+    bandwidth: tuple[dict[str, Any], ...] = ()
+    outcomes: Mapping[str, CelOutcome] = field(default_factory=dict)
+
+
+Observed = Skipped | Gone | Found
+
+
+def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, Skipped):
+        return nothing(observed.why)
+    if isinstance(observed, Gone):
+        return nothing(observed.why)
+    state = observed.state
+    if why := why_not_ours(state, observed.job, settings):
+        return nothing(why)
+    if not awaiting_validation(state):
+        return nothing(f"{state.where} is not awaiting validation" + (
+            "" if state.job.spec.thresholds else " (no thresholds)"))
+    spec = state.job.spec
+    verdict = decide_validation(spec.thresholds, measured_values(state.ref.name, observed.goodput, observed.bandwidth),
+                                succeeded_at(state.conditions), measurement_timeout(spec.measurement_timeout), now,
+                                observed.outcomes)
+    if isinstance(verdict, Waiting):
+        return nothing(f"{state.where}: {verdict.message}")
+    nodes = list(state.job.status.failed_nodes)  # the first attribution wins
+    extra: dict[str, Any] = {}
+    if verdict.failed and not nodes:
+        nodes = [FailedNode(name=n, reason=Reason.THRESHOLD_VIOLATION, message=verdict.message)
+                 for n in group_nodes(state, settings.cre_group)]
+        if nodes:
+            extra["failedNodes"] = [n.model_dump(by_alias=True) for n in nodes]
+    write = independent_write(state, CONDITION, verdict.failed, verdict.reason, verdict.message, now,
+                              settings.cre_group, FUNCTION, extra, normal_event=True)
+    assert write is not None  # the Job has no ValidationFailed condition: writing one is a change
+    data = JobValidationData(job=state.ref, failed=verdict.failed, reason=verdict.reason, message=verdict.message,
+                             failed_nodes=nodes)  # the Job's failedNodes after the write
+    return Plan(write.effects, reply=to_outbound(EventType.JOB_VALIDATION, FUNCTION, state.ref.namespace,
+                                                 state.ref.name, data, observed.cause),
+                reason=f"{state.where}: {CONDITION}={'True' if verdict.failed else 'False'}/{verdict.reason}")
