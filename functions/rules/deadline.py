@@ -1,17 +1,13 @@
 """A Job's wall-clock bound (CRE's `timeoutPerJob`). Pure.
 
-The bound is the Job's annotation `crefn.dev/timeout-per-job` (a Go duration; `workloadrun` writes it
-from `orchestration.timeoutPerJob`), else the setting `CREFN_DEFAULT_TIMEOUT_PER_JOB`; neither means
-no bound (CRE's Job tier has none). An annotation that is not a positive duration counts as CRE's
-default, 24h. The elapsed time, as CRE's Workflow measures it:
-- a workload seen running: since `workloadStartTime`, frozen at `schedulingBlockedSince` while the
-  pods are unschedulable;
-- a workload never seen running (pending, suspended, queued): no time passes;
-- no workload yet: since the Job was created.
-Besides, one scheduling-blocked episode alone longer than the bound times the Job out (also when the
-clock never started). The comparison is strict (`>`). The message is CRE's `failTimedOutJob`'s: `Job
+The bound is the Job's annotation `crefn.dev/timeout-per-job` (a Go duration, written by `workloadrun`),
+else `CREFN_DEFAULT_TIMEOUT_PER_JOB`; neither means no bound (CRE's Job tier has none); an annotation that
+is not a positive duration counts as CRE's default, 24h. Elapsed time as CRE's Workflow measures it: since
+`workloadStartTime` once the workload was seen running, frozen at `schedulingBlockedSince` while the pods
+are unschedulable; none while never seen running; since creation with no workload yet. One blocked
+episode alone longer than the bound also times out. Strict `>`. The message is `failTimedOutJob`'s: `Job
 exceeded timeoutPerJob while its pods were unschedulable` whenever `schedulingBlockedSince` is set when
-the time runs out (whichever bound ran out), else `Job exceeded timeoutPerJob`.
+time runs out, else `Job exceeded timeoutPerJob`.
 """
 
 from __future__ import annotations
