@@ -14,16 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.envelope import ObjectReference
-from events.objects import CreJob
 from functions.client import Answer, post, send
 from functions.codec import to_envelope
 from functions.context import Context
-from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.handlers import phase as phase_handler
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
-from functions.rules.phase import Gone, Observed, Seen, Skipped, decide, find_owner, parse_trainjob
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.eventing.apisource import apiserver_record
@@ -35,71 +31,6 @@ from tests.support.helpers import unreachable_kubeconfig
 
 GOLDEN = sorted((paths.GOLDEN / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-
-
-def owned(owner: dict[str, Any] | None, label: str | None = None) -> dict[str, Any]:
-    """A TrainJob with an ownerReference (controller) and/or the `nvcre.nvidia.com/job` label."""
-    owners = [{"name": "llm", "uid": "u", "controller": True, **owner}] if owner else []
-    meta = {"name": "llm-workload", "namespace": "ns", "labels": {"nvcre.nvidia.com/job": label} if label else {},
-            "ownerReferences": owners}
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": meta,
-            "spec": {"runtimeRef": {"name": "t"}}}
-
-
-CRE_JOB = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job"}
-
-
-@pytest.mark.parametrize(("obj", "owner"), [
-    (owned(CRE_JOB), "llm"),
-    (owned(CRE_JOB, label="by-label"), "llm"),
-    (owned({"apiVersion": "batch/v1", "kind": "Job"}), None),
-    (owned({"apiVersion": "batch/v1", "kind": "Job"}, label="by-label"), "by-label"),
-    (owned({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun"}), None),
-    (owned({**CRE_JOB, "controller": False}, label="by-label"), "by-label"),
-    (owned(None, label="by-label"), "by-label"),
-    (owned(None), None),
-], ids=["cre-job", "owner-wins-over-label", "batch-job", "batch-job-then-label", "other-cre-kind",
-        "not-controller", "label-only", "neither"])
-def test_the_owning_job(obj: dict[str, Any], owner: str | None) -> None:
-    """The controller ownerReference of kind Job in the CRE group names the Job, else the job label."""
-    assert find_owner(parse_trainjob(obj), "nvcre.nvidia.com") == owner
-
-
-NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-CAUSE = to_envelope(apiserver_record("update", owned(CRE_JOB), TRAINJOBS, "https://127.0.0.1"))
-GONE_REF = ObjectReference(apiVersion="trainer.kubeflow.org/v1alpha1", kind="TrainJob", name="llm-workload",
-                           namespace="ns")
-REFERRING = CreJob.model_validate({**CRE_JOB, "metadata": {"name": "llm", "namespace": "ns"},
-                                   "status": {"restartCount": 2}})
-
-
-@pytest.mark.parametrize(("observed", "sent"), [
-    (Skipped("pod ns/p carries no Job and attempt labels"), None),
-    (Seen(CAUSE, parse_trainjob(owned(None))), None),
-    (Seen(CAUSE, parse_trainjob(owned(CRE_JOB))), ("llm", "Running", None)),  # no attempt label, no status
-    (Seen(CAUSE, parse_trainjob(owned(CRE_JOB)), deleted=True), ("llm", "Failed", None)),
-    (Gone(CAUSE, GONE_REF, None), None),
-    (Gone(CAUSE, GONE_REF, REFERRING), ("llm", "Failed", 2)),
-], ids=["skipped", "no-owner", "owned", "deleted", "gone-with-no-job", "gone-job-referring"])
-def test_the_phase_decision(observed: Observed, sent: tuple[str, str, int | None] | None) -> None:
-    """What `phase` sends for what it read: the owning Job's event (its name, the phase, the attempt), or 202."""
-    plan = decide(observed, Settings(), NOW)
-    assert plan.effects == ()
-    got = plan.reply and (plan.reply.extensions["job"], plan.reply.extensions["workloadphase"],
-                          plan.reply.data.model_dump()["workload"]["attempt"])
-    assert got == sent, plan.reason
-
-
-@pytest.mark.parametrize(("drop", "error"), [
-    ("apiVersion", "expected TrainJob, got /TrainJob"),
-    ("kind", "expected TrainJob, got trainer.kubeflow.org/v1alpha1/"),
-])
-def test_an_object_without_its_kind_is_rejected_saying_what_it_got(drop: str, error: str) -> None:
-    obj = owned(CRE_JOB)
-    del obj[drop]
-    with pytest.raises(PermanentError) as raised:
-        parse_trainjob(obj)
-    assert str(raised.value) == error
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
-"""`restart` (SPEC §6.3): the policy of `functions.rules.restart` (restart or fail, the failure's
-message and nodes) as truth tables, then the function over HTTP on the real API server, as its
-ServiceAccount: forged and stale failures, the Job's status when restarts run out, observe mode."""
+"""`restart` over HTTP on the real API server, as its ServiceAccount (SPEC §6.3): forged and stale
+failures, the Job's status when restarts run out, observe mode. The policy, pure: tests/rules/test_restart.py."""
 
 from __future__ import annotations
 
@@ -10,78 +9,14 @@ from typing import Any
 
 import pytest
 
-from events.envelope import parse_phase_event
 from functions.client import send
 from functions.codec import to_envelope
 from functions.gateway import Gateway
-from functions.plan import RecordEvent, WriteStatus
-from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
-from functions.rules import grace
-from functions.rules.jobs import JobState, parse_job
-from functions.rules.pods import Capture
-from functions.rules.restart import (
-    Failure,
-    Observed,
-    decide,
-    decide_restart,
-    failed_message,
-    failed_write,
-    observe_failure,
-    restart_write,
-    still_running,
-    verdict_write,
-)
+from functions.plan import WriteStatus
+from functions.resources import TRAINJOBS, cre_goodput
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
-from tests.support.helpers import EARLIER, NOW, cond, job
 from tests.support.world import JOBS, World, make_world, phase_record
-
-CKPT = {"pvcName": "p", "maxRestarts": 2}
-
-
-@pytest.mark.parametrize(("state", "evidence", "required", "restart", "why"), [
-    (job(checkpoint=CKPT), True, True, True, "restart 1/2"),
-    (job(checkpoint=CKPT, restart_count=1), True, True, True, "restart 2/2"),
-    (job(checkpoint=CKPT, restart_count=2), True, True, False, "restarts exhausted (2/2)"),
-    (job(checkpoint={"pvcName": "p"}), True, True, False, "restarts exhausted (0/0)"),
-    (job(), True, True, False, "no checkpoint configured"),
-    (job(checkpoint=CKPT), False, True, False, "no checkpoint evidence"),
-    (job(checkpoint=CKPT), None, False, True, "restart 1/2"),
-], ids=["first", "last", "exhausted", "max-default-0", "no-checkpoint", "no-evidence", "evidence-not-required"])
-def test_restart_policy(state: JobState, evidence: bool | None, required: bool, restart: bool, why: str) -> None:
-    decision = decide_restart(state, evidence, required)
-    assert decision.restart is restart and decision.why.startswith(why)
-
-
-@pytest.mark.parametrize(("failure", "message"), [
-    (Failure("tj", False, "exit 137"), "Workload TrainJob/tj failed: exit 137"),
-    (Failure("tj", False, ""), "Workload TrainJob/tj has failed"),
-    (Failure("tj", True, "whatever"), "Workload TrainJob/tj was deleted"),
-], ids=["message", "no-message", "deleted"])
-def test_failed_messages(failure: Failure, message: str) -> None:
-    assert failed_message(failure) == message
-
-
-def test_a_failure_attributes_the_jobs_nodes_only_once() -> None:
-    raw = job().raw
-    annotated = {**raw, "metadata": {**raw["metadata"], "annotations": {"nvcre.nvidia.com/group-nodes": "gpu-3,gpu-2"}}}
-    decided = failed_write(parse_job(annotated, "nvcre.nvidia.com"), Failure("tj", True, ""), NOW, "nvcre.nvidia.com",
-                           "restart")
-    assert decided is not None
-    write, new = decided
-    assert (new.type, new.reason, new.message) == ("Failed", "WorkloadFailed", "Workload TrainJob/tj was deleted")
-    deleted = "Workload TrainJob/tj was deleted"
-    assert write.status["failedNodes"] == [{"name": n, "reason": "WorkloadFailed", "message": deleted}
-                                           for n in ("gpu-2", "gpu-3")]
-    earlier = [{"name": "gpu-1", "reason": "HardwareFailureDetected", "message": "xid"}]
-    kept = parse_job({**annotated, "status": {"failedNodes": earlier}}, "nvcre.nvidia.com")
-    decided = failed_write(kept, Failure("tj", False, "boom"), NOW, "nvcre.nvidia.com", "restart")
-    assert decided is not None and "failedNodes" not in decided[0].status
-
-
-GROUP = "nvcre.nvidia.com"
-RUNNING = [{"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "",
-            "observedGeneration": 1, "lastTransitionTime": EARLIER}]
 
 
 def trainjob(conditions: list[dict[str, str]] | None = None, uid: str = "tj-uid",
@@ -90,125 +25,6 @@ def trainjob(conditions: list[dict[str, str]] | None = None, uid: str = "tj-uid"
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
             "metadata": {"name": "llm-workload", "namespace": "ns", "uid": uid, "creationTimestamp": created},
             "spec": {"runtimeRef": {"name": "t"}}, "status": {"conditions": conditions or []}}
-
-
-TJ_FAILED = [{"type": "Failed", "status": "True", "reason": "JobsFailed", "message": "node-0 exit 137"}]
-TJ_COMPLETE = [{"type": "Complete", "status": "True", "reason": "JobsCompleted", "message": ""}]
-
-
-@pytest.mark.parametrize(("uid", "read", "failure"), [
-    ("tj-uid", None, Failure("llm-workload", True, "")),
-    ("tj-uid", trainjob(TJ_FAILED), Failure("llm-workload", False, "node-0 exit 137")),
-    ("", trainjob(TJ_FAILED), Failure("llm-workload", False, "node-0 exit 137")),
-    ("old-uid", trainjob(TJ_FAILED), None),
-    ("tj-uid", trainjob(), None),
-    ("tj-uid", trainjob(TJ_COMPLETE), None),
-], ids=["gone", "failed", "event-without-uid", "replaced", "running", "complete"])
-def test_a_failure_is_what_a_fresh_read_shows(uid: str, read: dict[str, Any] | None, failure: Failure | None) -> None:
-    """A TrainJob gone is a deletion; one that failed on the fresh read gives its message; one that is
-    another object (uid) or has not failed makes the event stale."""
-    assert observe_failure("llm-workload", uid, read) == failure
-
-
-@pytest.mark.parametrize(("uid", "read", "running"), [
-    ("tj-uid", trainjob(), True),
-    ("", trainjob(), True),
-    ("tj-uid", None, False),
-    ("old-uid", trainjob(), False),
-    ("tj-uid", trainjob(TJ_FAILED), False),
-    ("tj-uid", trainjob(TJ_COMPLETE), False),
-], ids=["running", "event-without-uid", "gone", "replaced", "failed", "complete"])
-def test_a_stall_is_decided_only_about_a_running_trainjob(uid: str, read: dict[str, Any] | None,
-                                                          running: bool) -> None:
-    assert still_running(uid, read) is running
-
-
-@pytest.mark.parametrize(("annotation", "read", "recorded"), [
-    ("", trainjob(), False),
-    ("2026-11-30T11:00:30Z", trainjob(), True),
-    ("2026-11-30T10:59:30Z", trainjob(), False),
-    ("2026-11-30T11:00:00Z", trainjob(), False),
-    ("2026-11-30T11:00:30Z", None, True),
-    ("2026-11-30T11:00:30Z", {"metadata": {"name": "llm-workload"}}, True),
-    ("soon", trainjob(), False),
-], ids=["none", "this-restarts", "an-earlier-restarts", "same-second", "trainjob-gone", "no-creation-time",
-        "unreadable"])
-def test_the_grace_counts_only_when_it_ends_after_the_failed_attempt_began(
-        annotation: str, read: dict[str, Any] | None, recorded: bool) -> None:
-    state = job(annotations={"crefn.dev/restart-not-before": annotation} if annotation else None)
-    assert grace.recorded(state, read) is recorded
-
-
-@pytest.mark.parametrize(("conditions", "event"), [(RUNNING, False), ([], True)], ids=["running", "no-condition"])
-def test_the_restart_commit(conditions: list[dict[str, Any]], event: bool) -> None:
-    """One status write on the read resourceVersion: the next attempt counted, the workload and its
-    scheduling markers cleared, `InProgress`/`WorkloadRestarting`; an Event only when the True type flips."""
-    state = job(conditions=conditions, checkpoint=CKPT, restart_count=1,
-                status={"workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                                        "name": "llm-workload"}, "workloadStartTime": EARLIER})
-    write = restart_write(state, NOW, GROUP, "restart")
-    conditions_written = write.status["conditions"]
-    assert {k: v for k, v in write.status.items() if k != "conditions"} == {
-        "restartCount": 2, "workloadRef": None, "workloadStartTime": None, "schedulingBlockedSince": None,
-        "schedulingResumedTime": None}
-    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in conditions_written] == [
-        ("InProgress", "True", "WorkloadRestarting", "Restarting workload from checkpoint (restart 2/2)"),
-        ("Succeeded", "False", "NotApplicable", ""), ("Failed", "False", "NotApplicable", "")]
-    commit = write.effects[0]
-    assert isinstance(commit, WriteStatus) and commit.res == cre_jobs(GROUP) and commit.status == write.status
-    events = [e.body for e in write.effects[1:] if isinstance(e, RecordEvent)]
-    assert [(e["reason"], e["type"], e["reportingInstance"]) for e in events] == (
-        [("WorkloadRestarting", "Normal", "crefn-restart")] if event else [])
-
-
-def test_a_verdict_is_written_with_its_event_and_failure_log() -> None:
-    """`Failed`/`reason` on the Job's group, the Warning Event of the flip from the writing function, and
-    the failure log of the attempt's pods."""
-    for decided in (failed_write(job(RUNNING), Failure("tj", True, ""), NOW, GROUP, "restart", Capture((), None)),
-                    verdict_write(job(RUNNING), "WorkloadFailed", "Workload TrainJob/tj was deleted", NOW, GROUP,
-                                  "restart", Capture((), None))):
-        assert decided is not None
-        write, new = decided
-        assert (new.type, new.reason, new.message) == ("Failed", "WorkloadFailed", "Workload TrainJob/tj was deleted")
-        assert write.status["failureLog"]["reason"] == "PodNotFound"
-        commit, event = write.effects
-        assert isinstance(commit, WriteStatus) and commit.res == cre_jobs(GROUP)
-        assert isinstance(event, RecordEvent)
-        assert (event.body["reason"], event.body["type"], event.body["reportingInstance"]) == (
-            "WorkloadFailed", "Warning", "crefn-restart")
-
-
-def test_a_verdict_the_job_carries_already_is_not_written_again() -> None:
-    """A redelivered failure of a Job that says `Failed` with the same reason and message writes nothing,
-    not even a failure log it lacks."""
-    failed = job([cond("InProgress", "False", "NotApplicable"), cond("Succeeded", "False", "NotApplicable"),
-                  cond("Failed", "True", "WorkloadFailed", "Workload TrainJob/tj was deleted")])
-    assert failed_write(failed, Failure("tj", True, ""), NOW, GROUP, "restart", Capture((), None)) is None
-
-
-@pytest.mark.parametrize(("goodput", "setting", "seconds"), [
-    (None, 30, 30), ({"logProfileRef": "p", "sampleInterval": "45s"}, 30, 90),
-    ({"logProfileRef": "p", "sampleInterval": "1m30s"}, 0, 180), ({"logProfileRef": "p"}, 7, 7),
-    ({"logProfileRef": "p", "sampleInterval": "often"}, 30, 30),
-], ids=["no-goodput", "twice-the-interval", "go-duration", "no-interval", "unreadable-interval"])
-def test_restart_grace(goodput: dict[str, str] | None, setting: int, seconds: int) -> None:
-    raw = job().raw
-    spec = {**raw["spec"], **({"goodputMeasurement": goodput} if goodput else {})}
-    assert grace.length(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
-
-
-def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:
-    """The whole restart, decided twice from the same reads, is the same plan; its repr names every step
-    (the grace's annotation, the commit, the delete, the reply) and no function."""
-    env = to_envelope(phase_record("ns", "llm", "Failed"))
-    observed = Observed(env, parse_phase_event(env), job(RUNNING, checkpoint=CKPT, workload_ref=True),
-                        trainjob(TJ_FAILED), evidence=True, capture=Capture((), None))
-    first, again = (decide(observed, Settings(), NOW) for _ in range(2))
-    assert first == again and first != decide(observed, Settings(), NOW + timedelta(seconds=1))
-    assert [type(e).__name__ for e in first.effects] == ["Annotate", "WriteStatus", "Delete"]
-    shown = repr(first)
-    assert "'crefn.dev/restart-not-before': '2026-11-30T12:00:30Z'" in shown and "'restartCount': 1" in shown
-    assert "'dev.crefn.job.restarted'" in shown and "<function" not in shown and "partial" not in shown
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:
@@ -319,10 +135,9 @@ def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_g
         namespace: str) -> None:
     """The restart's plan cut after its first write (a crash): the Job is never committed without its grace."""
     from functions.apply import apply
-    from functions.codec import to_envelope
     from functions.context import Context
     from functions.handlers import restart
-    from functions.plan import Plan, WriteStatus
+    from functions.plan import Plan
     from functions.settings import Settings
 
     w = world()
@@ -368,10 +183,9 @@ def test_a_restart_resets_the_goodputs_stall_state_after_its_commit(world: Calla
 
 def test_the_reset_is_the_restarts_last_step(cluster: LocalCluster, world: Callable[..., World]) -> None:
     """After the commit and the delete, so that nothing it meets holds the restart back; unlocked."""
-    from functions.codec import to_envelope
     from functions.context import Context
     from functions.handlers import restart
-    from functions.plan import Annotate, Delete, WriteStatus
+    from functions.plan import Annotate, Delete
     from functions.settings import Settings
 
     w = world()
@@ -403,7 +217,6 @@ def test_the_jobs_goodput_measurement_is_one_get_when_it_has_its_name(
     evidence, without a checkpoint on it) are the namespace's measurements listed."""
     from functions.context import Context
     from functions.reads import read_goodputs, read_job
-    from functions.settings import Settings
     from tests.handlers.test_resync import CountingGateway
 
     gm = cre_goodput("nvcre.nvidia.com")

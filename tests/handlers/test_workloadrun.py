@@ -14,7 +14,7 @@ import yaml
 
 from functions.errors import NotFound
 from functions.gateway import Gateway
-from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, Resource, cre_jobs, cre_workloadruns
+from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, cre_jobs, cre_workloadruns
 from functions.rules.translate import translate
 from localstack.scenarios.demo import final_state
 from localstack.trainer import TrainerSimulator, wait_until
@@ -150,11 +150,6 @@ def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[.
     assert run_conditions(gateway, namespace)["Failed"] == ("True", "ObjectConflict")
     with pytest.raises(NotFound):
         gateway.request("GET", JOBS.path(namespace, "wr"))
-
-
-def test_resource_helper_covers_every_generated_kind() -> None:
-    assert set(RESOURCES) == {o["kind"] for o in translate(CASES["checkpoint"]).objects} | {"ConfigMap"}
-    assert all(isinstance(r, Resource) for r in RESOURCES.values())
 
 
 def run_condition(gateway: Gateway, namespace: str, type_: str) -> tuple[str, str, str]:
@@ -296,86 +291,3 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("False", "Superseded")
 
 
-def test_a_refused_spec_says_why_in_the_answer() -> None:
-    """The reason logged with the answer names the run and the field, as the Failed condition does."""
-    from datetime import UTC, datetime
-
-    from functions.plan import WriteStatus
-    from functions.rules.workloadrun import Invalid, decide
-    from functions.settings import Settings
-
-    raw = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-           "metadata": {"name": "wr", "namespace": "ml", "uid": "u1", "labels": {"crefn.dev/managed": "true"}},
-           "spec": {}, "status": {}}
-    message = "spec.framework.mpi.mpiImplementation: only OpenMPI is supported by Kubeflow Trainer"
-    plan = decide(Invalid("WorkloadRun ml/wr", raw, message), Settings(),
-                  datetime(2026, 11, 30, tzinfo=UTC))
-    assert plan.reason == f"WorkloadRun ml/wr: invalid spec: {message}"
-    (write,) = plan.effects
-    assert isinstance(write, WriteStatus)
-
-
-RUN = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-       "metadata": {"name": "wr", "namespace": "ml", "uid": "u1", "resourceVersion": "7",
-                    "labels": {"crefn.dev/managed": "true"}}, "spec": {}, "status": {}}
-TRUE_SINCE = "2026-11-30T10:00:00Z"
-CREATED = {**RUN, "status": {"conditions": [{"type": "InProgress", "status": "True", "reason": "WorkflowCreated",
-                                             "message": "", "lastTransitionTime": TRUE_SINCE}]}}
-ENDED = {**RUN, "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "WorkflowDeleted",
-                                           "message": "", "lastTransitionTime": TRUE_SINCE}]}}
-OBJECTS = ({"kind": "TrainingRuntime", "metadata": {"name": "wr", "namespace": "ml"}},
-           {"kind": "Job", "metadata": {"name": "wr", "namespace": "ml"}})
-OURS = {"metadata": {"ownerReferences": [{"uid": "u1", "controller": True}]}}
-THEIRS = {"metadata": {"ownerReferences": [{"uid": "u2", "controller": True}]}}
-
-
-def run_decision(observed: Any, mode: str = "manage") -> tuple[list[str], str]:
-    """The kinds of a `workloadrun` plan's effects (a write by the condition it makes True), and its reason."""
-    from datetime import UTC, datetime
-
-    from functions.plan import Create, WriteStatus
-    from functions.rules.workloadrun import decide
-    from functions.settings import Settings
-
-    plan = decide(observed, Settings(mode=mode), datetime(2026, 11, 30, 12, tzinfo=UTC))
-    kinds = [e.body["kind"] if isinstance(e, Create) else
-             "/".join(next((c["type"], c["reason"]) for c in e.status["conditions"] if c["status"] == "True"))
-             for e in plan.effects if isinstance(e, Create | WriteStatus)]
-    return kinds, plan.reason
-
-
-@pytest.mark.parametrize(("case", "mode", "kinds", "reason"), [
-    ("skipped", "manage", [], "WorkloadRun ml/wr was deleted"),
-    ("mirrored", "manage", ["Succeeded/WorkflowSucceeded"], "WorkloadRun ml/wr: Succeeded/WorkflowSucceeded"),
-    ("mirrored-on-an-ended-run", "manage", [], "WorkloadRun ml/wr: Succeeded/WorkflowSucceeded (already so)"),
-    ("not-managed", "manage", [], "WorkloadRun ml/wr is not managed"),
-    ("ended", "manage", [], "WorkloadRun ml/wr is terminal"),
-    ("all-missing", "manage", ["TrainingRuntime", "Job", "InProgress/WorkflowCreated"],
-     "WorkloadRun ml/wr: 2 objects created"),
-    ("redelivered", "manage", [], "WorkloadRun ml/wr: 0 objects created"),
-    ("name-taken", "manage", ["Failed/ObjectConflict"],
-     "WorkloadRun ml/wr: Job wr already exists and is not owned by this WorkloadRun"),
-    ("job-deleted", "manage", ["Failed/WorkflowDeleted"],
-     "WorkloadRun ml/wr: its Job was deleted; it is not created again"),
-    ("observe", "observe", [], "observe mode: WorkloadRun ml/wr would create 2 objects"),
-])
-def test_the_workloadrun_decision(case: str, mode: str, kinds: list[str], reason: str) -> None:
-    from events.emitted import ConditionSummary
-    from functions.rules.workloadrun import Mirror, Skipped, Translated
-
-    where = "WorkloadRun ml/wr"
-    succeeded = ConditionSummary(type="Succeeded", reason="WorkflowSucceeded", message="")
-    unmanaged = {**RUN, "metadata": {**RUN["metadata"], "labels": {}}}
-    observed = {
-        "skipped": Skipped(where, f"{where} was deleted"),
-        "mirrored": Mirror(where, CREATED, succeeded),
-        "mirrored-on-an-ended-run": Mirror(where, ENDED, succeeded),
-        "not-managed": Translated(where, unmanaged, OBJECTS, (None, None)),
-        "ended": Translated(where, ENDED, OBJECTS, (None, None)),
-        "all-missing": Translated(where, RUN, OBJECTS, (None, None)),
-        "redelivered": Translated(where, CREATED, OBJECTS, (OURS, OURS)),
-        "name-taken": Translated(where, RUN, OBJECTS, (OURS, THEIRS)),
-        "job-deleted": Translated(where, CREATED, OBJECTS, (OURS, None)),
-        "observe": Translated(where, RUN, OBJECTS, (None, None)),
-    }[case]
-    assert run_decision(observed, mode) == (kinds, reason)

@@ -1,0 +1,129 @@
+"""`functions.rules.validate`, pure: a succeeded Job's thresholds become its `ValidationFailed` condition;
+the decision as a table with `now`, group-node attribution kept from the first verdict, observe mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from events.emitted import JobCheckData, JobRef
+from events.envelope import Envelope
+from events.types import EventType
+from functions.plan import RecordEvent, WriteStatus
+from functions.rules.cel import outcomes as outcomes_of
+from functions.rules.jobs import Gone, JobState, parse_job
+from functions.rules.thresholds import measured_values, to_evaluate
+from functions.rules.validate import Found, Observed, Skipped, decide
+from functions.settings import Settings
+from tests.handlers.test_validate import GROUP, VIOLATED
+from tests.support.helpers import NOW, cond, job
+
+NODES = "gpu-b, gpu-a,gpu-b"
+
+
+SUCCEEDED = cond("Succeeded", "True", "WorkloadCompleted", "done", ltt="2026-11-30T11:58:00Z")
+
+
+def check_event(checks: list[str]) -> Envelope:
+    data = JobCheckData(job=JobRef(name="llm", namespace="ns"), attempt=0, checks=checks)
+    return Envelope(id="1", type=EventType.JOB_CHECK, source="/crefn/resync", data=data.model_dump(by_alias=True))
+
+
+def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = None, skip: str = "") -> Observed:
+    """What `read` gives, the thresholds evaluated in this process (`functions.celbudget` runs the same code)."""
+    measured = measured_values("llm", (), bandwidth or ())
+    outcomes = {key: next(outcomes_of("value", expression, [value]))
+                for key, expression, value in to_evaluate(state.job.spec.thresholds if state else {}, measured)}
+    cause, ref = check_event(["validation"]), JobRef(name="llm", namespace="ns")
+    if skip:
+        return Skipped(cause, ref, skip)
+    return Found(cause, ref, state, (), tuple(bandwidth or ()), outcomes) if state else Gone(ref)
+
+
+def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str, Any]] | None = None,
+             nodes: str = NODES, failed_nodes: list[dict[str, str]] | None = None,
+             managed: bool = True) -> JobState:
+    state = job(conditions if conditions is not None else [SUCCEEDED],
+                annotations={f"{GROUP}/group-nodes": nodes} if nodes else {},
+                spec={"thresholds": {"busBandwidthGBps": "value >= 400"} if thresholds is None else thresholds},
+                status={"failedNodes": failed_nodes or []})
+    if managed:
+        return state
+    return parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, GROUP)
+
+
+def bandwidth(bus: str) -> dict[str, Any]:
+    return {"spec": {"jobRef": {"kind": "Job", "name": "llm"}},
+            "status": {"conditions": [{"type": "Complete", "status": "True", "reason": "JobSucceeded"}],
+                       "results": [{"sizeBytes": 1, "busBW": bus, "algBW": "1", "samples": 1}]}}
+
+
+def test_a_violation_writes_validation_failed_attributes_the_group_nodes_and_warns() -> None:
+    plan = decide(observed(awaiting(), [bandwidth("350")]), Settings(), NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, RecordEvent)
+    assert write.resource_version == "" and write.res.plural == "jobs"
+    assert write.status["failedNodes"] == [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED}
+                                           for n in ("gpu-a", "gpu-b")]
+    conditions = {c["type"]: c for c in write.status["conditions"]}
+    assert conditions["Succeeded"] == SUCCEEDED  # the Job stays Succeeded
+    fields = ("status", "reason", "message", "lastTransitionTime")
+    assert {k: conditions["ValidationFailed"][k] for k in fields} == {
+        "status": "True", "reason": "ThresholdViolated", "message": VIOLATED,
+        "lastTransitionTime": "2026-11-30T12:00:00Z"}
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "ThresholdViolated", VIOLATED)
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.validation"
+    assert plan.reply.data.model_dump(mode="json", by_alias=True) == {
+        "job": {"name": "llm", "namespace": "ns"}, "failed": True, "reason": "ThresholdViolated", "message": VIOLATED,
+        "failedNodes": [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED} for n in ("gpu-a", "gpu-b")]}
+
+
+def test_an_earlier_attribution_is_kept() -> None:
+    earlier = [{"name": "gpu-z", "reason": "HardwareFailureDetected", "message": "node gpu-z failed"}]
+    plan = decide(observed(awaiting(failed_nodes=earlier), [bandwidth("350")]), Settings(), NOW)
+    write = plan.effects[0]
+    assert isinstance(write, WriteStatus) and "failedNodes" not in write.status
+    assert plan.reply is not None and plan.reply.data.model_dump(by_alias=True)["failedNodes"] == earlier
+
+
+@pytest.mark.parametrize("nodes", ["", " , "], ids=["no-annotation", "empty-annotation"])
+def test_no_group_nodes_no_failed_nodes(nodes: str) -> None:
+    write = decide(observed(awaiting(nodes=nodes), [bandwidth("350")]), Settings(), NOW).effects[0]
+    assert isinstance(write, WriteStatus) and "failedNodes" not in write.status
+
+
+def test_thresholds_met_is_false_with_a_normal_event_and_no_nodes() -> None:
+    plan = decide(observed(awaiting(), [bandwidth("450")]), Settings(), NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, RecordEvent)
+    assert "failedNodes" not in write.status
+    validation = next(c for c in write.status["conditions"] if c["type"] == "ValidationFailed")
+    assert (validation["status"], validation["reason"], validation["message"]) == (
+        "False", "ThresholdsMet", "All performance thresholds satisfied")
+    assert (event.body["type"], event.body["reason"]) == ("Normal", "ThresholdsMet")
+    assert plan.reply is not None and plan.reply.data.model_dump(by_alias=True)["failed"] is False
+
+
+@pytest.mark.parametrize(("state", "skip", "reason"), [
+    (None, "", "Job ns/llm is gone"),
+    (awaiting(managed=False), "", "Job ns/llm is not managed"),
+    (awaiting(thresholds={}), "", "Job ns/llm is not awaiting validation (no thresholds)"),
+    (awaiting(conditions=[cond("InProgress", "True", "WorkloadRunning")]), "", "Job ns/llm is not awaiting validation"),
+    (awaiting(conditions=[SUCCEEDED, cond("Failed", "True", "JobTimedOut")]), "",
+     "Job ns/llm is not awaiting validation"),
+    (awaiting(conditions=[SUCCEEDED, cond("ValidationFailed", "False", "ThresholdsMet")]), "",
+     "Job ns/llm is not awaiting validation"),
+    (awaiting(thresholds={"goodputRatio": "value > 0.9"}), "",
+     "Job ns/llm: waiting for measurement data for keys: [goodputRatio] (3m0s of 5m0s left)"),
+    (awaiting(), "not a validation check", "not a validation check"),
+], ids=["gone", "not-managed", "no-thresholds", "not-succeeded", "dual-true-reads-failed", "already-validated",
+        "waiting", "skipped"])
+def test_nothing_to_write(state: JobState | None, skip: str, reason: str) -> None:
+    plan = decide(observed(state, skip=skip), Settings(), NOW)
+    assert (plan.effects, plan.reply, plan.reason) == ((), None, reason)
+
+
+def test_observe_mode_still_answers() -> None:
+    plan = decide(observed(awaiting(), [bandwidth("350")]), Settings(mode="observe"), NOW)
+    assert plan.reply is not None  # apply skips the writes in observe mode; the verdict is still published
