@@ -7,12 +7,13 @@ can be stale, duplicated or forged (SPEC §6.4).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from events.objects import Pod
-from events.types import CRE_VERSION, JOB_KIND
+from events.objects import CreJob, Pod
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TRAINJOB_KIND
 from functions.context import Context
 from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
 from functions.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, cre_goodput, cre_jobs
@@ -41,6 +42,31 @@ def read_job(ctx: Context, namespace: str, name: str) -> JobState | None:
 
 def read_trainjob(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
     return ctx.gateway.get(TRAINJOBS, namespace, name)
+
+
+def read_pod(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    return ctx.gateway.get(PODS, namespace, name)
+
+
+def read_job_of_workload(ctx: Context, namespace: str, trainjob: str) -> CreJob | None:
+    """The Job whose `status.workloadRef` names the TrainJob (one LIST of the namespace's Jobs): how a
+    TrainJob that is gone, and its ownerReferences with it, is attributed."""
+    for raw in ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), namespace):
+        job = CreJob.model_validate(raw)
+        ref = job.status.workload_ref
+        if ref and ref.kind == TRAINJOB_KIND and ref.name == trainjob:
+            return job
+    return None
+
+
+def managed_trainjob_pages(ctx: Context) -> Iterator[dict[str, Any]]:
+    """Every TrainJob the functions created (label `app.kubernetes.io/managed-by`), a page at a time."""
+    return ctx.gateway.pages(TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+
+
+def job_pages(ctx: Context, label_selector: str) -> Iterator[dict[str, Any]]:
+    """Every CRE Job of the cluster that the selector picks, a page at a time."""
+    return ctx.gateway.pages(cre_jobs(ctx.settings.cre_group), None, label_selector=label_selector)
 
 
 def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tuple[dict[str, Any], ...]:

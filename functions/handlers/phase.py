@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from events.envelope import Envelope, ReferenceChange, ResourceChange, parse_apiserver_event
-from events.objects import CreJob
-from events.types import CRE_VERSION, JOB_KIND, TRAINJOB_KIND, ApiServerType, job_label
+from events.types import CRE_VERSION, JOB_KIND, ApiServerType, job_label
 from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome
-from functions.resources import PODS, TRAINJOBS, cre_goodput, cre_jobs
+from functions.reads import read_job_of_workload, read_pod, read_trainjob
+from functions.resources import cre_goodput
 from functions.rules import phase as rules
 from functions.rules.adapter import WrongKind, check_trainjob
 from functions.rules.attempts import attempt_of, of_attempt, workload_name
@@ -36,7 +36,7 @@ ACCEPTS = frozenset(t.value for t in ApiServerType if t is not ApiServerType.PIN
 def read(env: Envelope, ctx: Context) -> Observed:
     change = parse_apiserver_event(env)
     if isinstance(change, ReferenceChange) and change.ref.kind == "Pod" and change.ref.apiVersion == "v1":
-        pod = ctx.gateway.get(PODS, change.ref.namespace, change.ref.name)
+        pod = read_pod(ctx, change.ref.namespace, change.ref.name)
         return read_for_pod(env, ctx, pod, f"pod {change.ref.namespace}/{change.ref.name} is gone")
     if isinstance(change, ResourceChange) and change.object.get("kind") == "Pod":
         return read_for_pod(env, ctx, change.object, "")
@@ -51,15 +51,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
         check_trainjob(ref.apiVersion, ref.kind)
     except WrongKind as e:
         raise PermanentError(str(e)) from None
-    obj = ctx.gateway.get(TRAINJOBS, ref.namespace, ref.name)
+    obj = read_trainjob(ctx, ref.namespace, ref.name)
     if obj is not None:
         return Seen(env, parse_trainjob(obj))
-    for raw in ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), ref.namespace):
-        job = CreJob.model_validate(raw)
-        wref = job.status.workload_ref
-        if wref and wref.kind == TRAINJOB_KIND and wref.name == ref.name:
-            return Gone(env, ref, job)
-    return Gone(env, ref, None)
+    return Gone(env, ref, read_job_of_workload(ctx, ref.namespace, ref.name))
 
 
 def read_for_pod(env: Envelope, ctx: Context, pod: dict[str, Any] | None, gone: str) -> Observed:
@@ -72,7 +67,7 @@ def read_for_pod(env: Envelope, ctx: Context, pod: dict[str, Any] | None, gone: 
     where = f"pod {namespace}/{meta.get('name')}"
     if not job or attempt is None:
         return Skipped(f"{where} carries no Job and attempt labels")
-    trainjob = ctx.gateway.get(TRAINJOBS, namespace, workload_name(job))
+    trainjob = read_trainjob(ctx, namespace, workload_name(job))
     if trainjob is None or not of_attempt(trainjob, attempt):
         return Skipped(f"{where}: the TrainJob of attempt {attempt} of Job {job} is gone")
     return Seen(env, parse_trainjob(trainjob))
@@ -87,7 +82,7 @@ def read_for_goodput(env: Envelope, ctx: Context, gm: dict[str, Any]) -> Observe
     job = job or (meta.get("labels") or {}).get(job_label(ctx.settings.cre_group))
     if not job:
         return Skipped(f"{where} names no Job")
-    trainjob = ctx.gateway.get(TRAINJOBS, namespace, workload_name(str(job)))
+    trainjob = read_trainjob(ctx, namespace, workload_name(str(job)))
     if trainjob is None:
         return Skipped(f"{where}: Job {job} has no TrainJob")
     return Seen(env, parse_trainjob(trainjob))

@@ -23,14 +23,13 @@ from typing import Any
 
 from events.envelope import Envelope
 from events.objects import TrainJobSpec
-from events.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, ApiServerType
+from events.types import MANAGED_LABEL, ApiServerType
 from functions import tracing
 from functions.apply import Each, run_each
 from functions.context import Context
 from functions.errors import NotYet, PermanentError, Unavailable
 from functions.plan import Outcome
-from functions.reads import read_job, read_runtime_jobs, read_trainjob
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.reads import job_pages, managed_trainjob_pages, read_job, read_runtime_jobs, read_trainjob
 from functions.rules import resync as rules
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import JobState, parse_job
@@ -135,13 +134,13 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
         raise PermanentError("K_SINK is not set: bind resync to the broker with a SinkBinding")
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
     trainjobs = {(t["metadata"]["namespace"], t["metadata"]["name"]): indexed(t)
-                 for page in ctx.gateway.pages(TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+                 for page in managed_trainjob_pages(ctx)
                  for t in page["items"]}
     jobs = 0
     results: list[JobResult] = []  # only the Jobs that sent an event or failed
     reads = functools.partial(reads_of, trainjobs=trainjobs, ctx=ctx)
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        for page in ctx.gateway.pages(cre_jobs(ctx.settings.cre_group), None, label_selector=selector):
+        for page in job_pages(ctx, selector):
             jobs += len(page["items"])
             each = run_each(ctx, page["items"], reads, decide, map_each=pool.map)
             results += [result_of(e, ctx) for e in each
