@@ -1,26 +1,14 @@
 """Prometheus metrics: the only module that imports `prometheus_client`.
 
 Two kinds, because a Knative function scaled to zero keeps no numbers:
-- The process's counters (`ProcessMetrics`): what this process answered, decided, asked the Kubernetes
-  API and delivered to alert sinks, and (the alert function) how many alert sinks it has. The server,
-  the gateway and the alert sinks count into them; every function target answers `GET /metrics` with
-  them. They are made on first use (not at import) and live as long as the process: gunicorn's threads
-  share them (prometheus_client locks every value); with several gunicorn workers each worker would
-  have its own, which is why the Services run `WORKERS=1`. No `_created` series are exposed.
+- The process's counters (`ProcessMetrics`), which every function target answers `GET /metrics` with;
+  made on first use and kept for the process's life, one set per gunicorn worker (so `WORKERS=1`).
 - The Jobs' state (`expose_jobs`), computed at scrape time by the `metrics` target from one LIST of the
-  managed Jobs: a fresh registry per scrape, nothing kept between scrapes, so a deleted Job's series
-  go with it (CRE deletes them with the Job). Names, labels and help texts are CRE's
-  (`pkg/controller/metrics.go`, `metrics_status.go`: `nvcre_job_status`, `nvcre_job_failed_nodes`, both
-  with `namespace`, `job` and `workflow` — the Job's `<cre group>/workflow` label, "" without one), so
-  CRE's dashboards and alerts read them unchanged; `crefn_job_restarts` and `crefn_job_info` are the
-  project's own. `nvcre_job_status` is 1 for the Job's True exclusive condition, read as CRE reads it
-  since ADR-086 (Failed > Succeeded > InProgress, `rules.conditions.true_exclusive`), 0 for the other
-  two; a Job with none True has no series (ADR-086 decision A, `emitExclusiveStatus`).
-  `nvcre_job_failed_nodes` is what CRE's `setJobHardwareFailed` records: it exists only for a Job with
-  a hardware failure recorded (`HardwareFailed=True`), and counts the distinct nodes of its
-  `status.failedNodes` (CRE's `FailedNodeNames`); an ordinary workload failure never sets it.
-
+  managed Jobs, in a fresh registry per scrape. Names, labels and help texts are CRE's
+  (`pkg/controller/metrics.go`, `metrics_status.go`), so CRE's dashboards and alerts read them
+  unchanged; `crefn_job_restarts` and `crefn_job_info` are the project's own.
 The exposition format follows the scraper's `Accept` header (Prometheus text or OpenMetrics).
+Each metric and how it is read: docs/operating.md#metrics
 """
 
 from __future__ import annotations

@@ -3,22 +3,9 @@
 A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply` performs its
 effects through the gateway and the HTTP client, in order, then the server answers with `reply`
 (200) or, without one, 202 and `reason`. A plan is plain data: two plans decided from the same reads
-compare equal, and its repr shows it whole. Effects:
-- `WriteStatus`: a merge patch of `status` with the resourceVersion that was read (the optimistic lock),
-  or a best-effort one whose failure is only reported;
-- `Annotate`: a merge patch of metadata annotations (with the read resourceVersion when given: then a
-  following write of the same object carries the version this patch produced, so both stay locked);
-- `Create`: a new object (a name already taken is a conflict: the handler reads again and decides once
-  more); when the API refuses it for good (admission, quota, validation), the effects its `refused`
-  (a `Refusal`: frozen data, its fields say what follows) gives for the API's error are applied
-  instead of the rest of the plan;
-- `Delete`: with a uid precondition, so a newer object of the same name is never deleted;
-- `RecordEvent`: a Kubernetes Event (events.k8s.io/v1); its name taken means it is recorded already;
-- `Notify`: alerts to every configured sink;
-- `Send`: an event posted to `K_SINK` (`resync`'s events: it answers none); one that names a
-  `created_ref` gets the created object's name, uid and resourceVersion, as a reply does;
-- `Wait`: stop here and ask for a retry (503): a grace period, an object still terminating; a wait
-  whose end is known (`wait_until`) says in how many seconds (the 503's `Retry-After`).
+compare equal, and its repr shows it whole. Effects: `WriteStatus`, `Annotate`, `Create` (with its
+`Refusal`), `Delete`, `RecordEvent`, `Notify`, `Send` and `Wait`.
+What each one does and how it is locked: docs/architecture.md#plans-and-effects
 """
 
 from __future__ import annotations

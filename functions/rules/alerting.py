@@ -2,26 +2,12 @@
 
 Every alert is built from the Job as the API server stores it, never from an event's text: the
 decision events (`functions.rules.claims`) and the Job updates and deletes say which alerts to look
-at, the stored Job says whether they hold and what they say.
-- `Failed` True (any reason) → `CREJobFailed` (critical); when the Job had a restart budget and spent
-  it (`restartCount >= maxRestarts > 0`), also `CREJobRestartsExhausted` (critical). A verdict
-  (`Succeeded` or `Failed`) after restarts resolves the restart warning.
-- Restarted and not terminal (`restart_states`) → `CREJobRestarted` (warning), expiring an hour after
-  the restart's grace ends (`crefn.dev/restart-not-before`), unless resolved earlier.
-- `InProgress`/`WorkloadSchedulingBlocked` → `CREJobSchedulingBlocked` (warning); resolved once the
-  Job says anything else.
-- `HardwareFailed` True → `CREJobHardwareFailed` (warning, as CRE's documented `NVCREHardwareFailure`),
-  resolved by `HardwareFailed` False; `ValidationFailed` True → `CREJobValidationFailed` (warning),
-  resolved by `ValidationFailed` False (`ThresholdsMet`).
-- A Job delete (the ApiServerSource sends the Job as last seen) → everything it had raised resolved.
-- A CRE Job update (`on_job_state`; the Job as it is now, not what changed) → the alerts of the states
-  its stored conditions say, whoever wrote them (CRE next to an observing project), and the resolves of
-  the states it left (pods placed or a verdict after a block, `HardwareFailed` / `ValidationFailed`
-  False, the restart warning on a verdict). A state that began within the window is announced;
-  anything else is `Restated` (what a sink may have been told).
-Labels are `alertname`, `severity`, `namespace`, `job`, `reason`: Alertmanager identifies an alert by
-its labels, so a resolve carries the same `reason` as the firing alert did. Every path builds its
-alerts with the same functions (same labels and texts), so they make one alert in Alertmanager.
+at, the stored Job says whether they hold and what they say. The alerts: `CREJobFailed` and
+`CREJobRestartsExhausted` (critical), `CREJobRestarted`, `CREJobSchedulingBlocked`,
+`CREJobHardwareFailed`, `CREJobValidationFailed` (warning); a Job delete resolves what it raised.
+Labels are `alertname`, `severity`, `namespace`, `job`, `reason`, and every path builds its alerts
+with the same functions, so a resolve matches the firing alert in Alertmanager.
+When each fires and resolves, and the Job updates: docs/functions.md#alerts-from-the-stored-job
 """
 
 from __future__ import annotations

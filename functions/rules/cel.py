@@ -2,41 +2,14 @@
 thresholds (`spec.thresholds`), compiled and evaluated as CRE does. Pure: no I/O; the handlers read the
 Node or the measurement and call these.
 
-CRE's environments (cel-go), reproduced here:
-- node health: one variable `node`, `map(string, dyn)`, optional types on (`node.?metadata.?labels`,
-  `m[?k].orValue(...)`). The Node's JSON gets CRE's defaults first (`metadata.labels {}`,
-  `metadata.annotations {}`, `spec.taints []`, `spec.unschedulable false`, `status.conditions []`,
-  `status.addresses []`, `status.capacity {}`, `status.allocatable {}`), so a bare Node evaluates.
-- thresholds: one variable `value`, `double`, with cross-type numeric comparisons (`value >= 900`).
-- The result type is checked when compiling, not on the value: an expression whose static type is not
-  `bool` is rejected even if it would yield a bool (`node.spec.unschedulable` is `dyn`; write
-  `node.spec.unschedulable == true`). CRE's texts, verbatim: `CEL expression must return bool, got dyn`
-  (node health), `expression must return bool, got double` (thresholds). An undeclared name is a compile
-  error. A compile error's text is the library's, in one line (`ERROR: <input>:1:9: Syntax error: ... |
-  value >= | ........^`, cel-go's format); CRE's threshold condition wraps it as `compile threshold
-  expression "<e>": compile: <text>`, and a non-bool one as `compile threshold expression "<e>": <text>`.
-- A runtime error (a missing map key, no matching overload on dyn values) raises `CelError`; CRE logs
-  it and skips the node (node health) or reports `InvalidThresholdExpression` (thresholds).
-
-Library: cel-expr-python (Google's cel-cpp behind Python bindings; binary wheels for CPython 3.11 on
-Linux x86_64 and aarch64, no dependencies). Of the three CEL libraries for Python it is the only one
-with a type checker, which CRE's compile-time rules (bool result, undeclared variables) need, and with
-optional types; it also evaluates about 7x faster than common-expression-language and 20x faster than
-cel-python on a real-sized Node. The dev stack's CRD-rule evaluator (`localstack.cluster.cel`) uses the same
-library. One gap: its checker has no switch for cross-type numeric comparisons (cel-go's
-`CrossTypeNumericComparisons`: `<`, `<=`, `>`, `>=` between int, uint and double). A threshold whose only
-type errors are such comparisons is compiled again with `value` as `dyn`, and if a comparison of a
-computed double remains (`value * 2.0 >= 900`), without the checker; cel-cpp's runtime compares numbers
-across types, and an unchecked expression's result type is checked when it is evaluated. Any other type
-error is reported as in CRE, without the comparisons cel-go would accept (`value + 1`; `value == 950`:
-the option covers ordering, not equality).
-
-Compiled programs are cached by expression text (`functools.lru_cache`, safe under the threads that
-functions-framework serves with; the bindings hold the GIL); a bad expression's error is cached too.
-
-The functions run tenant expressions through `outcomes`, in a process of their own under a time budget
-(`functions.celbudget`): an expression longer than `MAX_LENGTH` is rejected before it is compiled, one
-that does not compile or return bool before any input, and each input gets an `CelOutcome`.
+CRE's environments (cel-go): node health has one variable `node`, `map(string, dyn)`, optional types on,
+the Node's JSON with CRE's defaults filled in; thresholds have one variable `value`, `double`. A result
+whose static type is not `bool` is a compile error (`CEL expression must return bool, got dyn`,
+`expression must return bool, got double`); a runtime error raises `CelError`. Programs are cached by
+expression text (`functools.lru_cache`). The functions run tenant expressions through `outcomes`, in a
+process of their own under a time budget (`functions.celbudget`); one longer than `MAX_LENGTH` is
+rejected before it is compiled. The environments and error texts: docs/functions.md#cel-environments-and-errors;
+the library and its cross-type gap: docs/architecture.md#the-cel-library
 """
 
 from __future__ import annotations

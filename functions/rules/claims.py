@@ -4,16 +4,9 @@ A decision event (`job.condition.changed`, `job.restarted`, `job.hardware.failed
 and a Job delete reach `alert` through the Broker, where any pod may post one: what they say is a
 claim, never a fact. Each event names the alerts it is about (`Claim`: an alert name and `firing` or
 `resolved`); the alerts sent are those of the Job as read fresh (`functions.rules.alerting`) that
-match a claim, with the stored Job's texts:
-- a claim the stored Job does not bear out (a `Failed` change for a Job that runs, a hardware failure
-  on a Job whose `HardwareFailed` is not True) sends nothing;
-- a resolve is sent only for a state the stored Job is not in (a `ThresholdsMet` claim on a Job whose
-  `ValidationFailed` is True resolves nothing);
-- a replayed event re-opens nothing already resolved: the alert of a state the Job has left, a
-  restart warning of an earlier attempt or past its hour, a failure past its 90 days;
-- a delete resolves the alerts of the Job it carries only when that Job is gone on a fresh read (or
-  another Job of that name, another uid, stands there now), and never an alert the Job standing there
-  now holds.
+match a claim, with the stored Job's texts. A claim the stored Job does not bear out sends nothing,
+a resolve only goes for a state the Job is not in, a replay re-opens nothing resolved, and a delete
+resolves only once the Job is gone. The cases: docs/functions.md#claims-of-events
 """
 
 from __future__ import annotations

@@ -4,17 +4,12 @@
 which `resync` uses too. Whether a Job needs one (`why_not_launch`) is asked once per Job read: by
 the reader, which reads nothing more for a Job that does not.
 
-A managed, non-terminal Job without `workloadRef` gets the TrainJob built from
-`spec.workload.trainJob`, named `<job>-workload` with the attempt label `restartCount`, owned by the
-Job; then `workloadRef` and `InProgress`/`WorkloadCreated` are written. An existing `<job>-workload`
-of this Job and this attempt is adopted (`WorkloadAdopted`, with CRE's `Workload TrainJob/<n> was already
-created by this Job and has been adopted`: a status write was lost); one of an older attempt is deleted
-(uid precondition) and the next created in the same plan; one still terminating is a wait; one owned by
-someone else fails the Job (`WorkloadCreationError`, nodes attributed, with CRE's `Workload TrainJob/<n>
-already exists and is not owned by this Job` as the condition message and the Event note). A create
-the API refuses is not a verdict: a Warning Event `WorkloadCreationError` and a retry
-(`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`).
-Observe mode: nothing.
+A managed, non-terminal Job without `workloadRef` gets the TrainJob `<job>-workload` built from
+`spec.workload.trainJob` (attempt label `restartCount`, owned by the Job); then `workloadRef` and
+`InProgress`/`WorkloadCreated` are written. An existing `<job>-workload` is adopted, replaced or a
+conflict; a create the API refuses is a Warning Event and a retry (`create_refused`). Before the
+restart grace is over it waits (`functions.rules.grace`). Observe mode: nothing.
+Adoption, conflicts and their texts: docs/functions.md#launch-and-adoption
 """
 
 from __future__ import annotations

@@ -3,18 +3,12 @@
 `restartFromCheckpoint`). Pure.
 
 - Creation: a Job with `spec.goodputMeasurement` / `spec.bandwidthMeasurement` gets `<job>-goodput` /
-  `<job>-bandwidth` (CRE's `Truncate` to 63 characters: longer names keep 57, drop trailing `-`, add
-  `-` and the first 5 hex digits of the FNV-32a hash of the full name) with `spec.jobRef {apiGroup:
-  <cre group>, kind: Job, name}`, `logProfileRef`, `sampleInterval` when set (the BandwidthMeasurement
-  also `testType`), labels `app.kubernetes.io/managed-by: cre-functions` and `<cre group>/job: <job>`
-  (what the goodput ApiServerSource selects on) and the Job as controller owner. CRE makes its
-  Workflow the owner when there is one, so the measurements outlive a Job the Workflow re-creates; the
-  project has no Workflow tier and owns them by the Job. The measurements' status is written by CRE's
-  measurement controllers (from the pods' logs): without them it stays empty.
+  `<job>-bandwidth` (CRE's `Truncate` to 63 characters), owned by the Job, labelled `<cre group>/job`.
 - A Job's GoodputMeasurement: the first listed whose `spec.jobRef` names the Job (kind Job).
-- The reset on a checkpoint restart (a status merge patch): `lastStepTimestamp` and
-  `applicationStartTime` cleared, `avgStepTimeSec` "", `startTime` now, so the stall detector
-  (`functions.rules.stall`) measures the next attempt from the restart.
+- The reset on a checkpoint restart (a status merge patch) clears the stall state, so the stall
+  detector (`functions.rules.stall`) measures the next attempt from the restart.
+The measurements' status is written by CRE's measurement controllers, not here. The fields, names and
+owner: docs/functions.md#measurement-objects
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """A Job's node health check as CRE's Job controller makes it (`spec.nodeHealthMonitor.cel`). Pure.
 
-- The nodes checked: the distinct `spec.nodeName` of the attempt's pods in phase Running or Pending
-  (a pod that ended or was never placed says nothing about a node the workload uses now).
-- A Node is unhealthy when the Job's CEL expression is true for it (`functions.rules.cel.node_health`,
-  which fills CRE's Node defaults); a Node the expression fails on (a missing map key, say) is
-  skipped, as CRE logs and skips it. The handler evaluates it (`functions.celbudget`) and `evaluate`
-  reads the outcomes. An expression that cannot be used (longer than 2048 characters, does not
-  compile or return bool) changes nothing, as in CRE; one interrupted (over its time budget) changes
-  nothing either, but is told on the Job by a Warning Event `InvalidNodeHealthExpression`:
-  `node health expression rejected on node <n>: CEL evaluation error: operation interrupted: …`
-  (CRE's wrapping of cel-go's error; `CEL compilation error` when it was being compiled).
-- `failedNodes` grows and never shrinks: each unhealthy Node gets the entry (name,
-  `HardwareFailureDetected`, `Hardware failure detected by node health check`); entries are unique by
-  (name, reason), an existing entry wins over a new one, entries without a name are dropped, and the
-  list is sorted by name then reason. A node that recovers stays listed.
-- Only a (name, reason) pair the Job did not have is news: then `HardwareFailed=True` /
-  `HardwareFailureDetected` / `Hardware failure detected on node(s): [n1 n2]`, where the list is every
-  distinct name of the merged entries, sorted, in Go's `%v` format for a `[]string` (whatever their
-  reason: a node listed earlier for `WorkloadFailed` is named too, as CRE names it).
-- Node → Jobs: the pods on a Node name their Job with the label `<cre group>/job`.
-`decide` is the `nodehealth` function's decision for one Job, on what `functions.handlers.nodehealth`
-read; `deferring` the same once another Job on the Node has taken the answer (one event per answer).
+The nodes checked are those of the attempt's Running or Pending pods; a Node is unhealthy when the
+Job's CEL expression is true for it (`functions.rules.cel.node_health`), skipped when it fails on it.
+The handler evaluates it (`functions.celbudget`) and `evaluate` reads the outcomes. `failedNodes`
+grows and never shrinks (entries `HardwareFailureDetected`, `Hardware failure detected by node health
+check`); only a new (name, reason) pair is news: `HardwareFailed=True`/`HardwareFailureDetected`/
+`Hardware failure detected on node(s): [n1 n2]`. Node → Jobs: the pods on a Node name their Job with
+the label `<cre group>/job`. `decide` is the `nodehealth` function's decision for one Job, on what
+`functions.handlers.nodehealth` read; `deferring` the same once another Job on the Node has taken the
+answer (one event per answer). The rules in full: docs/functions.md#node-health-decision
 """
 
 from __future__ import annotations

@@ -2,17 +2,13 @@
 
 The pods of a Job's attempt carry `<cre group>/job`, `crefn.dev/managed` and `crefn.dev/attempt`
 (`functions.rules.launch` adds them to every replicatedJob through the TrainJob's runtime patch).
-- Blocked: a pod with no node and `PodScheduled=False` with reason `Unschedulable`. A pod held on
-  purpose (`SchedulingGated`) or one the scheduler has not looked at yet (no PodScheduled condition)
-  is not blocked; one blocked pod among running ones is enough. CRE's message (`checkSchedulingBlocked`):
-  `Workload pods are unschedulable`, with `: <the scheduler's message>` when a blocked pod's
-  PodScheduled condition has one.
-- The failure log's container: the first container status (init containers are not looked at) that
-  terminated with a non-zero exit code, unless a later one was `OOMKilled` (the last OOMKilled wins).
-  No pods: `PodNotFound`; pods but no such container: `NoTerminatedContainer`, with CRE's texts.
-- The timeout log's pod: the first pod Running, Succeeded or Failed labelled as the trainer step,
-  else the first such pod; its container `node`, else its first; reason `Timeout`, exit code 0.
+- Blocked: a pod with no node and `PodScheduled=False` with reason `Unschedulable`; CRE's message
+  `Workload pods are unschedulable`, with `: <the scheduler's message>` when there is one.
+- The failure log's container: the first that terminated with a non-zero exit code, unless a later one
+  was `OOMKilled`; `PodNotFound` / `NoTerminatedContainer` otherwise.
+- The timeout log's pod: the trainer step's, container `node`; reason `Timeout`, exit code 0.
 The log tail is the last 800 lines, of which the last 32 KiB are kept.
+Which pods and containers exactly: docs/functions.md#pods-blocked-and-failure-logs
 """
 
 from __future__ import annotations

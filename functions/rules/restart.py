@@ -3,31 +3,13 @@
 A failure of the Job's current attempt — the workload failed or was deleted, or it stalled
 (`functions.rules.stall`) — is restarted when the Job has `spec.checkpoint`, restarts left
 (`restartCount < maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of the
-Job with `lastCheckpointStep > 0`). A restart is one status write (the commit point):
-`restartCount + 1`, `workloadRef`, `workloadStartTime` and the scheduling-blocked markers cleared,
-`InProgress`/`WorkloadRestarting`. Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
-`Failed`/`WorkloadStalled` with the stall's message), its nodes attributed (`functions.rules.verdicts`)
-and, while it has none, its failure log (`functions.rules.pods`).
-
-`decide(observed, settings, now)` is the `restart` function's whole decision, on what its handler read
-(`Observed`); `goodputs_wanted` and `capture_wanted` tell that read which reads can change it.
-A restart is, in this order, each step safe to repeat:
-1. the restart grace's end annotated on the Job (`functions.rules.grace`), locked on the read
-   resourceVersion;
-2. one status write, the commit point (`restart_write`), locked on the version step 1 left: nothing
-   else can have changed the Job in between;
-3. the failed TrainJob deleted with a uid precondition;
-4. the Job's GoodputMeasurement's stall state reset (CRE's; a best-effort status merge patch), last:
-   a reset that fails is reported in the answer and holds back nothing.
-So a committed restart always carries its own grace end: `launch` may create the next attempt as
-soon as it sees the commit and the grace is over, with no second write to wait for, and a crash
-between steps 1 and 2 leaves only an annotation the next attempt at the restart writes again. A
-redelivered event whose restart is already recorded (its attempt is older than `restartCount`)
-finishes step 3 (and writes the annotation when the Job lacks this restart's, for restarts recorded
-before this order: missing, or an earlier restart's, over before the failed TrainJob was created) and
-emits nothing. A stall is decided again on the fresh Job, pods and GoodputMeasurement with the running
-path's own rules (`functions.rules.running`): a TrainJob no longer Running, a workload
-scheduling-blocked or no longer stalled is answered 202.
+Job with `lastCheckpointStep > 0`). Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
+`Failed`/`WorkloadStalled`), its nodes attributed (`functions.rules.verdicts`) and its failure log
+captured (`functions.rules.pods`). `decide(observed, settings, now)` is the `restart` function's
+whole decision; `goodputs_wanted` and `capture_wanted` tell its read which reads can change it.
+A restart is four steps, each safe to repeat: grace annotation, status write (the commit point,
+`restart_write`), TrainJob delete, GoodputMeasurement reset. The steps, redeliveries and stalls
+decided again: docs/functions.md#restart-step-by-step
 """
 
 from __future__ import annotations

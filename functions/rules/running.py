@@ -2,22 +2,13 @@
 running. Pure; used by `status` for every Running phase, whether the phase came from a TrainJob
 change, a pod change, a GoodputMeasurement change or the resync tick, so no write clobbers another.
 
-Scheduling-blocked (CRE's ADR-083, `checkSchedulingBlocked`): on the first sight of a blocked pod
-`status.schedulingBlockedSince` is set, in the same write as `InProgress`/`WorkloadRunning`/`Workload
-TrainJob/<n> is running` (CRE's words on that sight), and the clocks pause (`workloadStartTime` is not
-started; the timeout's elapsed time is frozen at the marker). Once `spec.schedulingStallGraceSeconds`
-(default 300) have passed since the marker (CRE: `time.Since(marker) >= grace`), the Job says
-`InProgress`/`WorkloadSchedulingBlocked`/`Workload pods are unschedulable` (`: <the scheduler's
-message>` when a blocked pod has one, `functions.rules.pods`); within it the condition is left as it
-is. When no pod is blocked any more, one write moves
-`workloadStartTime` forward by the paused time (the runtime consumed before the block is kept), sets
-`schedulingResumedTime`, clears the marker and says `WorkloadRunning`. Never terminal, never a restart.
-Stalled (`functions.rules.stall`, only with `spec.stallMultiplier` and the Job's GoodputMeasurement):
-nothing is written — not even the first `workloadStartTime` — and the decision says so (`status`
-replies `dev.crefn.workload.stalled`, `restart` decides). The stall is judged with the clocks as this
-decision would leave them: the workload's start is the persisted one, or now on the first sight of it
-running; a recovery from a block resumes now.
-Otherwise: `InProgress`/`WorkloadRunning`, and `workloadStartTime` the first time.
+Scheduling-blocked (CRE's ADR-083, `checkSchedulingBlocked`): the clocks pause at the marker
+`status.schedulingBlockedSince`, and past `spec.schedulingStallGraceSeconds` (default 300) the Job says
+`InProgress`/`WorkloadSchedulingBlocked`; never terminal, never a restart. Stalled
+(`functions.rules.stall`): nothing is written and the decision says so (`status` replies
+`dev.crefn.workload.stalled`, `restart` decides). Otherwise: `InProgress`/`WorkloadRunning`, and
+`workloadStartTime` the first time. The writes and clocks of each case:
+docs/functions.md#the-running-decision
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The WorkloadRun fields beyond the workload itself, as CRE's WorkloadRun controller reads them. Pure.
 
 Every field of the WorkloadRun CRD is carried into what the project generates, or refused with
-`InvalidSpec` naming the field and why — nothing is dropped silently:
-- carried onto the Job: `thresholds`, `goodputMeasurement`, `bandwidthMeasurement`,
-  `workloadMetadata` (plus the gang scheduler's queue label), `nodeHealthMonitor` (CRE's default
-  expression `node.spec.unschedulable == true`, always: a run here never targets unschedulable nodes),
-  and `orchestration.timeoutPerJob` (default 24h) as the Job's annotation `crefn.dev/timeout-per-job`;
-- carried into every pod of the TrainingRuntime: `gangScheduler.schedulerName`, `initContainers`, the
-  RDMA NICs (`mlnxPerNode` of `nicResourceName`, default `nvidia.com/mlnxnics`; 0 opts out), and CRE's
-  NCCL environment (`NCCL_MNNVL_ENABLE` from `enableMNNVL`; the user's `env` wins by name);
-- refused unless left at their single-Job default, because their meaning needs CRE's Workflow tier
-  (many Jobs over a node inventory): `orchestration.testScale` (`full-scale`), `repeatCount` (1),
-  `maxConcurrent` (0), `placement` (`Unpinned`), `target` and `overrides` (absent).
-CRE derives `enableMNNVL` and the NIC count from the target's GPU architecture; without that catalog
-the project takes `enableMNNVL` false and requests NICs only when `mlnxPerNode` is set.
+`InvalidSpec` naming the field and why — nothing is dropped silently: carried onto the Job
+(`thresholds`, the measurements, `workloadMetadata`, `nodeHealthMonitor`, `orchestration.timeoutPerJob`),
+carried into every pod of the TrainingRuntime (scheduler, init containers, RDMA NICs, CRE's NCCL
+environment), or refused unless left at their single-Job default, because their meaning needs CRE's
+Workflow tier. Without CRE's GPU architecture catalog, `enableMNNVL` is false and NICs are requested
+only when `mlnxPerNode` is set.
+The field table: docs/functions.md#workloadruns-torch-mpi-exec
 """
 
 from __future__ import annotations

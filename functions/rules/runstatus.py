@@ -1,19 +1,11 @@
 """A WorkloadRun's conditions, as CRE's WorkloadRun controller writes them (SPEC §5 `workloadrun`).
 
 Exclusive `InProgress`/`Succeeded`/`Failed` (the other two False with reason `Superseded`), from the
-state of the one Job the run created:
-- created, and while the Job runs: `InProgress`/`WorkflowCreated`, `Workflow <run> created`, then with
-  the Job's progress appended (`; Job <job>: <reason>: <message>`);
-- the Job `Succeeded`: `Succeeded`/`WorkflowSucceeded`/`Workflow completed successfully`;
-- the Job `Failed`: `Failed`/`WorkflowFailed`, the Job's reason and message;
-- the Job's `ValidationFailed` True (thresholds not met), checked before the terminal mapping:
-  `Failed`/`WorkflowValidationFailed` with its message; a Job that succeeded and awaits the verdict on
-  its thresholds (no `ValidationFailed` yet) keeps the run `InProgress` with its progress, as CRE's
-  Workflow keeps a group running until the verdict; `ValidationFailed` False: `Succeeded`;
-- the Job deleted once created: `Failed`/`WorkflowDeleted`/`Workflow was deleted` — never created again;
-- the spec refused by the translator: `Failed`/`InvalidSpec` naming the field (the project's reason);
-  a generated object the API refuses: `Failed`/`BuildFailed` with the API's message; an object of the
-  same name owned by another: `Failed`/`ObjectConflict` (the project's, CRE has none).
+state of the one Job the run created: `WorkflowCreated` while it runs, `WorkflowSucceeded`,
+`WorkflowFailed`, `WorkflowValidationFailed` (checked first; a Job awaiting its thresholds' verdict
+keeps the run `InProgress`), `WorkflowDeleted` (never created again); the project's own
+`InvalidSpec`, `BuildFailed` and `ObjectConflict`.
+Each condition's texts: docs/functions.md#workloadruns-torch-mpi-exec
 """
 
 from __future__ import annotations

@@ -4,19 +4,10 @@ Active only when the Job has `spec.stallMultiplier` and a GoodputMeasurement of 
 (`functions.rules.measurements.goodput_of`). Decided in the running path after the scheduling-blocked
 check (`functions.rules.running`): never while blocked, never for a Pending workload. Its inputs are
 the measurement's status as CRE's GoodputMeasurement controller writes it from the pods' logs.
-- Startup mode (no `lastStepTimestamp`, or `avgStepTimeSec` empty): anchored at `applicationStartTime`,
-  else `startTime`, else no check; the anchor moves forward to the workload's start (the persisted
-  `workloadStartTime`, or now on the observation that first sees it running) and to
-  `schedulingResumedTime`. Timeout: `startupStallTimeoutSeconds` (default 1200) + 2 * the
-  measurement's `spec.sampleInterval` in whole seconds (CRE truncates it there; default 60 s).
-  Message `Workload stalled: no training step observed within startup timeout`.
-- Training mode: avg = `avgStepTimeSec` read as Go's `%f` reads it (its leading number: `12.5s` is
-  12.5; ≤ 0, unreadable or not finite: no check);
-  threshold = stallMultiplier * avg * max(`logInterval`, 1) + 2 * sampleInterval (in seconds);
-  elapsed since the later of `lastStepTimestamp` and `schedulingResumedTime`. Message `Workload
-  stalled: no training step within the configured threshold`.
-Stalled when the elapsed time is strictly longer than the bound. A `sampleInterval` that is not a
-Go duration counts as the default (CRE's typed client could not read such a measurement at all).
+Startup mode (no step seen yet) waits `startupStallTimeoutSeconds` (default 1200) + 2 * `sampleInterval`;
+training mode `stallMultiplier` * `avgStepTimeSec` * max(`logInterval`, 1) + 2 * `sampleInterval`.
+Stalled when the elapsed time is strictly longer than the bound. Anchors, clamps, defaults and
+messages: docs/functions.md#stall-bounds
 """
 
 from __future__ import annotations

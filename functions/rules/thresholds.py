@@ -3,32 +3,13 @@ decides them (`checkPerformanceThresholds`). Pure: `validate` reads the Job and 
 passes `now`.
 
 Only a Job with `spec.thresholds` is validated, once it is Succeeded and while it has no
-`ValidationFailed` condition (`functions.rules.checks.awaiting_validation`). In this order:
-1. a key CRE does not know ⇒ `True`/`UnknownThresholdKey`, at once;
-2. the measured values (CRE's `collectJobMeasuredValues`): from the Job's first BandwidthMeasurement
-   (`spec.jobRef.name`) when its results are final (`bandwidthFinal`: `Complete` True with reason
-   `JobSucceeded`, and `status.results` present; any other completion — no data, log unreadable, Job
-   failed — leaves the keys unmeasured, so they end in `MeasurementTimeout`) — `busBandwidthGBps` and
-   `algBandwidthGBps`, the largest `busBW` and `algBW` of the results (strings, parsed as Go's `%f` does,
-   unreadable = 0) — and from its first GoodputMeasurement when its `Complete` is True —
-   `goodputRatio` (`status.result`), `avgTFLOPsPerGPU` (`status.avgTFLOPSPerGPU`), `avgStepTimeSec`,
-   each only when above 0;
-3. a key without a value ⇒ wait (the tick checks again) until `spec.measurementTimeout` (default 5m; a
-   value that is not a positive Go duration counts as the default) has passed since the Succeeded
-   condition's `lastTransitionTime` (strictly longer), then `True`/`MeasurementTimeout`;
-4. each threshold, by key in order, is a CEL expression on `value` (`functions.rules.cel`); the first
-   that fails decides: `ThresholdViolated`, or `InvalidThresholdExpression` when it does not compile,
-   does not return bool or fails to evaluate. The handler evaluates them (`functions.celbudget`: in a
-   worker process, within a time budget) and passes the outcomes. Two limits CRE does not have, so
-   that no tenant expression can hold up the function: one longer than 2048 characters (the CRD's cap
-   on a node health expression) is invalid (`compile threshold expression (<n> characters):
-   spec.thresholds.<k> should be at most 2048 chars long`, the API server's words; the expression is not
-   quoted, as it could make the message too long to write), and so is one interrupted past its budget
-   (`evaluate threshold expression "<e>" with value=<v>: operation interrupted: took longer than 1s`);
-5. all met ⇒ `False`/`ThresholdsMet`.
-Messages are CRE's, with Go's formatting: durations as Go prints them (`5m0s`, `1m30s`), a `%v` list as
-`[a b]`, `%q` quoting, `%.4f` and `%f` numbers. Where CRE's order is Go's map order (the missing keys),
-the keys are sorted.
+`ValidationFailed` condition (`functions.rules.checks.awaiting_validation`). In this order: an unknown
+key ⇒ `UnknownThresholdKey`; the measured values (CRE's `collectJobMeasuredValues`); a key without a
+value waits until `spec.measurementTimeout` (default 5m) after the success ⇒ `MeasurementTimeout`;
+each threshold by key, a CEL expression on `value` evaluated by the handler (`functions.celbudget`),
+the first failing deciding (`ThresholdViolated`, `InvalidThresholdExpression`); all met ⇒
+`False`/`ThresholdsMet`. Messages are CRE's, with Go's formatting.
+Each step, its texts and the two limits CRE does not have: docs/functions.md#thresholds-step-by-step
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """WorkloadRun → TrainingRuntime, Job, checkpoint PVC and config ConfigMap (SPEC §7). Pure.
 
 Facts relied on: a Kubeflow Trainer `TrainingRuntime` holds `mlPolicy` (`numNodes` and one of `torch`
-or `mpi`; current releases have no `numProcPerNode` under `mlPolicy.torch`, it is the TrainJob's
-`trainer.numProcPerNode`) and a JobSet template whose `replicatedJobs` are batch Job templates; the
-trainer container is `node` in a replicatedJob labelled `trainer.kubeflow.org/trainjob-ancestor-step:
-trainer`. An MPI runtime has a `launcher` (one pod, started when the `node` workers are Ready, running
-mpirun) and `node` workers running sshd; the launcher decides success.
-
-Decisions: the Job is named like the WorkloadRun (its TrainJob is then `<run>-workload`); the
-checkpoint PVC is mounted at `/checkpoints` (env `CHECKPOINT_DIR`), config at `/config`, shared
-memory at `/dev/shm`; GPUs are a limit `nvidia.com/gpu: <gpusPerNode>` unless the user's `resources`
-name that resource (0 included). Every object is owned (controller) by the WorkloadRun.
+or `mpi`; `numProcPerNode` is the TrainJob's `trainer.numProcPerNode`) and a JobSet template whose
+`replicatedJobs` are batch Job templates; the trainer container is `node` in a replicatedJob labelled
+`trainer.kubeflow.org/trainjob-ancestor-step: trainer`. An MPI runtime has a `launcher` and `node`
+workers; the launcher decides success. The Job is named like the WorkloadRun (its TrainJob is then
+`<run>-workload`); every object is owned (controller) by the WorkloadRun.
+Mounts, GPUs and the runtimes' shape: docs/functions.md#workloadruns-torch-mpi-exec
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Forged events change nothing (SPEC §4.3: no input makes a handler write anything it was not asked
 to; §6.4: decisions use fresh reads, never an event's payload alone).
 
-First, events naming another tenant's Job (one not labelled `crefn.dev/managed`, whose TrainJob has
-failed and whose bound has run out), with a payload claiming it is managed, and events naming objects
-that do not exist, sent to the functions served over HTTP as their ServiceAccounts.
-
-Then events about the project's own managed Jobs, posted to the local stack's Broker as any pod in the
-cluster could (`localstack.stack`: every function served as its ServiceAccount, the Triggers of
-`knative/base`, the ApiServerSources, a real Alertmanager, and Slack and PagerDuty stand-ins): a
-`workload.phase` Succeeded naming a running Job's current attempt, `job.condition.changed` Failed and
-the other decision events of a Job that says none of it, delete events of Jobs that are still there,
-`ThresholdsMet` for a Job whose thresholds were violated. Every delivery is answered 202; no write
-reaches the API server (resourceVersions unchanged, no create, patch, update or delete counted by any
-function's `crefn_kube_requests_total`), and nothing is paged: Alertmanager's alerts stay as they were
-and the Slack and PagerDuty stand-ins receive nothing."""
+First, events naming another tenant's Job or objects that do not exist, sent to the functions served
+over HTTP as their ServiceAccounts; then events about the project's own managed Jobs, posted to the
+local stack's Broker as any pod in the cluster could. Every delivery is answered 202; no write reaches
+the API server, and nothing is paged. The events sent and what is checked:
+docs/development.md#forged-events
+"""
 
 from __future__ import annotations
 

@@ -3,15 +3,7 @@ every function over HTTP as its ServiceAccount, the Triggers and delivery of kna
 stack's Trainer actions. Each scenario runs four ways: every event delivered once (`once`), twice
 (`duplicate`), with neighbouring events swapped (`swap`), and driven by resync alone (`resync`: no
 ApiServerSource at all, only PingSource ticks to `resync`).
-
-A scenario file:
-  job:      {maxRestarts: N, suspend: bool, nodes: "a,b"}  (no maxRestarts: no spec.checkpoint)
-  evidence: whether a GoodputMeasurement shows a checkpoint
-  inject:   events posted into the Broker right after the Job is created ({attributes, data})
-  before:   {condition, reason} of the Job once launched, before the Trainer acts
-  trainer:  the Trainer's actions per attempt, e.g. {0: [run, fail], 1: [run, complete]}
-  expect:   {condition, reason, restartCount, trainjobs (TrainJobs created), deadLetters (events
-            dead-lettered, each with 400), failedNodes (optional)}
+The keys of a scenario file: docs/development.md#scenario-files
 """
 
 from __future__ import annotations
