@@ -109,7 +109,8 @@ def test_the_outcomes_before_the_interruption_are_kept() -> None:
         outcomes = budget.outcomes("node", slow, nodes)
     finally:
         budget.close()
-    assert outcomes == (CelOutcome(True), CelOutcome(failure="interrupted", error="operation interrupted: took longer than 2s"))
+    assert outcomes == (CelOutcome(True),
+                        CelOutcome(failure="interrupted", error="operation interrupted: took longer than 2s"))
 
 
 def test_while_one_runs_out_its_budget_the_others_are_answered() -> None:
