@@ -1,20 +1,15 @@
 """`cre-fn record` (`functions.deadletters`), the Broker's dead-letter sink, served as the functions are
 (functions-framework, real sockets): it appends binary and structured CloudEvents to JSONL and
 refuses the rest; with `--file` each line is on disk before the 202, a file that cannot be written
-answers 503 (the sender retries), a torn last line a crash left is cut before the next append, and
-`/metrics` shows the file's size. A body over the limit is 413 unread, the recorder's memory kept;
-a Pod is kept redacted, in the file and in the stream; the file rotates at its cap, the oldest file
-past `--keep` dropped and counted, and the rotated files still replay."""
+answers 503 (the sender retries), and `/metrics` shows the file's size. A body over the limit is 413
+unread, the recorder's memory kept; a Pod is kept redacted, in the file and in the stream; the file rotates
+at its cap, the oldest file past `--keep` dropped and counted, and the rotated files still replay. The
+journal's own behaviour (torn last line, whole lines across threads) is in tests/test_journal.py."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,43 +18,12 @@ import pytest
 from functions.client import post, send
 from functions.codec import MAX_BODY_BYTES, decode, encode
 from functions.deadletters import REDACTED_POD, redact
-from functions.journal import Journal, read_lines
+from functions.journal import Journal
 from functions.replay import read_recording
-from localstack.cluster.apiserver import free_port
 from localstack.manifests import render
 from localstack.samples import load_sample
-from localstack.serving import wait_for_port
 from tests.support.rawhttp import ce_head, peak_mib, raw
-
-DEAD = dict(load_sample("trainjob-resource-update-failed"))
-DEAD["attributes"] = {**DEAD["attributes"], "knativeerrorcode": "400", "knativeerrordest": "http://crefn-phase/",
-                      "knativeerrordata": "expected TrainJob, got v1/Pod"}
-
-
-@dataclass
-class Served:
-    url: str
-    stdout: Path
-    stderr: Path
-    port: int = 0
-    pid: int = 0
-
-
-@contextlib.contextmanager
-def record(tmp_path: Path, *args: str) -> Iterator[Served]:
-    """`cre-fn record` with `args` on a free port; its stdout and stderr go to files."""
-    port = free_port()
-    served = Served(f"http://127.0.0.1:{port}/", tmp_path / "stdout.jsonl", tmp_path / "stderr.txt", port)
-    with served.stdout.open("w") as out, served.stderr.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
-                                 "--port", str(port), *args], stdout=out, stderr=err)
-        served.pid = proc.pid
-        try:
-            assert wait_for_port(port)
-            yield served
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+from tests.support.recorder import DEAD, record
 
 
 def test_record_appends_binary_and_structured_events(recorder: tuple[str, Path]) -> None:
@@ -122,30 +86,6 @@ def test_a_full_disk_answers_503_and_leaves_no_partial_line(tmp_path: Path) -> N
     with record(tmp_path, "--file", "/dev/full", "--out", "") as served:  # every write: ENOSPC
         answer = send(served.url, DEAD)
     assert answer.status == 503 and "cannot write /dev/full: No space left on device" in answer.text
-
-
-@pytest.mark.process
-def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path: Path) -> None:
-    journal = tmp_path / "dead-letters.jsonl"
-    torn = '{"attributes": {"id": "to'  # a crash mid-write
-    journal.write_text('{"attributes": {"id": "whole"}, "data": null}\n' + torn)
-    assert read_lines(journal).lines == ['{"attributes": {"id": "whole"}, "data": null}']
-    with record(tmp_path, "--file", str(journal), "--out", "") as served:
-        assert send(served.url, DEAD).status == 202
-    assert [json.loads(x)["attributes"]["id"] for x in journal.read_text().splitlines()] == [
-        "whole", DEAD["attributes"]["id"]]
-    assert f"cre-fn record: {journal}: cut a torn last line of {len(torn)} bytes" in served.stderr.read_text()
-
-
-def test_journal_appends_are_whole_lines_across_threads(tmp_path: Path) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    journal = Journal(tmp_path / "j.jsonl")
-    with ThreadPoolExecutor(8) as pool:
-        sizes = list(pool.map(lambda i: journal.append({"attributes": {"id": str(i)}, "data": "x" * 5000}),
-                              range(64)))
-    ids = sorted(int(json.loads(x)["attributes"]["id"]) for x in journal.path.read_text().splitlines())
-    assert ids == list(range(64)) and max(sizes) == journal.size()
 
 
 BIG = 50 * 1024 * 1024

@@ -1,19 +1,13 @@
-"""The alert sinks' secrets: their URLs (a Slack webhook's path, a token in a query, a user and password),
-the PagerDuty routing key and Alertmanager's credentials. A value that cannot be used stops the start-up
-with one line naming the variable, never the value; no secret shows in an answer, a log line or a dead
-letter, even when a sink is down or its answer quotes it. Alertmanager is reached with basic auth over
-TLS verified by a CA file (the real Alertmanager, behind its own `--web.config.file`), or with a bearer
-token read from its file at each send (a receiver on loopback stands for the proxy that checks it:
-Alertmanager itself takes no bearer token). A sink's redirect is not followed. The alert function shows
-how many sinks it has (`crefn_alert_sinks_configured`). Every secret here contains `SECRET`, so a leak
-of any part of one is found by that word."""
+"""The alert sinks' secrets in service: no secret shows in an answer, a log line or a dead letter, even when a
+sink is down or its answer quotes it. Alertmanager is reached with basic auth over TLS verified by a CA file
+(the real Alertmanager, behind its own `--web.config.file`), or with a bearer token read from its file at each
+send (a receiver on loopback stands for the proxy that checks it: Alertmanager itself takes no bearer token).
+A sink's redirect is not followed. The alert function shows how many sinks it has
+(`crefn_alert_sinks_configured`). The checks at start-up are in tests/test_settings.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -23,137 +17,20 @@ from urllib.parse import quote
 
 import pytest
 
-from functions.alertsinks import configured_sinks
 from functions.client import Answer, Peer, post_json, send
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
-from functions.settings import DEFAULT_PAGERDUTY_URL, InvalidSettings, load_settings
-from localstack.cluster.apiserver import LocalCluster, free_port
+from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.eventing.broker import Delivery, LocalBroker, Trigger
 from localstack.manifests import service_account_user
 from localstack.observability.alertmanager import Guard, LocalAlertmanager
-from localstack.serving import MAIN, ServedFunction
+from localstack.serving import ServedFunction
 from tests.support.helpers import Receiver, closed_port, self_signed
+from tests.support.secrets import PASSWORD, PASSWORD_HASH, ROUTING_KEY, SLACK_PATH, TOKEN
 
 JOBS = cre_jobs("nvcre.nvidia.com")
-SLACK_PATH = "/services/T0SECRET/B0SECRET/sl4ckSECRETpath"
-ROUTING_KEY = "pdR0UT1NGkeySECRET"
-TOKEN = "ce-t0ken-SECRET"
-PASSWORD = "am-pa55-t0pSECRET"
-PASSWORD_HASH = "$2b$04$tatJPtaB0TGq6aDjZFz0O.8CSghO9HcAwu/aJT71gStpb7g6weNCq"
-"""bcrypt (cost 4: checked fast) of PASSWORD, as Alertmanager's `basic_auth_users` takes it."""
-NO_SCHEME = "not a URL: it has no scheme (it must begin with https:// or http://)"
-
-
-# -- start-up: checked, and named without the value ------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    work = tmp_path_factory.mktemp("files")
-    cert, _ = self_signed(work, "ca")
-    (work / "empty").write_text("\n")
-    (work / "token").write_text("t0kenSECRET\n")
-    return {"cert": str(cert), "not_pem": str(work / "token"), "empty": str(work / "empty"),
-            "token": str(work / "token"), "missing": str(work / "missing")}
-
-
-AM = {"CREFN_ALERTMANAGER_URL": "http://am.monitoring:9093"}
-REFUSED = {
-    "slack URL without its scheme": (
-        {"CREFN_SLACK_WEBHOOK_URL": "hooks.slack.com" + SLACK_PATH}, f"CREFN_SLACK_WEBHOOK_URL: {NO_SCHEME}"),
-    "host and port only": ({"CREFN_ALERTMANAGER_URL": "amSECRET:9093"}, f"CREFN_ALERTMANAGER_URL: {NO_SCHEME}"),
-    "another scheme": ({"CREFN_ALERT_SINK_URL": f"ftp://sink/?token={TOKEN}"},
-                       "CREFN_ALERT_SINK_URL: not an http or https URL"),
-    "no host": ({"CREFN_PAGERDUTY_URL": f"https:///v2/enqueue?{TOKEN}"},
-                "CREFN_PAGERDUTY_URL: not a URL: it has no host"),
-    "a password where the port goes": (
-        {"CREFN_ALERTMANAGER_URL": f"http://am:{PASSWORD}"},
-        "CREFN_ALERTMANAGER_URL: not a URL: its port is not a number from 0 to 65535"),
-    "a space inside": ({"CREFN_SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0 SECRET"},
-                       "CREFN_SLACK_WEBHOOK_URL: not a URL: it holds spaces or control characters"),
-    "routing key with punctuation": (
-        {"CREFN_PAGERDUTY_ROUTING_KEY": "pd-R0UT1NG-SECRET"},
-        "CREFN_PAGERDUTY_ROUTING_KEY: not a PagerDuty routing key: letters and digits only"),
-    "bearer token with its scheme": (
-        {**AM, "CREFN_ALERTMANAGER_BEARER_TOKEN": "Bearer t0kenSECRET"},
-        "CREFN_ALERTMANAGER_BEARER_TOKEN: not a bearer token: visible ASCII only, no spaces"),
-    "username with a colon": (
-        {**AM, "CREFN_ALERTMANAGER_USERNAME": f"crefn:{PASSWORD}", "CREFN_ALERTMANAGER_PASSWORD": PASSWORD},
-        "CREFN_ALERTMANAGER_USERNAME: holds a character basic auth cannot carry (a control character, or `:` in "
-        "the name)"),
-    "token and token file": (
-        {**AM, "CREFN_ALERTMANAGER_BEARER_TOKEN": "t0kenSECRET", "CREFN_ALERTMANAGER_BEARER_TOKEN_FILE": "{token}"},
-        "set CREFN_ALERTMANAGER_BEARER_TOKEN or CREFN_ALERTMANAGER_BEARER_TOKEN_FILE, not both"),
-    "username without a password": ({**AM, "CREFN_ALERTMANAGER_USERNAME": "crefn"},
-                                    "CREFN_ALERTMANAGER_USERNAME needs CREFN_ALERTMANAGER_PASSWORD or "
-                                    "CREFN_ALERTMANAGER_PASSWORD_FILE"),
-    "password without a username": ({**AM, "CREFN_ALERTMANAGER_PASSWORD": PASSWORD},
-                                    "CREFN_ALERTMANAGER_PASSWORD needs CREFN_ALERTMANAGER_USERNAME"),
-    "bearer token and basic auth": (
-        {**AM, "CREFN_ALERTMANAGER_BEARER_TOKEN": "t0kenSECRET", "CREFN_ALERTMANAGER_USERNAME": "crefn",
-         "CREFN_ALERTMANAGER_PASSWORD": PASSWORD},
-        "Alertmanager takes a bearer token or a username and password, not both"),
-    "credentials in the URL and a token": (
-        {"CREFN_ALERTMANAGER_URL": f"http://crefn:{PASSWORD}@am", "CREFN_ALERTMANAGER_BEARER_TOKEN": "t0kenSECRET"},
-        "CREFN_ALERTMANAGER_URL holds credentials (user:password@) and CREFN_ALERTMANAGER_BEARER_TOKEN is set too: "
-        "use one"),
-    "credentials without an Alertmanager": (
-        {"CREFN_ALERTMANAGER_USERNAME": "crefn", "CREFN_ALERTMANAGER_PASSWORD": PASSWORD},
-        "CREFN_ALERTMANAGER_PASSWORD is set but CREFN_ALERTMANAGER_URL is not"),
-    "a CA for plain http": ({**AM, "CREFN_ALERTMANAGER_CA_FILE": "{cert}"},
-                            "CREFN_ALERTMANAGER_CA_FILE is set but CREFN_ALERTMANAGER_URL is not https"),
-    "a CA file that is not one": ({"CREFN_ALERTMANAGER_URL": "https://am", "CREFN_ALERTMANAGER_CA_FILE": "{not_pem}"},
-                                  "CREFN_ALERTMANAGER_CA_FILE: {not_pem} holds no PEM certificate"),
-    "a token file missing": (
-        {**AM, "CREFN_ALERTMANAGER_BEARER_TOKEN_FILE": "{missing}"},
-        "CREFN_ALERTMANAGER_BEARER_TOKEN_FILE: {missing} cannot be read (No such file or directory)"),
-    "an empty password file": (
-        {**AM, "CREFN_ALERTMANAGER_USERNAME": "crefn", "CREFN_ALERTMANAGER_PASSWORD_FILE": "{empty}"},
-        "CREFN_ALERTMANAGER_PASSWORD_FILE: {empty} holds no credential (one line of visible ASCII, got 1 bytes)"),
-}
-
-
-@pytest.mark.parametrize(("env", "why"), REFUSED.values(), ids=REFUSED.keys())
-def test_a_sink_setting_that_cannot_be_used_is_named_and_never_shown(
-        monkeypatch: pytest.MonkeyPatch, files: dict[str, str], env: dict[str, str], why: str) -> None:
-    for key, value in env.items():
-        monkeypatch.setenv(key, value.format(**files))
-    with pytest.raises(InvalidSettings) as refused:
-        load_settings()
-    assert str(refused.value) == f"invalid settings: {why.format(**files)}"
-    assert "SECRET" not in str(refused.value) and refused.value.__cause__ is None
-
-
-def test_sink_secrets_are_trimmed_and_shown_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CREFN_SLACK_WEBHOOK_URL", f" https://hooks.slack.com{SLACK_PATH}\n")
-    monkeypatch.setenv("CREFN_PAGERDUTY_ROUTING_KEY", f"{ROUTING_KEY}\n")
-    monkeypatch.setenv("CREFN_PAGERDUTY_URL", "")
-    monkeypatch.setenv("CREFN_ALERTMANAGER_URL", "")
-    monkeypatch.setenv("CREFN_ALERT_SINK_URL", "  ")
-    settings = load_settings()
-    assert settings.slack_webhook_url is not None and settings.pagerduty_routing_key is not None
-    assert settings.slack_webhook_url.get_secret_value() == f"https://hooks.slack.com{SLACK_PATH}"
-    assert settings.pagerduty_routing_key.get_secret_value() == ROUTING_KEY
-    assert settings.pagerduty_url.get_secret_value() == DEFAULT_PAGERDUTY_URL
-    assert (settings.alertmanager_url, settings.alert_sink_url) == (None, None)
-    sinks = configured_sinks(settings)
-    assert [sink.name for sink in sinks] == ["slack", "pagerduty"]
-    shown = f"{settings!r} {settings} {settings.model_dump_json()} {sinks!r}"
-    assert "SECRET" not in shown and "hooks.slack.com" not in shown and "events.pagerduty.com" not in shown
-
-
-@pytest.mark.process
-@pytest.mark.own_process
-def test_the_alert_function_refuses_to_start_on_a_slack_url_without_its_scheme() -> None:
-    env = {**os.environ, "CREFN_SLACK_WEBHOOK_URL": "hooks.slack.com" + SLACK_PATH}
-    started = subprocess.run([sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", "alert",
-                              "--host", "127.0.0.1", "--port", str(free_port())],
-                             env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert (started.returncode, started.stdout) == (1, "")
-    assert started.stderr == f"crefn alert: invalid settings: CREFN_SLACK_WEBHOOK_URL: {NO_SCHEME}\n"
 
 
 # -- serving: nothing shown, whatever the sinks do ---------------------------------------------------
