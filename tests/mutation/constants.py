@@ -8,11 +8,14 @@ dict, the arguments of a call such as `timedelta(seconds=300)` or `re.compile(..
 
 A mutant runs in a fork of this process (which imported the libraries the tests use, and nothing of
 `functions`), where the mutated module is loaded from its mutated source: every importer sees the mutated
-value, `from ... import NAME` and default arguments included. Its tests, stopping at the first failure:
-1. tests/test_cre_constants.py, then the test modules that import the mutated module;
-2. if they all pass, the unit tests of the rules (mutmut's test selection in pyproject.toml, without the
-   tests that need an API server).
-First the same tests run unmutated: they must pass, or no mutant's result would mean anything.
+value, `from ... import NAME` and default arguments included. Its tests, stopping at the first failure, each
+phase only when the one before passed:
+1. tests/test_cre_constants.py (CRE's numbers and texts);
+2. the test modules that import the mutated module;
+3. the rest of the unit tests of the rules (mutmut's test selection in pyproject.toml), all without the tests
+   that need an API server.
+First the same tests run unmutated: they must pass, or no mutant's result would mean anything. Last, the
+tests that killed a mutant run again unmutated: a kill by a test that fails there too does not count.
 The results go to mutants/constants.json (read by `tests.mutation.report`), each mutant's pytest output to
 mutants/constants/NAME.log. With `again`, only the mutants the last run left (survived) run again; mutant
 names after JOBS run only those, without the unmutated run (`python -m tests.mutation.constants list` lists
@@ -165,19 +168,19 @@ class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(code, module.__dict__)
 
 
-class FirstFailure:
-    """A pytest plugin: the id of the first test (or module) that failed."""
+class Failures:
+    """A pytest plugin: the ids of the tests (or modules, which then fail to import) that failed, in order."""
 
     def __init__(self) -> None:
-        self.nodeid = ""
+        self.nodeids: list[str] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.failed and not self.nodeid:
-            self.nodeid = report.nodeid
+        if report.failed and report.nodeid not in self.nodeids:
+            self.nodeids.append(report.nodeid)
 
     def pytest_collectreport(self, report: Any) -> None:
-        if report.failed and not self.nodeid:
-            self.nodeid = f"{report.nodeid or 'collection'} (does not import)"
+        if report.failed:
+            self.nodeids.append(f"{report.nodeid or 'collection'} (does not import)")
 
 
 @functools.cache
@@ -212,33 +215,33 @@ def phases(mutant: Mutant | None) -> list[list[str]]:
     if mutant is None:
         every = ({t for m in rules_modules() for t in importers(m)} | {*unit_tests()}) - {PINNED}
         return [[PINNED, *sorted(every)]]
-    first = [PINNED, *(t for t in importers(mutant.module) if t != PINNED)]
-    rest = [t for t in unit_tests() if t not in first]
-    return [first, rest] if rest else [first]
+    near = [t for t in importers(mutant.module) if t != PINNED]
+    rest = [t for t in unit_tests() if t not in near and t != PINNED]
+    return [tests for tests in ([PINNED], near, rest) if tests]
 
 
 @dataclass(frozen=True)
 class Task:
-    """One pytest session: a mutant's phase (`mutant` None: unmutated), without the tests found flaky; or,
-    with `confirming`, that one test unmutated, to tell a kill from a test that fails whatever the code."""
+    """One pytest session: a mutant's phase (`mutant` None: unmutated) without the tests found flaky, stopping
+    at the first failure; or, with `only`, those tests unmutated, every one of them."""
 
     mutant: Mutant | None
     phase: int = 0
     flaky: tuple[str, ...] = ()
-    confirming: str = ""
+    only: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        return self.mutant.name if self.mutant else "unmutated"
+        return "confirm" if self.only else self.mutant.name if self.mutant else "unmutated"
 
-    def tests(self) -> list[str]:
-        if self.confirming:
-            return [self.confirming]
-        return [*phases(self.mutant)[self.phase], *(f"--deselect={t}" for t in self.flaky)]
+    def args(self) -> list[str]:
+        if self.only:
+            return list(self.only)
+        return ["-x", *phases(self.mutant)[self.phase], *(f"--deselect={t}" for t in self.flaky)]
 
 
 def fork(task: Task, log: Path, verdict: Path) -> int:
-    """Start a task's tests in a child process; its pid."""
+    """Start a task's tests in a child process; its pid. The tests that failed go to `verdict`, one a line."""
     pid = os.fork()
     if pid:
         return pid
@@ -247,16 +250,15 @@ def fork(task: Task, log: Path, verdict: Path) -> int:
         out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        print(f"\n[{'confirming ' + task.confirming + ' unmutated' if task.confirming else f'phase {task.phase + 1}'}]",
-              flush=True)
-        if task.mutant is not None and not task.confirming:
+        print(f"\n[phase {task.phase + 1}{', without ' + ', '.join(task.flaky) if task.flaky else ''}]", flush=True)
+        if task.mutant is not None:
             sys.meta_path.insert(0, MutantFinder(task.mutant))
         import pytest
 
-        first = FirstFailure()
-        code = int(pytest.main(["-x", "-q", "-m", "not kube", "-p", "no:cacheprovider", "-o", "timeout=120",
-                                "--durations=0", "--durations-min=5", *task.tests()], plugins=[first]))
-        verdict.write_text(first.nodeid)
+        failures = Failures()
+        code = int(pytest.main(["-q", "-m", "not kube", "-p", "no:cacheprovider", "-o", "timeout=120",
+                                "--durations=0", "--durations-min=5", *task.args()], plugins=[failures]))
+        verdict.write_text("".join(f"{n}\n" for n in failures.nodeids))
     except BaseException:
         traceback.print_exc()
     finally:
@@ -265,20 +267,19 @@ def fork(task: Task, log: Path, verdict: Path) -> int:
         os._exit(code)
 
 
-def run(mutants: Sequence[Mutant | None], jobs: int, title: str) -> dict[str, dict[str, Any]]:
-    """Every mutant through its phases, `jobs` at once: name → status, the test that killed it, seconds.
-    A test that fails on a mutant is run again unmutated: if it fails there too (a timing test on a loaded
-    machine), the kill does not count, and the mutant's phase runs again without that test (3 at the most)."""
+def run(tasks: Sequence[Task], jobs: int, title: str) -> dict[str, dict[str, Any]]:
+    """Every task through its mutant's phases, `jobs` at once: name → status, the test that failed first, the
+    seconds it took."""
     folder = OUT / "constants"
     folder.mkdir(parents=True, exist_ok=True)
-    todo = [Task(m) for m in mutants]
+    todo = list(tasks)
     running: dict[int, tuple[Task, float]] = {}
     results: dict[str, dict[str, Any]] = {}
     started = due = time.monotonic()
     while todo or running:
         while todo and len(running) < jobs:
             task = todo.pop(0)
-            if task.phase == 0 and not task.flaky and not task.confirming:
+            if task.phase == 0:
                 (folder / f"{task.name}.log").unlink(missing_ok=True)
             (folder / f"{task.name}.verdict").unlink(missing_ok=True)
             running[fork(task, folder / f"{task.name}.log", folder / f"{task.name}.verdict")] = (task, time.monotonic())
@@ -287,7 +288,7 @@ def run(mutants: Sequence[Mutant | None], jobs: int, title: str) -> dict[str, di
         if now >= due + 30:
             due = now
             tally = [r["status"] for r in results.values() if "status" in r]
-            print(f"[mutation] {title}: {len(tally)}/{len(mutants)} done: {tally.count('killed')} killed, "
+            print(f"[mutation] {title}: {len(tally)}/{len(tasks)} done: {tally.count('killed')} killed, "
                   f"{tally.count('survived')} survived ({now - started:.0f} s)", flush=True)
         if pid == 0:
             for child, (_, since) in list(running.items()):
@@ -298,25 +299,38 @@ def run(mutants: Sequence[Mutant | None], jobs: int, title: str) -> dict[str, di
         task, since = running.pop(pid)
         code = os.waitstatus_to_exitcode(status)
         verdict = folder / f"{task.name}.verdict"
-        failed = verdict.read_text() if code and verdict.exists() else ""
+        failed = verdict.read_text().splitlines() if verdict.exists() else []
         entry = results.setdefault(task.name, {"seconds": 0.0})
         entry["seconds"] = round(entry["seconds"] + now - since, 1)
-        if task.confirming:
-            if code == 0:
-                entry.update(status="killed", killed_by=task.confirming)
-            elif len(task.flaky) < 3:
-                todo.insert(0, Task(task.mutant, task.phase, (*task.flaky, task.confirming)))
-            else:
-                entry.update(status="error", killed_by=f"flaky: {', '.join((*task.flaky, task.confirming))}")
-        elif code == 1 and task.mutant is not None and failed:
-            todo.insert(0, Task(task.mutant, task.phase, task.flaky, confirming=failed))
-        elif code == 0 and task.mutant is not None and task.phase + 1 < len(phases(task.mutant)):
+        if code == 0 and task.mutant is not None and task.phase + 1 < len(phases(task.mutant)):
             todo.insert(0, Task(task.mutant, task.phase + 1, task.flaky))
-        else:
-            entry.update(status="timeout" if code == -signal.SIGKILL else STATUS.get(code, "error"), killed_by=failed)
-        if "status" in entry and task.mutant is not None:
+            continue
+        entry.update(status="timeout" if code == -signal.SIGKILL else STATUS.get(code, "error"),
+                     killed_by=failed[0] if failed and code else "", failed=failed)
+        if task.mutant is not None:
             entry.update(module=task.mutant.module, line=task.mutant.line, change=task.mutant.change,
-                         flaky=list(task.flaky))
+                         flaky=list(task.flaky), task=task)
+    return results
+
+
+def confirmed(results: dict[str, dict[str, Any]], jobs: int) -> dict[str, dict[str, Any]]:
+    """The results, with every kill confirmed: the tests that killed a mutant run again unmutated, in one
+    session; a kill by a test that fails there too (a timing test on a loaded machine) does not count, and
+    its mutant runs again without that test (three times at the most)."""
+    for _ in range(3):
+        killers = sorted({r["killed_by"] for r in results.values()
+                          if r["status"] == "killed" and r["killed_by"] and "(does not import)" not in r["killed_by"]})
+        if not killers:
+            break
+        unmutated = run([Task(None, only=tuple(killers))], 1, "constants, the killing tests unmutated")["confirm"]
+        flaky = set(unmutated["failed"])
+        again = [Task(r["task"].mutant, 0, (*r["task"].flaky, r["killed_by"])) for r in results.values()
+                 if r["status"] == "killed" and r["killed_by"] in flaky]
+        if not again:
+            break
+        print(f"[mutation] constants: {', '.join(sorted(flaky))} failed unmutated too: {len(again)} mutants again "
+              "without them", flush=True)
+        results.update(run(again, jobs, "constants, again without the flaky tests"))
     return results
 
 
@@ -333,11 +347,14 @@ def main(jobs: int, again: bool = False, names: Sequence[str] = ()) -> None:
         chosen = [m for m in mutants if m.name in names]
     else:
         chosen = [m for m in mutants if not again or previous.get(m.name, {}).get("status", "survived") == "survived"]
-        baseline = run([None], 1, "constants, unmutated")["unmutated"]
+        baseline = run([Task(None)], 1, "constants, unmutated")["unmutated"]
         if baseline["status"] != "survived":
             sys.exit(f"[mutation] constants: the tests fail unmutated ({baseline['killed_by']}); "
                      f"see {OUT / 'constants' / 'unmutated.log'}")
-    found = {**previous, **run(chosen, jobs, "constants")}
+    ran = confirmed(run([Task(m) for m in chosen], jobs, "constants"), jobs)
+    for result in ran.values():
+        del result["task"], result["failed"]
+    found = {**previous, **ran}
     results = {m.name: found[m.name] for m in mutants if m.name in found}
     seconds = time.monotonic() - started
     RESULTS.write_text(json.dumps({"seconds": round(seconds), "mutants": results}, indent=1) + "\n")
