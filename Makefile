@@ -55,15 +55,18 @@ SOAK_SEEDS ?= 1 2 3
 soak: venv deps kube-apiserver
 	@for seed in $(SOAK_SEEDS); do $(PY) -m functions.cli soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
 
-## Mutation score (mutmut): every mutant of functions/rules/ against the unit tests that reach it, and a seeded
-## sample of MUTATION_SAMPLE mutants of functions/handlers/ against every test that reaches them (the real-API
-## ones with the functions served in the test process, on one API server); per module, survivors.
+## Mutation score: every mutant of the module-level constants of functions/rules/ against the unit tests, every
+## mutmut mutant of functions/rules/ against the unit tests that reach it, and a seeded sample of MUTATION_SAMPLE
+## mutants of functions/handlers/ against every test that reaches them (the real-API ones with the functions
+## served in the test process, on one API server); per module, survivors. MUTATION_ONLY=constants: the first only.
 MUTATION_JOBS ?= 2
 MUTATION_SAMPLE ?= 150
 MUTATION_SEED ?= 1
+MUTATION_ONLY ?=
 mutation: venv kube-apiserver
 	@test -x $(VENV)/bin/mutmut || $(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
-	@$(PY) -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED) $(if $(MUTATION_AGAIN),again)
+	@$(PY) -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED) $(if $(MUTATION_AGAIN),again) \
+		$(if $(filter constants,$(MUTATION_ONLY)),constants)
 
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests

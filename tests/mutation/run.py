@@ -1,18 +1,21 @@
-"""`python -m tests.mutation.run JOBS SAMPLE SEED [again]` (`make mutation`): mutmut over the rules and the
-handlers. With `again` (`make mutation MUTATION_AGAIN=1`), only the mutants the last run left (survived, or
-reached by no test) run again, with the tests as they are now.
+"""`python -m tests.mutation.run JOBS SAMPLE SEED [again] [constants]` (`make mutation`): the module-level
+constants of the rules, then mutmut over the rules and the handlers. With `again` (`make mutation
+MUTATION_AGAIN=1`), only the mutants the last run left (survived, or reached by no test) run again, with the
+tests as they are now. With `constants` (`make mutation MUTATION_ONLY=constants`), only step 1 and its report.
 
-1. One API server for the whole run (`tests.mutation.cluster`), which every mutant's test session attaches
-   to (`CREFN_TEST_CLUSTER`), with the functions served in the test process (`CREFN_TEST_IN_PROCESS`).
-2. Every mutant of `functions/rules/`, against the unit tests that reach it (the rules are pure; their
+1. Every mutant of the module-level constants of `functions/rules/` (`tests.mutation.constants`: mutmut
+   mutates function bodies only), against the unit tests; no API server.
+2. One API server for the rest of the run (`tests.mutation.cluster`), which every mutant's test session
+   attaches to (`CREFN_TEST_CLUSTER`), with the functions served in the test process (`CREFN_TEST_IN_PROCESS`).
+3. Every mutant of `functions/rules/`, against the unit tests that reach it (the rules are pure; their
    real-API tests are left out of a rule mutant's session, see tests/conftest.py).
-3. A sample of SAMPLE mutants of `functions/handlers/`, drawn with SEED (`tests.mutation.sample`), each
+4. A sample of SAMPLE mutants of `functions/handlers/`, drawn with SEED (`tests.mutation.sample`), each
    against every test that reaches it, real-API ones included: those take seconds each, so all of the
    handlers' mutants would take hours; the sample's score estimates theirs.
-4. The report (`tests.mutation.report`); its exit status is the run's.
+5. The report (`tests.mutation.report`); its exit status is the run's.
 
-mutmut's own output goes to mutants/rules.log and mutants/handlers.log; a progress line is printed every
-30 s."""
+mutmut's own output goes to mutants/rules.log and mutants/handlers.log, the constants' to mutants/constants/;
+a progress line is printed every 30 s."""
 
 from __future__ import annotations
 
@@ -92,8 +95,13 @@ def shared_cluster() -> Iterator[dict[str, str]]:
 
 def main() -> int:
     jobs, sample, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    again = sys.argv[4:] == ["again"]
+    again, only_constants = "again" in sys.argv[4:], "constants" in sys.argv[4:]
     Path("mutants").mkdir(exist_ok=True)
+    if subprocess.run([sys.executable, "-m", "tests.mutation.constants", str(jobs), *(["again"] if again else [])]
+                      ).returncode:
+        sys.exit("[mutation] constants: the run failed")
+    if only_constants:
+        return subprocess.run([sys.executable, "-m", "tests.mutation.report", "constants"]).returncode
     with shared_cluster() as env:
         if again:
             mutmut(left(), Path("mutants/again.log"), jobs, env, "the mutants left")

@@ -13,7 +13,7 @@ import pytest
 from functions.gateway import Gateway
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.kubeevents import NOTE_LIMIT, action_event, cap_note, transition_event
+from functions.rules.kubeevents import action_event, cap_note, transition_event
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import kubectl
 from tests.support.helpers import annotate_nodes, job_events
@@ -33,13 +33,13 @@ def job(true_type: str | None = None, restart_count: int = 0) -> JobState:
 
 @pytest.mark.parametrize(("message", "expected"), [
     ("short", "short"),
-    ("a" * NOTE_LIMIT, "a" * NOTE_LIMIT),
-    ("a" * (NOTE_LIMIT + 1), "a" * (NOTE_LIMIT - 15) + "... [truncated]"),
-    ("é" * 600, "é" * ((NOTE_LIMIT - 15) // 2) + "... [truncated]"),
+    ("a" * 1024, "a" * 1024),
+    ("a" * 1025, "a" * 1009 + "... [truncated]"),  # CRE's event_note.go: 1024 bytes with the 15-byte suffix
+    ("é" * 600, "é" * 504 + "... [truncated]"),  # 1009 bytes would cut an "é" in two: 1008 + 15
 ], ids=["short", "exactly-1024-bytes", "one-byte-over", "two-byte-characters-cut-on-a-boundary"])
 def test_note_is_capped_at_1024_bytes_utf8_safe(message: str, expected: str) -> None:
     note = cap_note(message)
-    assert note == expected and len(note.encode()) <= NOTE_LIMIT
+    assert note == expected and len(note.encode()) <= 1024
 
 
 @pytest.mark.parametrize(("before", "new_type", "recorded", "warning"), [

@@ -17,8 +17,10 @@ from functions.rules.jobs import JobState
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.launch import (
     LaunchObserved,
+    Observed,
     can_only_fail,
     creates,
+    decide,
     decide_launch,
     refused_label,
     why_not_launch,
@@ -124,8 +126,8 @@ def test_launch_effects(state: JobState, existing: dict[str, Any] | None, effect
     """What each launch applies, in order: the status write records `workloadRef` with
     `InProgress`/`WorkloadCreated` or `WorkloadAdopted`, or fails the Job with its failure log; the
     Event of the flip comes from `crefn-launch`; a wait says what it waits for (the 503's reason)."""
-    observed = LaunchObserved(state, existing, capture=Capture((), None))
-    assert effects_of(decide_launch(observed, Settings(), NOW, "launch", None)) == effects
+    observed = Observed(CAUSE, state.where, LaunchObserved(state, existing, capture=Capture((), None)))
+    assert effects_of(decide(observed, Settings(), NOW)) == effects
 
 
 @pytest.mark.parametrize(("state", "existing", "seconds"), [

@@ -19,7 +19,7 @@ from functions.codec import to_envelope
 from functions.resources import TRAINJOBS, cre_goodput
 from functions.rules.measurements import GoodputMeasurement
 from functions.rules.running import decide_running
-from functions.rules.stall import STARTUP_MESSAGE, TRAINING_MESSAGE, Stall, decide_stall
+from functions.rules.stall import Stall, decide_stall
 from functions.rules.status import decide_status
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
@@ -30,6 +30,9 @@ GOODPUT = cre_goodput(GROUP)
 RUNNING = [cond("InProgress", "True", "WorkloadRunning", "Workload TrainJob/llm-workload is running")]
 UNSCHEDULABLE = ("False", "Unschedulable", "0/3 nodes are available: 1 Insufficient nvidia.com/gpu.")
 S = timedelta(seconds=1)
+# CRE's job_controller.go `checkStallTimeout`, verbatim
+STARTUP_MESSAGE = "Workload stalled: no training step observed within startup timeout"
+TRAINING_MESSAGE = "Workload stalled: no training step within the configured threshold"
 
 
 def at(delta: timedelta, now: datetime = NOW) -> str:
