@@ -272,7 +272,8 @@ def fail(state: JobState, message: str, now: datetime, group: str, function: str
     if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return nothing(f"{state.where}: {message} (already recorded)")
     write = condition_write(state, new, now, group, function,
-                            {**failed_nodes(state, group, message), **failure_log_field(state, capture)})
+                            {**failed_nodes(state, group, message, capture.pods if capture else ()),
+                             **failure_log_field(state, capture)})
     assert write is not None
     if not changes_condition(state.true_condition, new):
         return Plan(write.effects, reason=f"{state.where}: {message} (already recorded)")

@@ -126,7 +126,8 @@ def verdict_write(state: JobState, reason: str, message: str, now: datetime, gro
     if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return None
     write = condition_write(state, new, now, group, function,
-                            {**failed_nodes(state, group, message), **failure_log_field(state, capture)})
+                            {**failed_nodes(state, group, message, capture.pods if capture else ()),
+                             **failure_log_field(state, capture)})
     return None if write is None else (write, new)
 
 

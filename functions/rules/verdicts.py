@@ -4,19 +4,21 @@
 the conditions CRE's rules give (`functions.rules.conditions`), the other status fields the
 decision adds, and the Kubernetes Event of a type flip (`functions.rules.kubeevents`), placed after
 the write. A Failed verdict attributes the Job's nodes (`failed_nodes`): the nodes CRE's Workflow
-lists in the Job's annotation `<cre group>/group-nodes` (trimmed, de-duplicated, sorted), written
-only while `failedNodes` is empty — the first attribution wins, so an earlier
-`HardwareFailureDetected` or `ThresholdViolation` list is kept as it is, as CRE does.
+lists in the Job's annotation `<cre group>/group-nodes` (trimmed, de-duplicated, sorted), else every
+node the attempt's pods were bound to (CRE's `DiscoverPlacedNodesForJob`), written only while
+`failedNodes` is empty — the first attribution wins, so an earlier `HardwareFailureDetected` or
+`ThresholdViolation` list is kept as it is, as CRE does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from events.emitted import ConditionSummary
+from events.objects import Pod
 from events.types import Reason, group_nodes_annotation
 from functions.plan import Effect
 from functions.rules.conditions import decide_conditions, decide_independent
@@ -78,11 +80,18 @@ def group_nodes(state: JobState, group: str) -> tuple[str, ...]:
     return tuple(sorted({n.strip() for n in value.split(",") if n.strip()}))
 
 
-def failed_nodes(state: JobState, group: str, message: str) -> dict[str, Any]:
+def placed_nodes(pods: Sequence[Pod]) -> tuple[str, ...]:
+    """The nodes the pods were bound to (`spec.nodeName`), any phase, de-duplicated and sorted (CRE's
+    `nodemonitor.DiscoverPlacedNodesForJob`)."""
+    return tuple(sorted({p.spec.node_name for p in pods if p.spec.node_name}))
+
+
+def failed_nodes(state: JobState, group: str, message: str, pods: Sequence[Pod] = ()) -> dict[str, Any]:
     """`failedNodes` for a Failed verdict of the Job tier, or nothing: only while the Job has none (first
-    attribution wins). The entries' reason is `WorkloadFailed` whatever the verdict's (the CRD's enum:
+    attribution wins). The nodes: the group-nodes annotation's, else where `pods` were placed (CRE's
+    `groupNodeNames`). The entries' reason is `WorkloadFailed` whatever the verdict's (the CRD's enum:
     "the workload exited non-zero, stalled, or otherwise failed"), the message the verdict's."""
-    nodes = group_nodes(state, group)
+    nodes = group_nodes(state, group) or placed_nodes(pods)
     if state.job.status.failed_nodes or not nodes:
         return {}
     return {"failedNodes": [{"name": n, "reason": Reason.WORKLOAD_FAILED.value, "message": message} for n in nodes]}

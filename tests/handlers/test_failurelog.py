@@ -115,3 +115,34 @@ def test_a_creation_error_records_pod_not_found(world: Callable[..., World]) -> 
     status = w.job()["status"]
     assert next(c for c in status["conditions"] if c["status"] == "True")["reason"] == "WorkloadCreationError"
     assert status["failureLog"]["reason"] == "PodNotFound"
+
+
+def test_a_job_without_group_nodes_attributes_the_nodes_its_pods_were_placed_on(world: Callable[..., World]) -> None:
+    """CRE (ADR-089, `job_controller.go:groupNodeNames` → `nodemonitor.DiscoverPlacedNodesForJob`,
+    `backfill_group_nodes_test.go`): with no group-nodes annotation, every node the Job's pods were bound
+    to, any phase, de-duplicated and sorted; a pod never placed names none. The first attribution wins."""
+    w = failed_world(world)
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", LABELS, node="gpu-node-9")
+    terminate(w.gw, w.ns, "llm-workload-node-0-0", {"node": (1, "Error")})
+    create_pod(w.gw, w.ns, "llm-workload-node-1-0", LABELS, node="gpu-node-3")
+    set_running(w.gw, w.ns, "llm-workload-node-1-0")
+    create_pod(w.gw, w.ns, "llm-workload-node-2-0", LABELS, node="gpu-node-9")
+    create_pod(w.gw, w.ns, "llm-workload-node-3-0", LABELS)
+    fail_trainjob(w)
+    message = "Workload TrainJob/llm-workload failed: jobset failed"
+    assert w.job()["status"]["failedNodes"] == [{"name": n, "reason": "WorkloadFailed", "message": message}
+                                                for n in ("gpu-node-3", "gpu-node-9")]
+
+
+def test_a_creation_error_attributes_the_placed_nodes_too(world: Callable[..., World]) -> None:
+    """`WorkloadCreationError` is one of the verdicts CRE attributes nodes for (`setJobFailed`)."""
+    w = world()
+    w.gw.create(TRAINJOBS, w.ns, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                  "metadata": {"name": "llm-workload"}, "spec": {"runtimeRef": {"name": "t"}}})
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", LABELS, node="gpu-node-4")
+    w.create_job(max_restarts=0)
+    w.settle()
+    status = w.job()["status"]
+    failed = next(c for c in status["conditions"] if c["status"] == "True")
+    assert failed["reason"] == "WorkloadCreationError"
+    assert status["failedNodes"] == [{"name": "gpu-node-4", "reason": "WorkloadFailed", "message": failed["message"]}]
