@@ -49,7 +49,7 @@ def test_every_mutant_is_valid_python_and_changes_the_module() -> None:
 
 
 def test_a_test_module_that_imports_a_rules_module_is_found() -> None:
-    assert "tests/test_kubeevents.py" in importers("functions.rules.kubeevents")
+    assert "tests/rules/test_kubeevents.py" in importers("functions.rules.kubeevents")
     assert "tests/test_adapter.py" not in importers("functions.rules.kubeevents")
 
 

@@ -194,7 +194,7 @@ def unit_tests() -> list[str]:
 def test_imports() -> dict[str, frozenset[str]]:
     """Test module → the modules it imports (`from a.b import c` counts as importing `a.b` and `a.b.c`)."""
     imports = {}
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_bytes())):
             if isinstance(node, ast.Import):
