@@ -50,7 +50,7 @@ def test_every_mutant_is_valid_python_and_changes_the_module() -> None:
 
 def test_a_test_module_that_imports_a_rules_module_is_found() -> None:
     assert "tests/rules/test_kubeevents.py" in importers("functions.rules.kubeevents")
-    assert "tests/test_adapter.py" not in importers("functions.rules.kubeevents")
+    assert "tests/rules/test_adapter.py" not in importers("functions.rules.kubeevents")
 
 
 def test_importers_see_the_mutated_value() -> None:

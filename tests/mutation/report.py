@@ -57,7 +57,7 @@ def main() -> int:
                 left.append((name, status))
     constants, changes = constant_counts(root, left)
     parts = {part: Counter[str]() for part in ("rules", "handlers")}
-    print(f"{'module':<44} {'killed':>7} {'mypy':>6} {'checked':>7} {'score':>7}  other")
+    print(f"{'module':<48} {'killed':>7} {'mypy':>6} {'checked':>7} {'score':>7}  other")
     for module, tally in counts.items():
         parts[module.split(".")[1]].update(tally)
         if tally["total"]:
@@ -119,7 +119,7 @@ def interval(tally: Counter[str]) -> str:
 
 def row(module: str, tally: Counter[str]) -> str:
     other = ", ".join(f"{n} {k}" for k, n in sorted(tally.items()) if k not in ("killed", "typed", "total"))
-    return f"{module:<44} {tally['killed']:>7} {tally['typed']:>6} {tally['total']:>7} {score(tally):>7.1%}  {other}"
+    return f"{module:<48} {tally['killed']:>7} {tally['typed']:>6} {tally['total']:>7} {score(tally):>7.1%}  {other}"
 
 
 if __name__ == "__main__":

@@ -202,3 +202,4 @@ def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:
     shown = repr(first)
     assert "'crefn.dev/restart-not-before': '2026-11-30T12:00:30Z'" in shown and "'restartCount': 1" in shown
     assert "'dev.crefn.job.restarted'" in shown and "<function" not in shown and "partial" not in shown
+    assert first.reply is not None and first.reply.source == "/crefn/restart"  # sent by the restart function
