@@ -1,5 +1,6 @@
-"""Fresh reads the handlers share: a CRE Job as a `JobState`, a TrainJob as raw JSON, the Job's
-GoodputMeasurements, the pods of a Job's attempt, and the end of a failed container's log.
+"""Every read the handlers make (they never call the gateway themselves): a CRE Job as a `JobState`, a
+TrainJob, WorkloadRun or Node as raw JSON, the Job's measurements, the pods of a Job's attempt or on a
+Node, and the end of a failed container's log.
 
 Decisions about writes and deletes use what these return, never an event's payload alone: events
 can be stale, duplicated or forged (SPEC §6.4).
@@ -13,12 +14,28 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.objects import CreJob, Pod
-from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TRAINJOB_KIND
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, TRAINJOB_KIND
 from functions.context import Context
 from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
-from functions.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINING_RUNTIMES, TRAINJOBS, cre_goodput, cre_jobs
+from functions.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    NODES,
+    PODS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    Resource,
+    cre_goodput,
+    cre_jobs,
+    cre_workloadruns,
+)
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.measurements import goodput_name, has_checkpoint, measures
+from functions.rules.measurements import (
+    bandwidth_measurements,
+    bandwidth_name,
+    goodput_name,
+    has_checkpoint,
+    measures,
+)
 from functions.rules.pods import (
     TAIL_BYTES,
     TAIL_LINES,
@@ -80,6 +97,43 @@ def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tupl
     if named is not None and measures(named, job) and (not evidence or has_checkpoint((named,), job)):
         return (named,)
     return tuple(gm for gm in ctx.gateway.list_all(res, state.ref.namespace) if measures(gm, job))
+
+
+def measurement_exists(ctx: Context, state: JobState, bandwidth: bool) -> bool:
+    """Whether the Job's `<job>-goodput` (or `<job>-bandwidth`) measurement exists: one GET."""
+    group, job = ctx.settings.cre_group, state.ref.name
+    res, name = ((bandwidth_measurements(group), bandwidth_name(job)) if bandwidth
+                 else (cre_goodput(group), goodput_name(job)))
+    return ctx.gateway.get(res, state.ref.namespace, name) is not None
+
+
+def read_measurements(ctx: Context, namespace: str, goodput: bool, bandwidth: bool) -> tuple[
+        list[dict[str, Any]], list[dict[str, Any]]]:
+    """The namespace's GoodputMeasurements and BandwidthMeasurements (each listed only when asked for)."""
+    group = ctx.settings.cre_group
+    return (ctx.gateway.list_all(cre_goodput(group), namespace) if goodput else [],
+            ctx.gateway.list_all(bandwidth_measurements(group), namespace) if bandwidth else [])
+
+
+PAGE_SIZE = 500
+
+
+def read_node(ctx: Context, name: str) -> dict[str, Any] | None:
+    return ctx.gateway.get(NODES, None, name)
+
+
+def read_managed_pods_on_node(ctx: Context, node: str) -> list[dict[str, Any]]:
+    """The managed pods on a Node, in every namespace (paged)."""
+    return ctx.gateway.list_all(PODS, None, label_selector=f"{MANAGED_LABEL}=true", page_size=PAGE_SIZE,
+                                field_selector=f"spec.nodeName={node}")
+
+
+def read_workloadrun(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    return ctx.gateway.get(cre_workloadruns(ctx.settings.cre_group), namespace, name)
+
+
+def read_object(ctx: Context, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+    return ctx.gateway.get(resource, namespace, name)
 
 
 def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:

@@ -17,12 +17,10 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_job
-from functions.resources import cre_goodput
+from functions.reads import measurement_exists, read_job
 from functions.rules import ensure_measurements as rules
 from functions.rules.ensure_measurements import Found, Observed, decide
 from functions.rules.jobs import Gone, is_managed
-from functions.rules.measurements import bandwidth_measurements, bandwidth_name, goodput_name
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({EventType.WORKLOAD_CREATED.value})
@@ -38,11 +36,9 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if state.terminal or state.job.status.workload_ref is None or not is_managed(state.job.metadata.labels,
                                                                                   ctx.settings):
         return Found(env, data, state)  # nothing more to read: decide says why
-    group, spec, ns = ctx.settings.cre_group, state.job.spec, state.ref.namespace
-    goodput = spec.goodput_measurement is not None and \
-        ctx.gateway.get(cre_goodput(group), ns, goodput_name(state.ref.name)) is not None
-    bandwidth = spec.bandwidth_measurement is not None and \
-        ctx.gateway.get(bandwidth_measurements(group), ns, bandwidth_name(state.ref.name)) is not None
+    spec = state.job.spec
+    goodput = spec.goodput_measurement is not None and measurement_exists(ctx, state, bandwidth=False)
+    bandwidth = spec.bandwidth_measurement is not None and measurement_exists(ctx, state, bandwidth=True)
     return Found(env, data, state, goodput, bandwidth)
 
 

@@ -21,17 +21,16 @@ from typing import Any
 
 from events.emitted import JobCheckData, JobRef
 from events.envelope import Envelope, InvalidEvent, parse_apiserver_event, parse_data
-from events.types import MANAGED_LABEL, ApiServerType, EventType
+from events.types import ApiServerType, EventType
 from functions import tracing
 from functions.apply import run, run_each
 from functions.context import Context
 from functions.errors import CrefnError, Unavailable
 from functions.plan import Outcome
-from functions.reads import read_job, read_pods, read_trainjob
-from functions.resources import NODES, PODS
+from functions.reads import read_job, read_managed_pods_on_node, read_node, read_pods, read_trainjob
 from functions.rules import nodehealth as rules
 from functions.rules.attempts import of_attempt
-from functions.rules.checks import monitors_nodes
+from functions.rules.due import monitors_nodes
 from functions.rules.jobs import Gone, is_managed
 from functions.rules.nodehealth import (
     Evaluated,
@@ -48,7 +47,6 @@ from functions.rules.nodehealth import (
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({EventType.JOB_CHECK.value, ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value})
-PAGE_SIZE = 500
 log = logging.getLogger("crefn")
 
 
@@ -66,7 +64,7 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
     unread: list[tuple[str, str]] = []
     for name in pod_nodes(read_pods(ctx, state)):
         try:
-            node = ctx.gateway.get(NODES, None, name)
+            node = read_node(ctx, name)
         except CrefnError as e:
             node, why = None, str(e)
         else:
@@ -95,17 +93,11 @@ def log_rejected(uid: str, expression: str, where: str, error: str) -> None:
                                   "error": f"node health expression rejected: {error}"}))
 
 
-def read_pods_on_node(ctx: Context, node: str) -> list[dict[str, Any]]:
-    """The managed pods on a Node, in every namespace (paged)."""
-    return ctx.gateway.list_all(PODS, None, label_selector=f"{MANAGED_LABEL}=true", page_size=PAGE_SIZE,
-                                field_selector=f"spec.nodeName={node}")
-
-
 def on_node(env: Envelope, ctx: Context) -> Outcome:
     ref = parse_apiserver_event(env).ref
     if (ref.apiVersion, ref.kind) != ("v1", "Node"):
         raise InvalidEvent(f"expected v1/Node, got {ref.apiVersion}/{ref.kind}")
-    jobs = jobs_on_node(read_pods_on_node(ctx, ref.name), ref.name, ctx.settings.cre_group)
+    jobs = jobs_on_node(read_managed_pods_on_node(ctx, ref.name), ref.name, ctx.settings.cre_group)
     each = run_each(ctx, jobs, functools.partial(reads_of, env, ctx=ctx), decide, then=deferring)
     reply = next((e.outcome.reply for e in each if e.outcome and e.outcome.reply), None)
     reasons = [e.outcome.reason for e in each if e.outcome and e.outcome.reason]

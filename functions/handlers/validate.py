@@ -20,12 +20,10 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_job
-from functions.resources import cre_goodput
+from functions.reads import read_job, read_measurements
 from functions.rules import validate as rules
-from functions.rules.checks import awaiting_validation
+from functions.rules.due import awaiting_validation
 from functions.rules.jobs import Gone
-from functions.rules.measurements import bandwidth_measurements
 from functions.rules.thresholds import BANDWIDTH_KEYS, GOODPUT_KEYS, measured_values, to_evaluate, unknown_keys
 from functions.rules.validate import Found, Observed, Skipped, decide
 
@@ -53,10 +51,9 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return Gone(ref)
     if not awaiting_validation(state) or unknown_keys(state.job.spec.thresholds):
         return Found(env, ref, state)
-    keys, group = set(state.job.spec.thresholds), ctx.settings.cre_group
-    goodput = ctx.gateway.list_all(cre_goodput(group), ref.namespace) if keys & set(GOODPUT_KEYS) else []
-    bandwidth = (ctx.gateway.list_all(bandwidth_measurements(group), ref.namespace) if keys & set(BANDWIDTH_KEYS)
-                 else [])
+    keys = set(state.job.spec.thresholds)
+    goodput, bandwidth = read_measurements(ctx, ref.namespace, bool(keys & set(GOODPUT_KEYS)),
+                                           bool(keys & set(BANDWIDTH_KEYS)))
     measured = measured_values(ref.name, goodput, bandwidth)
     outcomes = {key: ctx.cel.outcomes("value", expression, (value,))[0]
                 for key, expression, value in to_evaluate(state.job.spec.thresholds, measured)}

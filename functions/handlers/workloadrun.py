@@ -25,10 +25,9 @@ from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome
-from functions.reads import read_job
-from functions.resources import cre_workloadruns
+from functions.reads import read_job, read_object, read_workloadrun
 from functions.rules import workloadrun as rules
-from functions.rules.checks import awaiting_validation
+from functions.rules.due import awaiting_validation
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.runspec import InvalidSpec
 from functions.rules.runstatus import deleted, mirrored
@@ -63,7 +62,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     where = f"WorkloadRun {ref.namespace}/{ref.name}"
     if change.verb == "delete":
         return Skipped(where, f"{where} was deleted")
-    raw = ctx.gateway.get(cre_workloadruns(group), ref.namespace, ref.name)
+    raw = read_workloadrun(ctx, ref.namespace, ref.name)
     if raw is None:
         return Skipped(where, f"{where} is gone")
     raw.setdefault("apiVersion", ref.apiVersion)
@@ -73,8 +72,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
         objects = tuple(translate(raw, group).objects)
     except InvalidSpec as e:
         return Invalid(where, raw, str(e))
-    existing = tuple(ctx.gateway.get(resource_for(o["kind"], group), o["metadata"]["namespace"],
-                                     o["metadata"]["name"]) for o in objects)
+    existing = tuple(read_object(ctx, resource_for(o["kind"], group), o["metadata"]["namespace"],
+                                 o["metadata"]["name"]) for o in objects)
     return Translated(where, raw, objects, existing)
 
 
@@ -119,7 +118,7 @@ def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observ
     if owner is None or owner.kind != WORKLOADRUN_KIND or owner.api_version.split("/")[0] != group:
         return Skipped(seen.where, f"{seen.where} is not owned by a WorkloadRun")
     where = f"WorkloadRun {ns}/{owner.name}"
-    raw = ctx.gateway.get(cre_workloadruns(group), ns, owner.name)
+    raw = read_workloadrun(ctx, ns, owner.name)
     if raw is None or raw["metadata"].get("uid") != owner.uid:
         return Skipped(where, f"{where} is gone")
     cond = deleted() if current is None else mirrored(owner.name, seen.job.metadata.name, current.conditions,

@@ -196,7 +196,7 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
         return fail(state, foreign_holder(name), now, group, function, cause, capture)
     assert of_attempt(existing, job.status.restart_count), "an earlier attempt's TrainJob is replaced"
     message = adopted(name)
-    return Plan(record(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
+    return Plan(workload_ref_write(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
                 reply=workload_created(state, True, function, cause, existing))
 
 
@@ -218,7 +218,7 @@ def create(observed: LaunchObserved, name: str, now: datetime, group: str, funct
     message = f"Workload TrainJob/{name} created and is starting"
     body = build_trainjob(state, name, group, observed.runtime_jobs)
     new = Create(TRAINJOBS, state.job.metadata.namespace, body, refused=create_refused(state, name, now, function))
-    return Plan((new, *record(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
+    return Plan((new, *workload_ref_write(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
                 reason=message, reply=workload_created(state, False, function, cause, body), created_ref="workload")
 
 
@@ -239,8 +239,8 @@ def replaces(observed: LaunchObserved) -> bool:
     return owned_by(existing, observed.state) and not of_attempt(existing, observed.state.job.status.restart_count)
 
 
-def record(state: JobState, name: str, reason: str, message: str, now: datetime, group: str,
-           function: str) -> tuple[Effect, ...]:
+def workload_ref_write(state: JobState, name: str, reason: str, message: str, now: datetime, group: str,
+                       function: str) -> tuple[Effect, ...]:
     """The status write that records the workload: `workloadRef` and `InProgress`/`reason`."""
     ref = {"apiVersion": TRAINJOB_API_VERSION, "kind": TRAINJOB_KIND, "name": name,
            "namespace": state.job.metadata.namespace}

@@ -25,7 +25,7 @@ from events.types import EventType, Reason, job_label
 from functions.plan import Delete, Effect, Plan, nothing
 from functions.resources import TRAINJOBS
 from functions.rules.cel import CelOutcome
-from functions.rules.checks import monitors_nodes
+from functions.rules.due import monitors_nodes
 from functions.rules.jobs import Gone, JobState, why_not_active
 from functions.rules.kubeevents import action_event
 from functions.rules.verdicts import independent_write

@@ -7,7 +7,7 @@ and the Job's status disagree (drift) or time has run out — a Job past its wal
 (`functions.rules.launch`, its `workload.created`), one whose TrainJob is gone gets
 `Failed`/`WorkloadDeleted`, one whose TrainJob's phase its conditions do not show yet
 (`functions.rules.status.in_step`) the `workload.phase` event. Before them, a managed Job due for a
-clock-driven check (`functions.rules.checks`, decided on the Job as listed) gets `dev.crefn.job.check`.
+clock-driven check (`functions.rules.due`, decided on the Job as listed) gets `dev.crefn.job.check`.
 Every event is a `Send` to `K_SINK` (the tick answers none); a Job in step sends nothing.
 """
 
@@ -23,8 +23,8 @@ from events.types import EventType
 from functions.plan import Effect, Plan, Send, nothing
 from functions.rules.adapter import decide_phase, deleted_phase
 from functions.rules.attempts import current_workload_ref, workload_ref_of
-from functions.rules.checks import checks_due
 from functions.rules.deadline import deadline
+from functions.rules.due import due_on_tick
 from functions.rules.jobs import JobState, is_managed
 from functions.rules.launch import LaunchObserved, decide_launch
 from functions.rules.phase import parse_trainjob, phase_event
@@ -55,7 +55,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
 
 
 def check_sends(state: JobState, settings: Settings) -> tuple[Send, ...]:
-    if not is_managed(state.job.metadata.labels, settings) or not (due := checks_due(state)):
+    if not is_managed(state.job.metadata.labels, settings) or not (due := due_on_tick(state)):
         return ()
     data = JobCheckData(job=state.ref, attempt=state.job.status.restart_count, checks=due)
     return (Send(to_outbound(EventType.JOB_CHECK, FUNCTION, state.ref.namespace, state.ref.name, data, None)),)

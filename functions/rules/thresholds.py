@@ -3,7 +3,7 @@ decides them (`checkPerformanceThresholds`). Pure: `validate` reads the Job and 
 passes `now`.
 
 Only a Job with `spec.thresholds` is validated, once it is Succeeded and while it has no
-`ValidationFailed` condition (`functions.rules.checks.awaiting_validation`). In this order: an unknown
+`ValidationFailed` condition (`functions.rules.due.awaiting_validation`). In this order: an unknown
 key ⇒ `UnknownThresholdKey`; the measured values (CRE's `collectJobMeasuredValues`); a key without a
 value waits until `spec.measurementTimeout` (default 5m) after the success ⇒ `MeasurementTimeout`;
 each threshold by key, a CEL expression on `value` evaluated by the handler (`functions.celbudget`),
@@ -23,6 +23,7 @@ from typing import Any
 from events.types import Reason
 from functions.durations import positive_duration
 from functions.rules.cel import CelOutcome
+from functions.rules.measurements import measures
 
 BANDWIDTH_KEYS = ("busBandwidthGBps", "algBandwidthGBps")
 GOODPUT_KEYS = ("goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
@@ -135,10 +136,6 @@ def measured_values(job: str, goodput: Sequence[Mapping[str, Any]],
             if (value := go_float(_status(gm).get(field))) > 0:
                 values[key] = value
     return values
-
-
-def measures(measurement: Mapping[str, Any], job: str) -> bool:
-    return bool(((measurement.get("spec") or {}).get("jobRef") or {}).get("name") == job)
 
 
 def complete(measurement: Mapping[str, Any], reason: str = "") -> bool:

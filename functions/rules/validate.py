@@ -22,7 +22,7 @@ from events.envelope import Envelope, to_outbound
 from events.types import EventType, Reason
 from functions.plan import Plan, nothing
 from functions.rules.cel import CelOutcome
-from functions.rules.checks import awaiting_validation
+from functions.rules.due import awaiting_validation
 from functions.rules.jobs import Gone, JobState, why_not_ours
 from functions.rules.thresholds import Waiting, decide_validation, measured_values, measurement_timeout, succeeded_at
 from functions.rules.verdicts import group_nodes, independent_write

@@ -26,7 +26,7 @@ def awaiting_validation(state: JobState) -> bool:
             and not any(c.get("type") == "ValidationFailed" for c in state.conditions))
 
 
-def checks_due(state: JobState) -> list[Check]:
+def due_on_tick(state: JobState) -> list[Check]:
     due: list[Check] = []
     if monitors_nodes(state) and not state.terminal and state.job.status.workload_ref is not None:
         due.append("nodehealth")

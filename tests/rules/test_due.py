@@ -1,4 +1,4 @@
-"""Which clock-driven checks a resync tick asks for (`functions.rules.checks`), as a truth table: node
+"""Which clock-driven checks a resync tick asks for (`functions.rules.due`), as a truth table: node
 health while a non-terminal Job with a CEL check has a workload, validation while a succeeded Job with
 thresholds has no verdict yet."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from functions.rules.checks import checks_due
+from functions.rules.due import due_on_tick
 from tests.support.helpers import cond, job
 
 CEL = {"nodeHealthMonitor": {"cel": {"expression": "node.spec.unschedulable == true"}}}
@@ -35,5 +35,5 @@ VERDICT = [*SUCCEEDED, cond("ValidationFailed", "False", "ThresholdsMet", "All p
     pytest.param({}, SUCCEEDED, True, [], id="validation-no-thresholds"),
     pytest.param({**CEL, **THRESHOLDS}, SUCCEEDED, True, ["validation"], id="succeeded-with-both"),
 ])
-def test_checks_due(spec: dict[str, Any], conditions: list[dict[str, Any]], workload: bool, due: list[str]) -> None:
-    assert checks_due(job(conditions, workload_ref=workload, spec=spec)) == due
+def test_due_on_tick(spec: dict[str, Any], conditions: list[dict[str, Any]], workload: bool, due: list[str]) -> None:
+    assert due_on_tick(job(conditions, workload_ref=workload, spec=spec)) == due
