@@ -30,6 +30,7 @@ from functions.gateway import Gateway
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_goodput, cre_jobs
 from functions.rules.conditions import true_exclusive
+from localstack.observability.dashboard import print_dashboard
 from localstack.observability.prometheus import print_summary as print_prometheus_summary
 from localstack.stack import Stack
 from localstack.timeline import Timeline
@@ -166,6 +167,7 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
                   for a in stack.alertmanager.alerts() if a["labels"].get("namespace") == namespace]
         print(f"   active alerts in Alertmanager: {', '.join(active) or 'none'}", file=timeline.out)
     print_prometheus_summary(stack.prometheus, namespace, timeline.out)
+    print_dashboard(stack.prometheus, timeline.out)
     print(f"   event log: {stack.out_dir / 'events.jsonl'} (replay: cre-fn dev --replay FILE)", file=timeline.out)
     return state
 

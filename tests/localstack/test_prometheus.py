@@ -3,11 +3,13 @@ function, the served `metrics` target (as its ServiceAccount) and the dead-lette
 gauges keep the CRE Job's `namespace` and `job` labels; every rule of the PrometheusRule evaluates; the
 recorder's first dead letter fires CREFnDeadLetters; a copy of CRE's NVCREHardwareFailure with a 1s
 `for` in a test-only group fires while the real one (1m) and NVCREJobStuck (6h) are pending; the demo
-summary's lines show them. A missing prometheus fails these tests."""
+summary's lines show them; the Grafana dashboard's panels have data or say why they can be empty, and a
+misspelt metric fails. A missing prometheus fails these tests."""
 
 from __future__ import annotations
 
 import io
+import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,7 +23,8 @@ from functions.client import send
 from functions.gateway import Gateway
 from functions.resources import cre_jobs
 from localstack.cluster.apiserver import LocalCluster
-from localstack.manifests import NAMESPACE, service_account_user
+from localstack.manifests import NAMESPACE, render, service_account_user
+from localstack.observability.dashboard import check_dashboard, dashboard
 from localstack.observability.prometheus import LocalPrometheus, print_summary, rule_groups
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
@@ -131,3 +134,29 @@ def test_every_rule_evaluates_and_a_short_for_copy_of_cres_alert_fires(prometheu
     assert re.search(r"crefn_events_total: .*phase 200x[1-9]", text)  # the served phase is the session's
     assert f"NVCREHardwareFailure (warning, firing) {namespace}/train" in text
     assert text.count("NVCRE") == 3  # this namespace's three, none of another's
+
+
+def test_the_dashboards_panels_have_data_or_say_why_not_and_a_misspelt_metric_fails(
+        prometheus: LocalPrometheus, namespace: str) -> None:
+    board = dashboard()
+    assert wait_until(lambda: prometheus.query(f'nvcre_job_failed_nodes{{namespace="{namespace}"}}') != [] and
+                      prometheus.query("rate(crefn_events_total[5m])") != [], 20, interval=0.5)
+    checks = {c.title: c for c in check_dashboard(prometheus, board)}
+    assert [(t, c.problem) for t, c in checks.items() if c.problem] == []
+    assert checks["Failed nodes (hardware)"].series == 1 and checks["Dead letters"].series == 1
+    assert checks["Jobs by state"].series >= 1
+    misspelt = {"title": "typo", "description": "Can be empty: never", "targets": [{"expr": "crefn_event_total"}]}
+    silent = {"title": "silent", "description": "", "targets": [{"expr": 'crefn_job_info{reason="NoSuchReason"}'}]}
+    got = check_dashboard(prometheus, {"panels": [misspelt, silent]})
+    assert [(c.title, c.problem) for c in got] == [
+        ("typo", "unknown metric crefn_event_total"),
+        ("silent", "no data, and its description does not say it can be empty")]
+
+
+def test_the_monitoring_overlay_installs_the_dashboard_for_grafanas_sidecar() -> None:
+    [cm] = [d for d in render("overlays/monitoring") if d["kind"] == "ConfigMap" and
+            d["metadata"]["name"] == "crefn-dashboard"]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    board = json.loads(cm["data"]["cre-functions.json"])
+    assert board["uid"] == "cre-functions" and len(board["panels"]) == 12
+    assert all(p["targets"] and p["datasource"]["uid"] == "${datasource}" for p in board["panels"])
