@@ -19,14 +19,6 @@ from localstack.cluster.apiserver import LocalCluster
 from tests.support.world import JOBS, World, make_world, phase_record
 
 
-def trainjob(conditions: list[dict[str, str]] | None = None, uid: str = "tj-uid",
-             created: str = "2026-11-30T11:00:00Z") -> dict[str, Any]:
-    """The attempt's TrainJob as read."""
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": {"name": "llm-workload", "namespace": "ns", "uid": uid, "creationTimestamp": created},
-            "spec": {"runtimeRef": {"name": "t"}}, "status": {"conditions": conditions or []}}
-
-
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:
     answer = send(functions()["restart"], phase_record(namespace, "never-was", "Failed"))
     assert answer.status == 202, answer.text
