@@ -1,7 +1,8 @@
 """The `alert` function with real sinks: a real Prometheus Alertmanager (with a webhook receiver), and
 local HTTP receivers checking the Slack and PagerDuty payloads against their documented shapes. Every
 alert says what the Job stored in the API server says (written by the test, standing for the project's
-functions or CRE), whatever the event says: each event here is about a Job the test stored."""
+functions or CRE), whatever the event says: each event here is about a Job the test stored. Its `read`
+without an API server: an update that says nothing is answered without a GET, other events are refused."""
 
 from __future__ import annotations
 
@@ -15,14 +16,23 @@ from typing import Any
 import pytest
 
 from functions.client import Answer, send
+from functions.codec import to_envelope
+from functions.context import Context
+from functions.errors import PermanentError
 from functions.gateway import Gateway
+from functions.handlers.alert import read
 from functions.resources import cre_jobs
+from functions.rules.alert import Skipped
+from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster, free_port
+from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from localstack.observability.alertmanager import LocalAlertmanager
 from localstack.serving import ServedFunction
 from localstack.trainer import wait_until
-from tests.support.helpers import Receiver, closed_port, unreachable_kubeconfig
+from tests.support import alertjobs
+from tests.support.alerts import NOW
+from tests.support.helpers import Receiver, closed_port, job, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -419,3 +429,22 @@ def test_no_secret_reaches_a_log_line_or_an_answer(serve: Callable[..., ServedFu
     finally:
         refusing.close()
     assert any("403" in a for a in answers) and any("unreachable" in a for a in answers), answers
+
+
+def test_an_update_of_a_job_that_says_nothing_is_answered_without_a_read() -> None:
+    """A running Job's update: nothing to alert on whatever is stored, so no GET (this Context has no API
+    server to reach: a read would raise)."""
+    record = apiserver_record("update", job(alertjobs.RUNNING).raw, cre_jobs("nvcre.nvidia.com"), "https://127.0.0.1")
+    settings = Settings.model_validate({"alertmanager_url": "http://am"})
+    observed = read(to_envelope(record), Context(settings, clock=lambda: NOW))
+    assert observed == Skipped("Job ns/llm: its update says nothing to alert on")
+
+
+def test_an_api_server_event_other_than_update_or_delete_is_refused() -> None:
+    record = apiserver_record("add", {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                      "metadata": {"name": "llm", "namespace": "ml"}},
+                              cre_jobs("nvcre.nvidia.com"), "https://127.0.0.1")
+    envelope = to_envelope(record)
+    with pytest.raises(PermanentError) as refused:
+        read(envelope, Context(Settings()))
+    assert str(refused.value) == f"unknown event type {envelope.type!r} for this function"

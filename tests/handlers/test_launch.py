@@ -1,7 +1,7 @@
 """`launch` over HTTP on the real API server, as its ServiceAccount (SPEC §5): the TrainJob it creates
 (labels, owner, workloadRef), adoption, stale attempts, name collisions, terminating objects, duplicates,
-the API server going away (SPEC §4.3), the legacy CRE group and which Jobs it manages. The decision,
-pure: tests/rules/test_launch.py."""
+the API server going away (SPEC §4.3), the legacy CRE group, which Jobs it manages, and a Job older CRE
+left InProgress and Failed read as Failed. The decision, pure: tests/rules/test_launch.py."""
 
 from __future__ import annotations
 
@@ -433,3 +433,20 @@ def test_the_runtimes_replicated_jobs_win(world: Callable[..., World]) -> None:
     (patch,) = stored["spec"]["runtimePatches"]
     assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
         "launcher", "node"]
+
+
+def test_a_dual_true_job_reads_failed(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                      namespace: str) -> None:
+    """Older CRE wrote InProgress=True and Failed=True on a timeout: the functions read Failed."""
+    urls = functions()
+    world = make_world(gateway, namespace, urls, poll=False)
+    world.create_job()
+    stamp = "2026-11-30T10:00:00Z"
+    gateway.patch(JOBS, namespace, "llm", {"status": {"conditions": [
+        {"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "",
+         "lastTransitionTime": stamp},
+        {"type": "Failed", "status": "True", "reason": "JobTimedOut", "message": "Job exceeded timeoutPerJob",
+         "lastTransitionTime": stamp}]}}, status=True)
+    answer = send(urls["launch"], world.job_record())
+    assert (answer.status, answer.text) == (202, "")  # terminal: Failed wins over InProgress
+    assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None

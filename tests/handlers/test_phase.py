@@ -1,10 +1,9 @@
-"""The `phase` function over real HTTP, served by functions-framework (SPEC §3, §4, §5)."""
+"""The `phase` function over real HTTP, served by functions-framework (SPEC §3, §4, §5); a goodput change
+reaches `status` through it."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,13 +20,24 @@ from functions.gateway import Gateway
 from functions.handlers import phase as phase_handler
 from functions.resources import TRAINJOBS, cre_goodput, cre_jobs
 from functions.settings import Settings
-from localstack.cluster.apiserver import LocalCluster, free_port
+from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample
-from localstack.serving import ServedFunction, wait_for_port
+from localstack.serving import ServedFunction
 from tests.support import paths
 from tests.support.helpers import unreachable_kubeconfig
+from tests.support.stall import (
+    GOODPUT,
+    STARTUP_MESSAGE,
+    S,
+    condition,
+    create_job,
+    hand_made_goodput,
+    measure,
+    now_at,
+)
+from tests.support.world import World
 
 GOLDEN = sorted((paths.GOLDEN / "phase").glob("*.json"))
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -220,20 +230,6 @@ def test_random_bytes_never_crash(phase: ServedFunction, body: bytes, content_ty
     assert answer.status in (200, 202, 400), (answer.status, answer.text)
 
 
-@pytest.mark.process
-def test_cre_fn_serve_phase() -> None:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "serve", "phase", "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_for_port(port)
-        answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-complete"))
-        assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 # -- Reference mode: the function reads the TrainJob from the real API server --------------------------
 
 
@@ -364,3 +360,22 @@ def test_which_job_a_goodput_names(gateway: Gateway, namespace: str, job_ref: di
     seed_job(gateway, namespace)
     expected = (200, "", job) if job else (202, f"GoodputMeasurement {namespace}/gm names no Job", "")
     assert goodput_outcome(gateway, goodput_record(namespace, "", "gm", labels=labels, job_ref=job_ref)) == expected
+
+
+def test_a_goodput_change_reaches_status_through_phase(world: Callable[..., World]) -> None:
+    """Startup mode: the application started, no step for longer than 1200 s + 120 s since the workload
+    started (its back-dated workloadStartTime is later than the measurement's anchors)."""
+    w = world()
+    create_job(w)
+    hand_made_goodput(w)
+    w.settle()
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"workloadStartTime": now_at(-1500 * S)}}, status=True)
+    w.settle()
+    measure(w, startTime=now_at(-7200 * S), applicationStartTime=now_at(-3600 * S))
+    gm = w.gw.get(GOODPUT, w.ns, "llm-goodput")
+    assert gm is not None
+    w.broker.publish(apiserver_record("update", gm, GOODPUT, w.gw.host))  # the crefn-goodput source
+    w.settle()
+    assert ("crefn-phase-goodput", "dev.crefn.workload.phase") in w.replies()
+    assert w.final() == ("Failed", "WorkloadStalled", 0)
+    assert condition(w, "Failed")["message"] == STARTUP_MESSAGE

@@ -1,8 +1,11 @@
 """`restart` over HTTP on the real API server, as its ServiceAccount (SPEC §6.3): forged and stale
-failures, the Job's status when restarts run out, observe mode. The policy, pure: tests/rules/test_restart.py."""
+failures, the Job's status when restarts run out (its Events, its failed nodes: the first attribution wins),
+observe mode; a stall `status` finds restarts the Job from its checkpoint or fails it, a stale stall event
+changes nothing. The policy, pure: tests/rules/test_restart.py."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,17 +17,22 @@ from functions.codec import to_envelope
 from functions.gateway import Gateway
 from functions.plan import WriteStatus
 from functions.resources import TRAINJOBS, cre_goodput
-from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
+from localstack.manifests import kubectl
+from tests.support.helpers import annotate_nodes, job_events
+from tests.support.stall import (
+    GOODPUT,
+    TRAINING_MESSAGE,
+    S,
+    condition,
+    create_job,
+    hand_made_goodput,
+    measure,
+    now_at,
+    stalled_record,
+    stalled_training,
+)
 from tests.support.world import JOBS, World, make_world, phase_record
-
-
-def trainjob(conditions: list[dict[str, str]] | None = None, uid: str = "tj-uid",
-             created: str = "2026-11-30T11:00:00Z") -> dict[str, Any]:
-    """The attempt's TrainJob as read."""
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": {"name": "llm-workload", "namespace": "ns", "uid": uid, "creationTimestamp": created},
-            "spec": {"runtimeRef": {"name": "t"}}, "status": {"conditions": conditions or []}}
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:
@@ -202,43 +210,147 @@ def test_the_reset_is_the_restarts_last_step(cluster: LocalCluster, world: Calla
     assert reset.name == "llm-goodput" and reset.resource_version == ""
 
 
-@pytest.mark.parametrize(("measurements", "evidence", "reads", "found"), [
-    ({"llm-goodput": 5, "other": 0}, True, ["GET"], ["llm-goodput"]),
-    ({"llm-goodput": 0, "a-earlier": 7}, True, ["GET", "GET"], ["a-earlier", "llm-goodput"]),
-    ({"llm-goodput": 0, "a-earlier": 7}, False, ["GET"], ["llm-goodput"]),
-    ({"a-earlier": 7, "b-later": 0}, False, ["GET", "GET"], ["a-earlier", "b-later"]),
-    ({}, True, ["GET", "GET"], []),
-], ids=["named-with-evidence", "named-without-evidence-lists", "named-for-the-stall", "unnamed-lists",
-        "none"])
-def test_the_jobs_goodput_measurement_is_one_get_when_it_has_its_name(
-        cluster: LocalCluster, gateway: Gateway, namespace: str, measurements: dict[str, int], evidence: bool,
-        reads: list[str], found: list[str]) -> None:
-    """`<job>-goodput` is read by name, whatever else the namespace holds; only without it (or, for the
-    evidence, without a checkpoint on it) are the namespace's measurements listed."""
-    from functions.context import Context
-    from functions.reads import read_goodputs, read_job
-    from tests.handlers.test_resync import CountingGateway
+def test_a_stall_restarts_the_job_from_its_checkpoint_and_resets_the_goodput(
+        world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:
+    w = world(functions(CREFN_RESTART_GRACE_SECONDS="30"))  # the grace holds the next attempt back
+    create_job(w, max_restarts=2, goodput_spec=True)
+    w.settle()
+    assert w.gw.get(GOODPUT, w.ns, "llm-goodput") is not None  # created by `measurements`
+    assert w.final() == ("InProgress", "WorkloadRunning", 0)  # no step, no anchor yet: nothing to judge
+    measure(w, **stalled_training(checkpoint_step=1200))
+    w.tick()  # nothing changed but time: the tick re-drives the running Job
+    w.settle()
+    assert ("crefn-restart-stalls", "dev.crefn.job.restarted") in w.replies()
+    assert any(type_ == "dev.crefn.workload.stalled" for _, type_ in w.replies())
+    assert w.final() == ("InProgress", "WorkloadRestarting", 1)
+    assert condition(w, "InProgress")["message"] == "Restarting workload from checkpoint (restart 1/2)"
+    assert w.trainjob() is None  # the stalled attempt was deleted; the next waits for its grace
+    status = (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["status"]
+    assert "lastStepTimestamp" not in status and "applicationStartTime" not in status
+    assert status["avgStepTimeSec"] == "" and status["lastCheckpointStep"] == 1200
+    started = datetime.fromisoformat(status["startTime"].replace("Z", "+00:00"))
+    assert abs(started - datetime.now(UTC)) < timedelta(seconds=60)
+    assert "failureLog" not in w.job()["status"]
 
-    gm = cre_goodput("nvcre.nvidia.com")
-    gateway.create(JOBS, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-                                     "metadata": {"name": "llm"},
-                                     "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
-    gateway.create(gm, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement",
-                                   "metadata": {"name": "unrelated"},
-                                   "spec": {"jobRef": {"name": "another-job", "kind": "Job"}, "logProfileRef": "p"}})
-    for name, step in measurements.items():
-        gateway.create(gm, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement",
-                                       "metadata": {"name": name},
-                                       "spec": {"jobRef": {"name": "llm", "kind": "Job"}, "logProfileRef": "p"}})
-        gateway.patch(gm, namespace, name, {"status": {"lastCheckpointStep": step}}, status=True)
-    counting = CountingGateway(cluster.gateway())
-    ctx = Context(Settings(), gateway=counting)
-    try:
-        state = read_job(ctx, namespace, "llm")
-        assert state is not None
-        counting.calls.clear()
-        got = read_goodputs(ctx, state, evidence)
-        assert [method for method, _ in counting.calls] == reads
-        assert [g["metadata"]["name"] for g in got] == found
-    finally:
-        counting.close()
+
+@pytest.mark.parametrize("average", ["2.5", "2.5s"], ids=["number", "with-unit"])
+def test_a_stall_without_a_checkpoint_fails_the_job(world: Callable[..., World], average: str) -> None:
+    """`2.5s` is read as CRE's `parseStallFloat` reads it (`fmt.Sscanf("%f")`): 2.5, the same stall."""
+    w = world()
+    create_job(w, nodes="gpu-node-02,gpu-node-01")
+    hand_made_goodput(w)
+    w.settle()
+    w.trainer("run")  # the pods run
+    w.settle()
+    assert "workloadStartTime" in w.job()["status"]
+    measure(w, **stalled_training(average=average))
+    w.tick()
+    w.settle()
+    assert w.final() == ("Failed", "WorkloadStalled", 0)
+    assert condition(w, "Failed")["message"] == TRAINING_MESSAGE
+    status = w.job()["status"]
+    assert status["failedNodes"] == [{"name": n, "reason": "WorkloadFailed", "message": TRAINING_MESSAGE}
+                                     for n in ("gpu-node-01", "gpu-node-02")]
+    assert status["failureLog"]["reason"] == "NoTerminatedContainer"  # running pods, none failed
+    events = job_events(w.gw, w.ns)
+    assert [(e["type"], e["reason"]) for e in events] == [("Normal", "WorkloadCreated"), ("Warning", "WorkloadStalled")]
+    assert events[-1]["message"] == TRAINING_MESSAGE
+    assert ("crefn-restart-stalls", "dev.crefn.job.condition.changed") in w.replies()
+    assert w.trainjob() is not None  # as CRE: the Job fails, its TrainJob is kept
+
+
+def test_a_job_stalled_on_its_first_running_sight_never_records_its_start(world: Callable[..., World]) -> None:
+    w = world()
+    hand_made_goodput(w, **stalled_training())  # the measurement of an earlier run, never reset
+    create_job(w)
+    w.settle()
+    status = w.job()["status"]
+    assert w.final() == ("Failed", "WorkloadStalled", 0)
+    assert "workloadStartTime" not in status
+    assert status["failureLog"]["reason"] == "PodNotFound"  # no pod was ever made
+
+
+def restart_decides(cluster: LocalCluster, record: dict[str, Any]) -> str:
+    """What `restart` decides for an event, in process (a 202's reason is logged, not answered)."""
+    from functions.context import Context
+    from functions.handlers import restart
+    from functions.settings import Settings
+
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    plan = restart.decide(restart.read(to_envelope(record), ctx), ctx.settings, ctx.clock())
+    assert not plan.effects and plan.reply is None
+    return plan.reason
+
+
+def test_stale_and_recovered_stall_events_change_nothing(world: Callable[..., World], cluster: LocalCluster,
+                                                         functions: Callable[..., dict[str, str]]) -> None:
+    urls = functions()
+    w = world(urls)
+    create_job(w, max_restarts=2)
+    hand_made_goodput(w, avgStepTimeSec="2.5", lastStepTimestamp=now_at(-10 * S), lastCheckpointStep=100)
+    w.settle()
+    before = w.job()["metadata"]["resourceVersion"]
+    cases = [(stalled_record(w.ns), "is not stalled on a fresh read"),
+             (stalled_record(w.ns, attempt=3), "stale: TrainJob llm-workload attempt 3 is not the current attempt"),
+             (stalled_record(w.ns, uid="not-the-trainjob"), "is not running on a fresh read")]
+    for record, why in cases:
+        assert send(urls["restart"], record).status == 202
+        assert why in restart_decides(cluster, record)
+    assert w.job()["metadata"]["resourceVersion"] == before
+    w.trainer("suspend")
+    w.settle()
+    measure(w, lastStepTimestamp=now_at(-3600 * S))  # stale steps, but the workload is not running
+    assert send(urls["restart"], stalled_record(w.ns)).status == 202
+    assert "is not running on a fresh read" in restart_decides(cluster, stalled_record(w.ns))
+    assert w.final() == ("InProgress", "WorkloadPending", 0)
+    assert (w.gw.get(TRAINJOBS, w.ns, "llm-workload") or {}).get("metadata", {}).get("deletionTimestamp") is None
+
+
+def test_fail_restart_exhausted_events_and_failed_nodes(functions: Callable[..., dict[str, str]], gateway: Gateway,
+                                                        cluster: LocalCluster, namespace: str) -> None:
+    world = make_world(gateway, namespace, functions(), duplicate=True)  # every event twice: still one Event each
+    world.create_job(max_restarts=1)
+    annotate_nodes(gateway, namespace, " gpu-node-11,gpu-node-07, gpu-node-11")
+    world.checkpoint_evidence()
+    world.settle()
+    for step in ("run", "fail", "run", "fail"):
+        world.trainer(step)
+        world.settle()
+    status = world.job()["status"]
+    assert world.final() == ("Failed", "WorkloadFailed", 1)
+    message = "Workload TrainJob/llm-workload failed: jobset node-0 failed: exit code 137 (OOMKilled) on gpu-node-11"
+    assert status["failedNodes"] == [{"name": "gpu-node-07", "reason": "WorkloadFailed", "message": message},
+                                     {"name": "gpu-node-11", "reason": "WorkloadFailed", "message": message}]
+    events = job_events(gateway, namespace)
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [
+        ("Normal", "WorkloadCreated", "Workload TrainJob/llm-workload created and is starting"),
+        ("Warning", "WorkloadFailed", message)]
+    assert {e["reportingComponent"] for e in events} == {"crefn.dev/controller"}
+    described = subprocess.run([kubectl(), "--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "describe",
+                                "jobs.nvcre.nvidia.com", "llm"], capture_output=True, text=True, check=True).stdout
+    section = described.split("Events:", 1)[1]
+    assert "WorkloadCreated" in section and "WorkloadFailed" in section and "Warning" in section
+
+
+def test_first_attribution_wins_and_a_deleted_workload_attributes_nodes(functions: Callable[..., dict[str, str]],
+                                                                       gateway: Gateway, namespace: str) -> None:
+    world = make_world(gateway, namespace, functions())
+    world.create_job(max_restarts=None)
+    annotate_nodes(gateway, namespace, "gpu-node-03")
+    world.settle()
+    world.trainer("delete")
+    world.settle()
+    status = world.job()["status"]
+    assert world.final() == ("Failed", "WorkloadFailed", 0)
+    assert status["failedNodes"] == [{"name": "gpu-node-03", "reason": "WorkloadFailed",
+                                      "message": "Workload TrainJob/llm-workload was deleted"}]
+
+    world.create_job(name="hw", max_restarts=None)
+    annotate_nodes(gateway, namespace, "gpu-node-03,gpu-node-04", job="hw")
+    world.settle()
+    earlier = [{"name": "gpu-node-09", "reason": "HardwareFailureDetected", "message": "xid 79"}]
+    gateway.patch(JOBS, namespace, "hw", {"status": {"failedNodes": earlier}}, status=True)
+    world.trainer("fail", job="hw")
+    world.settle()
+    assert world.final("hw")[:2] == ("Failed", "WorkloadFailed")
+    assert world.job("hw")["status"]["failedNodes"] == earlier

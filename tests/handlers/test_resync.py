@@ -17,6 +17,7 @@ from functions.errors import Unavailable
 from functions.gateway import Gateway
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
+from tests.support.helpers import CountingGateway
 from tests.support.world import JOBS, Relay, World, phase_record, ping
 
 
@@ -74,19 +75,6 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
     record = phase_record(namespace, "llm", "Running")
     answer = send(functions()["resync"], {"attributes": record["attributes"], "data": {}})
     assert answer.status == 400
-
-
-class CountingGateway(Gateway):
-    """The real gateway, counting the requests it makes (method, path)."""
-
-    def __init__(self, inner: Gateway) -> None:
-        super().__init__(inner._api, 10.0)  # the same authenticated client
-        self.calls: list[tuple[str, str]] = []
-
-    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
-                content_type: str = "application/json") -> dict[str, Any]:
-        self.calls.append((method, path))
-        return super().request(method, path, body=body, query=query, content_type=content_type)
 
 
 def in_step_job(gateway: Gateway, namespace: str, name: str) -> None:

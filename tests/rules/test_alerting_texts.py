@@ -17,23 +17,9 @@ from events.emitted import AlertData, FailureInfo
 from functions.rules.alerting import Restated, on_job_deleted, on_job_state
 from functions.rules.claims import Decision, claimed, on_decision
 from functions.rules.jobs import JobState
-from tests.rules.test_alerting import (
-    CHECKPOINT,
-    GRACE_END,
-    NOW,
-    OLD,
-    RESTARTING,
-    RUNNING,
-    WINDOW,
-    ago,
-    changed,
-    exclusive,
-    hardware,
-    restarted,
-    unblocked,
-    validation,
-)
 from tests.support import paths
+from tests.support.alertjobs import CHECKPOINT, GRACE_END, RESTARTING, RUNNING, exclusive
+from tests.support.alerts import NOW, OLD, WINDOW, ago, changed, hardware, restarted, unblocked, validation
 from tests.support.helpers import cond, job
 
 GOLDEN = paths.GOLDEN / "alerts.json"

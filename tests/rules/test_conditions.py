@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from functions.client import send
-from functions.gateway import Gateway
-from functions.resources import TRAINJOBS
 from functions.rules.conditions import condition, decide_conditions, decide_independent, is_terminal, true_exclusive
 from tests.support.helpers import EARLIER, NOW, cond
-from tests.support.world import JOBS, make_world
 
 RUNNING_NOW = condition("InProgress", "WorkloadRunning", "Workload TrainJob/llm-workload is running")
 RUNNING = [cond("InProgress", "True", "WorkloadRunning", "Workload TrainJob/llm-workload is running"),
@@ -70,23 +65,6 @@ def test_terminal_and_true_condition(conditions: list[dict[str, Any]], terminal:
     assert is_terminal(conditions) is terminal
     found = true_exclusive(conditions)
     assert (found.type if found else None) == true_type
-
-
-def test_a_dual_true_job_reads_failed(functions: Callable[..., dict[str, str]], gateway: Gateway,
-                                      namespace: str) -> None:
-    """Older CRE wrote InProgress=True and Failed=True on a timeout: the functions read Failed."""
-    urls = functions()
-    world = make_world(gateway, namespace, urls, poll=False)
-    world.create_job()
-    stamp = "2026-11-30T10:00:00Z"
-    gateway.patch(JOBS, namespace, "llm", {"status": {"conditions": [
-        {"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "",
-         "lastTransitionTime": stamp},
-        {"type": "Failed", "status": "True", "reason": "JobTimedOut", "message": "Job exceeded timeoutPerJob",
-         "lastTransitionTime": stamp}]}}, status=True)
-    answer = send(urls["launch"], world.job_record())
-    assert (answer.status, answer.text) == (202, "")  # terminal: Failed wins over InProgress
-    assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
 
 
 HW = "HardwareFailed"

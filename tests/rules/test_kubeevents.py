@@ -3,21 +3,14 @@ Warning for Failed, names derived from the transition."""
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from functions.gateway import Gateway
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.kubeevents import action_event, cap_note, transition_event
-from localstack.cluster.apiserver import LocalCluster
-from localstack.manifests import kubectl
-from tests.support.helpers import annotate_nodes, job_events
-from tests.support.world import make_world
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -105,29 +98,3 @@ def test_action_events_are_warnings_named_by_their_message() -> None:
                                 "Failed to create TrainJob/x: denied", NOW, "launch")
     assert len({a.body["metadata"]["name"], other_reason.body["metadata"]["name"],
                 next_attempt.body["metadata"]["name"]}) == 3  # one Event per reason, attempt and message
-
-
-def test_fail_restart_exhausted_events_and_failed_nodes(functions: Callable[..., dict[str, str]], gateway: Gateway,
-                                                        cluster: LocalCluster, namespace: str) -> None:
-    world = make_world(gateway, namespace, functions(), duplicate=True)  # every event twice: still one Event each
-    world.create_job(max_restarts=1)
-    annotate_nodes(gateway, namespace, " gpu-node-11,gpu-node-07, gpu-node-11")
-    world.checkpoint_evidence()
-    world.settle()
-    for step in ("run", "fail", "run", "fail"):
-        world.trainer(step)
-        world.settle()
-    status = world.job()["status"]
-    assert world.final() == ("Failed", "WorkloadFailed", 1)
-    message = "Workload TrainJob/llm-workload failed: jobset node-0 failed: exit code 137 (OOMKilled) on gpu-node-11"
-    assert status["failedNodes"] == [{"name": "gpu-node-07", "reason": "WorkloadFailed", "message": message},
-                                     {"name": "gpu-node-11", "reason": "WorkloadFailed", "message": message}]
-    events = job_events(gateway, namespace)
-    assert [(e["type"], e["reason"], e["message"]) for e in events] == [
-        ("Normal", "WorkloadCreated", "Workload TrainJob/llm-workload created and is starting"),
-        ("Warning", "WorkloadFailed", message)]
-    assert {e["reportingComponent"] for e in events} == {"crefn.dev/controller"}
-    described = subprocess.run([kubectl(), "--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "describe",
-                                "jobs.nvcre.nvidia.com", "llm"], capture_output=True, text=True, check=True).stdout
-    section = described.split("Events:", 1)[1]
-    assert "WorkloadCreated" in section and "WorkloadFailed" in section and "Warning" in section

@@ -1,6 +1,6 @@
 """`functions.rules.restart`, pure (SPEC §6.3): the policy (restart or fail, the failure's message and
-nodes), the restart grace, the commit's steps, a plan as plain data, a stall decided only about a running
-TrainJob, and a verdict written once with its Event and failure log."""
+nodes), the commit's steps, a plan as plain data, a stall decided only about a running TrainJob, and a
+verdict written once with its Event and failure log."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from events.envelope import parse_phase_event
 from functions.codec import to_envelope
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import cre_jobs
-from functions.rules import grace
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.pods import Capture
 from functions.rules.restart import (
@@ -29,8 +28,7 @@ from functions.rules.restart import (
     verdict_write,
 )
 from functions.settings import Settings
-from tests.handlers.test_restart import trainjob
-from tests.support.helpers import EARLIER, NOW, cond, job
+from tests.support.helpers import EARLIER, NOW, cond, job, trainjob
 from tests.support.world import phase_record
 
 CKPT = {"pvcName": "p", "maxRestarts": 2}
@@ -116,22 +114,6 @@ def test_a_stall_is_decided_only_about_a_running_trainjob(uid: str, read: dict[s
     assert still_running(uid, read) is running
 
 
-@pytest.mark.parametrize(("annotation", "read", "recorded"), [
-    ("", trainjob(), False),
-    ("2026-11-30T11:00:30Z", trainjob(), True),
-    ("2026-11-30T10:59:30Z", trainjob(), False),
-    ("2026-11-30T11:00:00Z", trainjob(), False),
-    ("2026-11-30T11:00:30Z", None, True),
-    ("2026-11-30T11:00:30Z", {"metadata": {"name": "llm-workload"}}, True),
-    ("soon", trainjob(), False),
-], ids=["none", "this-restarts", "an-earlier-restarts", "same-second", "trainjob-gone", "no-creation-time",
-        "unreadable"])
-def test_the_grace_counts_only_when_it_ends_after_the_failed_attempt_began(
-        annotation: str, read: dict[str, Any] | None, recorded: bool) -> None:
-    state = job(annotations={"crefn.dev/restart-not-before": annotation} if annotation else None)
-    assert grace.recorded(state, read) is recorded
-
-
 @pytest.mark.parametrize(("conditions", "event"), [(RUNNING, False), ([], True)], ids=["running", "no-condition"])
 def test_the_restart_commit(conditions: list[dict[str, Any]], event: bool) -> None:
     """One status write on the read resourceVersion: the next attempt counted, the workload and its
@@ -177,17 +159,6 @@ def test_a_verdict_the_job_carries_already_is_not_written_again() -> None:
     failed = job([cond("InProgress", "False", "NotApplicable"), cond("Succeeded", "False", "NotApplicable"),
                   cond("Failed", "True", "WorkloadFailed", "Workload TrainJob/tj was deleted")])
     assert failed_write(failed, Failure("tj", True, ""), NOW, GROUP, "restart", Capture((), None)) is None
-
-
-@pytest.mark.parametrize(("goodput", "setting", "seconds"), [
-    (None, 30, 30), ({"logProfileRef": "p", "sampleInterval": "45s"}, 30, 90),
-    ({"logProfileRef": "p", "sampleInterval": "1m30s"}, 0, 180), ({"logProfileRef": "p"}, 7, 7),
-    ({"logProfileRef": "p", "sampleInterval": "often"}, 30, 30),
-], ids=["no-goodput", "twice-the-interval", "go-duration", "no-interval", "unreadable-interval"])
-def test_restart_grace(goodput: dict[str, str] | None, setting: int, seconds: int) -> None:
-    raw = job().raw
-    spec = {**raw["spec"], **({"goodputMeasurement": goodput} if goodput else {})}
-    assert grace.length(parse_job({**raw, "spec": spec}, "nvcre.nvidia.com"), setting).total_seconds() == seconds
 
 
 def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:

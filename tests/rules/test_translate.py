@@ -1,11 +1,8 @@
-"""WorkloadRun translation (SPEC §7): golden renders, validation naming the field, `cre-fn render`."""
+"""WorkloadRun translation (SPEC §7): golden renders, validation naming the field. `cre-fn render`:
+tests/test_cli.py."""
 
 from __future__ import annotations
 
-import copy
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +10,9 @@ import yaml
 
 from functions.rules.translate import InvalidSpec, translate
 from tests.support import paths
-from tests.support.render_cases import CASES, run
+from tests.support.render_cases import CASES, with_spec
 
 GOLDEN = paths.GOLDEN / "render"
-SAMPLES = paths.SAMPLES / "workloadruns"
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -92,16 +88,6 @@ def test_the_rules_behind_the_goldens() -> None:
     nic_runtime = next(o for o in nics.objects if o["kind"] == "TrainingRuntime")["spec"]["template"]["spec"]
     nic_pod = nic_runtime["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert nic_pod["initContainers"] == [{"name": "warmup", "image": "busybox", "command": ["true"]}]
-
-
-def with_spec(**changes: Any) -> dict[str, Any]:
-    r = run()
-    for key, value in changes.items():
-        if value is None:
-            r["spec"].pop(key, None)
-        else:
-            r["spec"][key] = copy.deepcopy(value)
-    return r
 
 
 INVALID = [
@@ -181,54 +167,3 @@ def test_invalid_specs_name_the_field(r: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidSpec) as err:
         translate(r)
     assert str(err.value).startswith(message)
-
-
-def cre_fn(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
-                          check=False, timeout=60)
-
-
-@pytest.mark.process
-@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_cre_fn_render_prints_the_objects(sample: Path) -> None:
-    result = cre_fn("render", str(sample))
-    assert result.returncode == 0, result.stderr
-    objs = list(yaml.safe_load_all(result.stdout))
-    assert objs == translate(yaml.safe_load(sample.read_text())).objects
-    assert {o["kind"] for o in objs} >= {"TrainingRuntime", "Job"}
-
-
-@pytest.mark.process
-def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(with_spec(framework={"torch": {"script": "a.py", "module": "a"}})))
-    result = cre_fn("render", str(path))
-    assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.strip() == "cre-fn render: wr: spec.framework.torch: set exactly one of script or module"
-
-
-@pytest.mark.process
-@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Path) -> None:
-    result = cre_fn("render", "--check", str(sample))
-    assert result.returncode == 0 and result.stdout == ""
-    assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
-
-
-@pytest.mark.process
-def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, upstream_crds: Path) -> None:
-    run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
-                    workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(run))
-    result = cre_fn("render", "--check", str(path))
-    assert result.returncode == 1 and result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert lines == [
-        "wr: spec.gpusPerNode: 'eight' is not of type 'integer'",
-        "wr: spec.numNodes: 0 is less than the minimum of 1",
-        "wr: spec.framework.torch: Invalid value: script and module are mutually exclusive",
-        "wr: spec.workloadMetadata.labels: Invalid value: labels must not set the controller-owned keys "
-        "app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
-        "wr: refused by the translator: spec.numNodes must be an integer of at least 1",
-        "cre-fn render --check: 1 WorkloadRuns, 5 problems"]

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from functions.gateway import Gateway
 from functions.plan import RecordEvent, WriteStatus
 from functions.resources import cre_jobs
 from functions.rules.conditions import condition
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.verdicts import condition_write, failed_nodes, group_nodes, independent_write
-from tests.support.helpers import annotate_nodes
-from tests.support.world import JOBS, make_world
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 GROUP = "nvcre.nvidia.com"
@@ -135,30 +131,6 @@ def test_each_reason_of_an_independent_condition_is_an_event_of_its_own() -> Non
         assert write is not None and isinstance(write.effects[1], RecordEvent)
         names.add(write.effects[1].body["metadata"]["name"])
     assert len(names) == 2
-
-
-def test_first_attribution_wins_and_a_deleted_workload_attributes_nodes(functions: Callable[..., dict[str, str]],
-                                                                       gateway: Gateway, namespace: str) -> None:
-    world = make_world(gateway, namespace, functions())
-    world.create_job(max_restarts=None)
-    annotate_nodes(gateway, namespace, "gpu-node-03")
-    world.settle()
-    world.trainer("delete")
-    world.settle()
-    status = world.job()["status"]
-    assert world.final() == ("Failed", "WorkloadFailed", 0)
-    assert status["failedNodes"] == [{"name": "gpu-node-03", "reason": "WorkloadFailed",
-                                      "message": "Workload TrainJob/llm-workload was deleted"}]
-
-    world.create_job(name="hw", max_restarts=None)
-    annotate_nodes(gateway, namespace, "gpu-node-03,gpu-node-04", job="hw")
-    world.settle()
-    earlier = [{"name": "gpu-node-09", "reason": "HardwareFailureDetected", "message": "xid 79"}]
-    gateway.patch(JOBS, namespace, "hw", {"status": {"failedNodes": earlier}}, status=True)
-    world.trainer("fail", job="hw")
-    world.settle()
-    assert world.final("hw")[:2] == ("Failed", "WorkloadFailed")
-    assert world.job("hw")["status"]["failedNodes"] == earlier
 
 
 def test_a_flip_is_an_event_of_its_own_per_attempt_and_condition() -> None:

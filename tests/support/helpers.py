@@ -215,3 +215,24 @@ def annotate_nodes(gateway: Gateway, namespace: str, nodes: str, job: str = "llm
     """The group-nodes annotation CRE's Workflow sets on the Jobs it creates."""
     gateway.patch(cre_jobs("nvcre.nvidia.com"), namespace, job,
                   {"metadata": {"annotations": {"nvcre.nvidia.com/group-nodes": nodes}}})
+
+
+def trainjob(conditions: list[dict[str, str]] | None = None, uid: str = "tj-uid",
+             created: str = "2026-11-30T11:00:00Z") -> dict[str, Any]:
+    """The attempt's TrainJob as read."""
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "llm-workload", "namespace": "ns", "uid": uid, "creationTimestamp": created},
+            "spec": {"runtimeRef": {"name": "t"}}, "status": {"conditions": conditions or []}}
+
+
+class CountingGateway(Gateway):
+    """The real gateway, counting the requests it makes (method, path)."""
+
+    def __init__(self, inner: Gateway) -> None:
+        super().__init__(inner._api, 10.0)  # the same authenticated client
+        self.calls: list[tuple[str, str]] = []
+
+    def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
+                content_type: str = "application/json") -> dict[str, Any]:
+        self.calls.append((method, path))
+        return super().request(method, path, body=body, query=query, content_type=content_type)

@@ -1,4 +1,5 @@
-"""WorkloadRun inputs of the golden render tests (expected outputs: tests/golden/render/<case>.yaml)."""
+"""WorkloadRun inputs of the golden render tests (expected outputs: tests/golden/render/<case>.yaml), and
+`with_spec`: one run with its spec changed."""
 
 from __future__ import annotations
 
@@ -42,3 +43,13 @@ CASES: dict[str, dict[str, Any]] = {
                              mlnxPerNode=8, nicResourceName="rdma/ib", enableMNNVL=True,
                              initContainers=[{"name": "warmup", "image": "busybox", "command": ["true"]}]),
 }
+
+
+def with_spec(**changes: Any) -> dict[str, Any]:
+    r = run()
+    for key, value in changes.items():
+        if value is None:
+            r["spec"].pop(key, None)
+        else:
+            r["spec"][key] = copy.deepcopy(value)
+    return r
