@@ -161,7 +161,6 @@ def test_a_queue_name_of_63_characters_is_a_label_value() -> None:
     assert job["spec"]["workloadMetadata"]["labels"]["kai.scheduler/queue"] == queue
 
 
-@pytest.mark.process
 @pytest.mark.parametrize(("r", "message"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
 def test_invalid_specs_name_the_field(r: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidSpec) as err:
