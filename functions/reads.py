@@ -99,12 +99,16 @@ def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tupl
     return tuple(gm for gm in ctx.gateway.list_all(res, state.ref.namespace) if measures(gm, job))
 
 
-def measurement_exists(ctx: Context, state: JobState, bandwidth: bool) -> bool:
-    """Whether the Job's `<job>-goodput` (or `<job>-bandwidth`) measurement exists: one GET."""
-    group, job = ctx.settings.cre_group, state.ref.name
-    res, name = ((bandwidth_measurements(group), bandwidth_name(job)) if bandwidth
-                 else (cre_goodput(group), goodput_name(job)))
-    return ctx.gateway.get(res, state.ref.namespace, name) is not None
+def goodput_exists(ctx: Context, state: JobState) -> bool:
+    """Whether the Job's `<job>-goodput` measurement exists: one GET."""
+    return ctx.gateway.get(cre_goodput(ctx.settings.cre_group), state.ref.namespace,
+                           goodput_name(state.ref.name)) is not None
+
+
+def read_bandwidth(ctx: Context, state: JobState) -> dict[str, Any] | None:
+    """The object named `<job>-bandwidth` (whichever Job it was made for): one GET."""
+    return ctx.gateway.get(bandwidth_measurements(ctx.settings.cre_group), state.ref.namespace,
+                           bandwidth_name(state.ref.name))
 
 
 def read_measurements(ctx: Context, namespace: str, goodput: bool, bandwidth: bool) -> tuple[

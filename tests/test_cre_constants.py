@@ -294,9 +294,9 @@ def test_measured_values_come_from_cres_status_fields() -> None:
           "status": {"conditions": complete, "result": "0.9", "avgTFLOPSPerGPU": "400", "avgStepTimeSec": "2.5"}}
     bm = {"spec": {"jobRef": {"name": "llm"}},
           "status": {"conditions": complete, "results": [{"busBW": "350.5", "algBW": "200"}]}}
-    assert measured_values("llm", [gm], [bm]) == {"busBandwidthGBps": 350.5, "algBandwidthGBps": 200.0,
-                                                  "goodputRatio": 0.9, "avgTFLOPsPerGPU": 400.0,
-                                                  "avgStepTimeSec": 2.5}
+    assert measured_values("llm", "job-uid", [gm], [bm], "nvcre.nvidia.com") == {
+        "busBandwidthGBps": 350.5, "algBandwidthGBps": 200.0, "goodputRatio": 0.9, "avgTFLOPsPerGPU": 400.0,
+        "avgStepTimeSec": 2.5}
 
 
 # -- the WorkloadRun controller and the WorkloadRun CRD's defaults (ADR-082 for gpusPerNode) -----------------------
