@@ -8,7 +8,7 @@ can be stale, duplicated or forged (SPEC §6.4).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -124,6 +124,12 @@ PAGE_SIZE = 500
 
 def read_node(ctx: Context, name: str) -> dict[str, Any] | None:
     return ctx.gateway.get(NODES, None, name)
+
+
+def read_nodes(ctx: Context, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The Nodes that carry all these labels (paged)."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return ctx.gateway.list_all(NODES, None, label_selector=selector, page_size=PAGE_SIZE)
 
 
 def read_managed_pods_on_node(ctx: Context, node: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from functions.resources import (
     CRDS,
     EVENTS,
     NAMESPACES,
+    NODES,
     PODS,
     TRAINJOBS,
     Resource,
@@ -80,6 +81,7 @@ REFUSED += [
     ("apiserversource", "get pods/log", lambda gw, ns: read_log(gw, ns)),
     ("measurements", "delete goodputmeasurements", lambda gw, ns: gw.delete(cre_goodput("nvcre.nvidia.com"), ns, "x")),
     ("measurements", "list bandwidthmeasurements", lambda gw, ns: gw.list_all(BANDWIDTH, ns)),
+    ("workloadrun", "get nodes", lambda gw, ns: gw.get(NODES, None, "x")),
 ]
 ALLOWED: list[tuple[str, str, Call]] = [
     *((f, "create events", create_event) for f in ("launch", "status", "restart", "resync")),
@@ -99,6 +101,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("timeout", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("apiserversource", "watch pods in all namespaces", lambda gw, ns: gw.list_all(PODS, None)),
     ("measurements", "delete bandwidthmeasurements", lambda gw, ns: gw.delete(BANDWIDTH, ns, "x")),
+    ("workloadrun", "list nodes", lambda gw, ns: gw.list_all(NODES, None)),
     ("measurements", "create bandwidthmeasurements", lambda gw, ns: create_bandwidth(gw, ns)),
 ]
 
