@@ -127,11 +127,12 @@ class JobDeadlineData(EventData):
 
 
 class JobCheckData(EventData):
-    """`dev.crefn.job.check`: the resync tick asks for a Job's clock-driven checks (node health, thresholds)."""
+    """`dev.crefn.job.check`: the resync tick asks for a Job's clock-driven checks (node health, thresholds,
+    the measurements' existence)."""
 
     job: JobRef
     attempt: int
-    checks: list[Literal["nodehealth", "validation"]]
+    checks: list[Literal["nodehealth", "validation", "measurements"]]
 
 
 class WorkloadStalledData(EventData):

@@ -75,6 +75,12 @@ def workflow_label(cre_group: str) -> str:
     return f"{cre_group}/workflow"
 
 
+def job_uid_annotation(cre_group: str) -> str:
+    """The annotation naming the uid of the Job a BandwidthMeasurement was created for
+    (`nvcre.nvidia.com/job-uid`): a Job of the same name later is another Job."""
+    return f"{cre_group}/job-uid"
+
+
 def group_nodes_annotation(cre_group: str) -> str:
     """The annotation listing a workload's nodes (`nvcre.nvidia.com/group-nodes`)."""
     return f"{cre_group}/group-nodes"

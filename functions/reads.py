@@ -8,7 +8,7 @@ can be stale, duplicated or forged (SPEC §6.4).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -99,12 +99,16 @@ def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tupl
     return tuple(gm for gm in ctx.gateway.list_all(res, state.ref.namespace) if measures(gm, job))
 
 
-def measurement_exists(ctx: Context, state: JobState, bandwidth: bool) -> bool:
-    """Whether the Job's `<job>-goodput` (or `<job>-bandwidth`) measurement exists: one GET."""
-    group, job = ctx.settings.cre_group, state.ref.name
-    res, name = ((bandwidth_measurements(group), bandwidth_name(job)) if bandwidth
-                 else (cre_goodput(group), goodput_name(job)))
-    return ctx.gateway.get(res, state.ref.namespace, name) is not None
+def goodput_exists(ctx: Context, state: JobState) -> bool:
+    """Whether the Job's `<job>-goodput` measurement exists: one GET."""
+    return ctx.gateway.get(cre_goodput(ctx.settings.cre_group), state.ref.namespace,
+                           goodput_name(state.ref.name)) is not None
+
+
+def read_bandwidth(ctx: Context, state: JobState) -> dict[str, Any] | None:
+    """The object named `<job>-bandwidth` (whichever Job it was made for): one GET."""
+    return ctx.gateway.get(bandwidth_measurements(ctx.settings.cre_group), state.ref.namespace,
+                           bandwidth_name(state.ref.name))
 
 
 def read_measurements(ctx: Context, namespace: str, goodput: bool, bandwidth: bool) -> tuple[
@@ -120,6 +124,12 @@ PAGE_SIZE = 500
 
 def read_node(ctx: Context, name: str) -> dict[str, Any] | None:
     return ctx.gateway.get(NODES, None, name)
+
+
+def read_nodes(ctx: Context, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The Nodes that carry all these labels (paged)."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return ctx.gateway.list_all(NODES, None, label_selector=selector, page_size=PAGE_SIZE)
 
 
 def read_managed_pods_on_node(ctx: Context, node: str) -> list[dict[str, Any]]:

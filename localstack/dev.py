@@ -32,6 +32,7 @@ from localstack.scenarios.demo import (
     demo_job,
     drive,
     failing_job,
+    placed_nodes,
     summary,
 )
 from localstack.scenarios.reproduce import reproduce
@@ -79,7 +80,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
         elif demo:
             timeline.say(f"demo: Job {demo_ns}/{DEMO_JOB}, checkpoint restarts allowed: 2, "
                          "TrainJob starts suspended")
-            timeline.say(f"demo: Job {demo_ns}/{DEMO_FAILING_JOB}, no checkpoint: its OOMKilled pod fails it")
+            timeline.say(f"demo: Job {demo_ns}/{DEMO_FAILING_JOB}, no checkpoint: its OOMKilled pod fails it; no "
+                         "group-nodes annotation: its failed nodes are where its pods were placed")
             create_job(stack.gateway, demo_ns, demo_job(group), evidence=True, group=group)
             create_job(stack.gateway, demo_ns, failing_job(group), evidence=False, group=group)
             drive(stack, demo_ns, {DEMO_JOB: DEMO_SCRIPT, DEMO_FAILING_JOB: DEMO_FAILING_SCRIPT}, timeline, timeout,
@@ -93,10 +95,14 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
             trainjobs = count_trainjobs(out_dir / "events.jsonl", DEMO_JOB, group)
             job = stack.gateway.get(cre_jobs(group), demo_ns, DEMO_FAILING_JOB) or {}
             log = (job.get("status") or {}).get("failureLog") or {}
+            placed = placed_nodes(stack.gateway, demo_ns, DEMO_FAILING_JOB, group)
+            attributed = [(n["name"], n["reason"]) for n in (job.get("status") or {}).get("failedNodes") or []]
             ok = (state == expected and trainjobs == 2 and not stack.broker.dead
                   and failed == ("Failed", "WorkloadFailed", 0) and log.get("reason") == "OOMKilled"
-                  and "CUDA out of memory" in str(log.get("tail")))
-            want = f"{DEMO_JOB} {expected} with 2 TrainJobs, {DEMO_FAILING_JOB} Failed with an OOMKilled failure log"
+                  and "CUDA out of memory" in str(log.get("tail"))
+                  and bool(placed) and attributed == [(n, "WorkloadFailed") for n in placed])
+            want = (f"{DEMO_JOB} {expected} with 2 TrainJobs, {DEMO_FAILING_JOB} Failed with an OOMKilled failure log "
+                    "and its placed nodes as failedNodes")
             print(f"\ndemo {'ended as expected' if ok else f'did NOT end as expected (want {want})'}", file=out)
             code = 0 if ok else 1
         if keep:

@@ -48,7 +48,7 @@ def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str, kubelet: St
         "run": None,
         "block": None,
         "fail": [{"type": "Failed", "status": "True", "reason": "JobsFailed", "lastTransitionTime": STAMP,
-                  "message": "jobset node-0 failed: exit code 137 (OOMKilled) on gpu-node-11"}],
+                  "message": "jobset node-0 failed: exit code 137 (OOMKilled)"}],
         "complete": [{"type": "Complete", "status": "True", "reason": "JobsCompleted", "lastTransitionTime": STAMP,
                       "message": "all jobs completed"}],
     }[action]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from events.emitted import ConditionSummary, FailedNode
+from events.types import job_uid_annotation
 from functions.context import Context
 from functions.gateway import Gateway
 from functions.plan import WriteStatus
@@ -39,6 +40,7 @@ from functions.rules.runspec import (
 )
 from functions.rules.runstatus import deleted, mirrored
 from functions.rules.stall import decide_stall
+from functions.rules.target import enable_mnnvl, gpus_per_node, hardware, target_nodes
 from functions.rules.thresholds import Verdict, Waiting, decide_validation, measured_values, measurement_timeout
 from functions.rules.translate import translate
 from functions.settings import Settings
@@ -294,9 +296,9 @@ def test_measured_values_come_from_cres_status_fields() -> None:
           "status": {"conditions": complete, "result": "0.9", "avgTFLOPSPerGPU": "400", "avgStepTimeSec": "2.5"}}
     bm = {"spec": {"jobRef": {"name": "llm"}},
           "status": {"conditions": complete, "results": [{"busBW": "350.5", "algBW": "200"}]}}
-    assert measured_values("llm", [gm], [bm]) == {"busBandwidthGBps": 350.5, "algBandwidthGBps": 200.0,
-                                                  "goodputRatio": 0.9, "avgTFLOPsPerGPU": 400.0,
-                                                  "avgStepTimeSec": 2.5}
+    assert measured_values("llm", "job-uid", [gm], [bm], "nvcre.nvidia.com") == {
+        "busBandwidthGBps": 350.5, "algBandwidthGBps": 200.0, "goodputRatio": 0.9, "avgTFLOPsPerGPU": 400.0,
+        "avgStepTimeSec": 2.5}
 
 
 # -- the WorkloadRun controller and the WorkloadRun CRD's defaults (ADR-082 for gpusPerNode) -----------------------
@@ -347,13 +349,31 @@ def test_the_workflow_fields_are_accepted_only_at_their_single_job_value(field: 
 
 
 def test_gpus_per_node_default_to_8() -> None:
-    """ADR-082 (`helpers.go`): 8 GPUs per node for H100/A100, the default without the hardware catalog."""
+    """ADR-082 (`helpers.go`): 8 GPUs per node for H100/A100, and when no node says what GPU it has."""
     run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
            "metadata": {"name": "run", "namespace": "ns", "uid": "u"},
            "spec": {"image": "img", "numNodes": 1, "framework": {"exec": {"command": ["true"]}}}}
     (replicated,) = translate(run).runtime["spec"]["template"]["spec"]["replicatedJobs"]
     (container,) = replicated["template"]["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+
+
+@pytest.mark.parametrize(("product", "gpus", "mnnvl"), [
+    ("NVIDIA-H100-80GB-HBM3", 8, False), ("NVIDIA-A100-SXM4-80GB", 8, False), ("NVIDIA-GB200-NVL72", 4, True),
+    ("NVIDIA-GB300-NVL72", 4, True), ("NVIDIA-B300", 8, False),
+], ids=["h100", "a100", "gb200", "gb300", "hgx-b300"])
+def test_gpus_per_node_and_mnnvl_from_the_gpu_product(product: str, gpus: int, mnnvl: bool) -> None:
+    """The WorkloadRun CRD (`gpusPerNode`: "8 for H100/A100, 4 for GB200/GB300"; `enableMNNVL`: "enabled for
+    GB200/GB300"), `helpers.go` `DefaultEnableMNNVL` (`gpuArch == "gb200" || gpuArch == "gb300"`; HGX B300
+    stays false, ADR-094), `pkg/gpu/product.go` `ParseProduct`; nodes selected by `nvidia.com/gpu.present`."""
+    found = hardware(target_nodes({}, [{"metadata": {"name": "n", "labels": {
+        "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product}}}]))
+    assert (gpus_per_node({}, found), enable_mnnvl({}, found)) == (gpus, mnnvl)
+
+
+def test_the_bandwidth_measurement_names_its_jobs_uid() -> None:
+    """`job_controller.go` `annotationJobUID`: the BandwidthMeasurement's annotation naming the Job's uid."""
+    assert job_uid_annotation("nvcre.nvidia.com") == "nvcre.nvidia.com/job-uid"
 
 
 def test_workflow_conditions_in_cres_words() -> None:

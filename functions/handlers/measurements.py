@@ -1,45 +1,54 @@
-"""`measurements`: `dev.crefn.workload.created` → the Job's GoodputMeasurement and BandwidthMeasurement
-exist (CRE's `ensureGoodputMeasurement` / `ensureBandwidthMeasurement`).
+"""`measurements`: a Job's GoodputMeasurement and BandwidthMeasurement exist (CRE's
+`ensureGoodputMeasurement` / `ensureBandwidthMeasurement`, run on every reconcile of the Job).
 
-read: the Job fresh and, for a managed, non-terminal Job with its workload recorded, a GET of
-`<job>-goodput` / `<job>-bandwidth` for each measurement its spec asks for. decide:
-`functions.rules.ensure_measurements.decide`. An existing one is left as it is; a name taken between
-the read and the create is a conflict, so the function reads again and finds it there. A refused
-create is answered 202 with its Warning Event, never retried. Observe mode creates nothing (CRE's own
-controller does).
+Triggered by `dev.crefn.workload.created` (the first look, right after the launch) and by the resync
+tick's `dev.crefn.job.check` naming `measurements` (`functions.rules.due`), so a lost event or a
+deleted measurement is repaired within a tick. read: the Job fresh and, for a managed Job whose
+measurements are ensured as it is (`functions.rules.due.ensured_measurements`), a GET of
+`<job>-goodput` / `<job>-bandwidth` for each. decide: `functions.rules.ensure_measurements.decide`. An
+existing one is left as it is, but a BandwidthMeasurement left by an earlier Job of the same name is
+replaced; a name taken between the read and the create is a conflict, so the function reads again
+and finds it there. A refused create is answered 202 with its Warning Event, never retried (the next
+tick tries again). Observe mode creates nothing (CRE's own controller does).
 """
 
 from __future__ import annotations
 
-from events.emitted import WorkloadCreatedData
+from events.emitted import JobCheckData, JobRef, WorkloadCreatedData
 from events.envelope import Envelope, InvalidEvent, parse_data
 from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import measurement_exists, read_job
+from functions.reads import goodput_exists, read_bandwidth, read_job
 from functions.rules import ensure_measurements as rules
-from functions.rules.ensure_measurements import Found, Observed, decide
+from functions.rules.due import ensured_measurements, not_asked
+from functions.rules.ensure_measurements import Found, Observed, Skipped, decide
 from functions.rules.jobs import Gone, is_managed
 
 FUNCTION = rules.FUNCTION
-ACCEPTS = frozenset({EventType.WORKLOAD_CREATED.value})
+ACCEPTS = frozenset({EventType.WORKLOAD_CREATED.value, EventType.JOB_CHECK.value})
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
-    if env.type != EventType.WORKLOAD_CREATED:
+    if env.type == EventType.WORKLOAD_CREATED:
+        ref: JobRef = parse_data(env, WorkloadCreatedData).job
+    elif env.type == EventType.JOB_CHECK:
+        check = parse_data(env, JobCheckData)
+        if why := not_asked(check, "measurements"):
+            return Skipped(env, check.job, why)
+        ref = check.job
+    else:
         raise InvalidEvent(f"unknown event type {env.type!r} for this function")
-    data = parse_data(env, WorkloadCreatedData)
-    state = read_job(ctx, data.job.namespace, data.job.name)
+    state = read_job(ctx, ref.namespace, ref.name)
     if state is None:
-        return Gone(data.job)
-    if state.terminal or state.job.status.workload_ref is None or not is_managed(state.job.metadata.labels,
-                                                                                  ctx.settings):
-        return Found(env, data, state)  # nothing more to read: decide says why
-    spec = state.job.spec
-    goodput = spec.goodput_measurement is not None and measurement_exists(ctx, state, bandwidth=False)
-    bandwidth = spec.bandwidth_measurement is not None and measurement_exists(ctx, state, bandwidth=True)
-    return Found(env, data, state, goodput, bandwidth)
+        return Gone(ref)
+    ensured = ensured_measurements(state)
+    if not ensured or not is_managed(state.job.metadata.labels, ctx.settings):
+        return Found(env, ref, state)  # nothing more to read: decide says why
+    goodput = "goodput" in ensured and goodput_exists(ctx, state)
+    bandwidth = read_bandwidth(ctx, state) if "bandwidth" in ensured else None
+    return Found(env, ref, state, goodput, bandwidth)
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:

@@ -1,10 +1,13 @@
 """`timeout`: `dev.crefn.job.deadline` → the Job fails `JobTimedOut` and its TrainJob is deleted
-(CRE's `timeoutPerJob`).
+(CRE's `timeoutPerJob`, `failTimedOutJob`).
 
-read: the Job fresh and, when its bound has run out on this read (`functions.rules.deadline`), its
-current TrainJob and the pods of its attempt with the log of the one the timeout records (the trainer
-step's pod that ran, container `node`). decide: `functions.rules.timeout.decide`. The delete reaches
-`restart` as a failure of a terminal Job: a timed-out Job is never restarted.
+read: the Job fresh and, when its bound has run out on this read and this clock
+(`functions.rules.deadline`: a stale event, or a restart or recovery since the tick, finds no
+deadline), its current attempt's TrainJob and, while the Job has no failure log, the pods of its
+attempt with the log of the one the timeout records (the trainer step's pod that ran, container
+`node`). decide: `functions.rules.timeout.decide`; the message says `while its pods were
+unschedulable` whenever `schedulingBlockedSince` is set at the timeout, whichever clock ran out. The
+delete reaches `restart` as a failure of a terminal Job: a timed-out Job is never restarted.
 """
 
 from __future__ import annotations

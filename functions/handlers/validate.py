@@ -22,7 +22,7 @@ from functions.context import Context
 from functions.plan import Outcome
 from functions.reads import read_job, read_measurements
 from functions.rules import validate as rules
-from functions.rules.due import awaiting_validation
+from functions.rules.due import awaiting_validation, not_asked
 from functions.rules.jobs import Gone
 from functions.rules.thresholds import BANDWIDTH_KEYS, GOODPUT_KEYS, measured_values, to_evaluate, unknown_keys
 from functions.rules.validate import Found, Observed, Skipped, decide
@@ -34,9 +34,8 @@ ACCEPTS = frozenset({EventType.JOB_CHECK.value, EventType.JOB_CONDITION_CHANGED.
 def read(env: Envelope, ctx: Context) -> Observed:
     if env.type == EventType.JOB_CHECK:
         check = parse_data(env, JobCheckData)
-        if "validation" not in check.checks:
-            return Skipped(env, check.job, f"the check of Job {check.job.namespace}/{check.job.name} "
-                                           f"is not a validation ({', '.join(check.checks) or 'none'})")
+        if why := not_asked(check, "validation"):
+            return Skipped(env, check.job, why)
         ref = check.job
     elif env.type == EventType.JOB_CONDITION_CHANGED:
         changed = parse_data(env, JobConditionChangedData)
@@ -54,7 +53,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     keys = set(state.job.spec.thresholds)
     goodput, bandwidth = read_measurements(ctx, ref.namespace, bool(keys & set(GOODPUT_KEYS)),
                                            bool(keys & set(BANDWIDTH_KEYS)))
-    measured = measured_values(ref.name, goodput, bandwidth)
+    measured = measured_values(ref.name, state.job.metadata.uid, goodput, bandwidth, ctx.settings.cre_group)
     outcomes = {key: ctx.cel.outcomes("value", expression, (value,))[0]
                 for key, expression, value in to_evaluate(state.job.spec.thresholds, measured)}
     return Found(env, ref, state, tuple(goodput), tuple(bandwidth), outcomes)

@@ -1,7 +1,8 @@
 """`workloadrun` (SPEC §5, §7): WorkloadRuns become TrainingRuntimes and Jobs, and the Jobs' states
 are mirrored back onto their WorkloadRuns.
 
-read: a WorkloadRun add/update → the run fresh, translated (pure, `functions.rules.translate`), and
+read: a WorkloadRun add/update → the run fresh, the Nodes its target may name (when the translation
+depends on them: `functions.rules.target`), the run translated (pure, `functions.rules.translate`), and
 every object it becomes, by name. `dev.crefn.job.condition.changed` and `dev.crefn.job.validation` of a
 Job owned by a WorkloadRun → the Job fresh, its run, and the run's condition for the Job's state
 (`functions.rules.runstatus`: a Job that succeeded with thresholds stays `InProgress` on its run until
@@ -25,12 +26,13 @@ from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome
-from functions.reads import read_job, read_object, read_workloadrun
+from functions.reads import read_job, read_nodes, read_object, read_workloadrun
 from functions.rules import workloadrun as rules
 from functions.rules.due import awaiting_validation
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.runspec import InvalidSpec
 from functions.rules.runstatus import deleted, mirrored
+from functions.rules.target import needs_nodes, selector
 from functions.rules.translate import translate
 from functions.rules.workloadrun import Invalid, Mirror, Observed, Skipped, Translated, decide, resource_for
 
@@ -69,7 +71,9 @@ def read(env: Envelope, ctx: Context) -> Observed:
     raw.setdefault("kind", WORKLOADRUN_KIND)
     parse_run(raw)
     try:
-        objects = tuple(translate(raw, group).objects)
+        spec = raw.get("spec") or {}
+        nodes = read_nodes(ctx, selector(spec)) if needs_nodes(spec) else None
+        objects = tuple(translate(raw, group, nodes).objects)
     except InvalidSpec as e:
         return Invalid(where, raw, str(e))
     existing = tuple(read_object(ctx, resource_for(o["kind"], group), o["metadata"]["namespace"],

@@ -1,75 +1,117 @@
 """Ensuring a Job's measurements exist: the `measurements` function's decision. Pure. (Named apart from
 `functions.rules.measurements`, which knows the measurement objects themselves.)
 
-`decide(observed, settings, now)`, on what `functions.handlers.measurements` read: for a managed,
-non-terminal Job with its workload recorded (CRE ensures them once `workloadRef` is set), a create of
-each of `<job>-goodput` and `<job>-bandwidth` its spec asks for and the read did not find, in that
-order. A create the API refuses is not fatal, as in CRE: its Warning Event `MeasurementCreationError`
-(`functions.rules.kubeevents.RefusalWarning`) and the creates still to come follow it, so a refused
-GoodputMeasurement never keeps the BandwidthMeasurement from being created. Observe mode: nothing.
+`decide(observed, settings, now)`: for a managed Job, a create of each measurement CRE's
+`reconcileWorkload` ensures for it as it is (`functions.rules.due.ensured_measurements`) that the read
+did not find, goodput first. A BandwidthMeasurement of the name made for another Job uid (an earlier
+Job of the same name) is replaced: deleted with a uid precondition, then created (CRE's
+`ensureBandwidthMeasurement`); one without the annotation is kept. A refused create is not fatal, as
+in CRE: its Warning Event `MeasurementCreationError` (`functions.rules.kubeevents.RefusalWarning`)
+and the effects still to come follow it. Observe mode: nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.emitted import WorkloadCreatedData
+from events.emitted import JobRef
 from events.envelope import Envelope
 from events.types import Reason
-from functions.plan import Create, Effect, Plan, nothing
+from functions.plan import Create, Delete, Effect, Plan, nothing
 from functions.resources import Resource, cre_goodput
-from functions.rules.jobs import Gone, JobState, why_not_active
+from functions.rules.due import ensured_measurements
+from functions.rules.jobs import Gone, JobState, why_not_ours
 from functions.rules.kubeevents import RefusalWarning
-from functions.rules.measurements import bandwidth_body, bandwidth_measurements, goodput_body
+from functions.rules.measurements import bandwidth_body, bandwidth_measurements, goodput_body, job_uid_of
 from functions.settings import Settings
 
 FUNCTION = "measurements"
 
 
 @dataclass(frozen=True)
-class Found:
-    """The Job read fresh and, for an active Job with its workload recorded, whether each measurement
-    its spec asks for exists (not read otherwise: False)."""
+class Skipped:
+    """The event asks for no measurements (the Job is then not read)."""
 
     cause: Envelope
-    data: WorkloadCreatedData
+    job: JobRef
+    why: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """The Job read fresh and, for the measurements ensured for it (`ensured_measurements`), whether
+    `<job>-goodput` exists and the object named `<job>-bandwidth` (not read otherwise: False, None)."""
+
+    cause: Envelope
+    job: JobRef
     state: JobState
     goodput_exists: bool = False
-    bandwidth_exists: bool = False
+    bandwidth: Mapping[str, Any] | None = None
 
 
-Observed = Gone | Found
+Observed = Skipped | Gone | Found
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A measurement to create, after the delete of the one it replaces (when it replaces one)."""
+
+    res: Resource
+    body: dict[str, Any]
+    replaces: Delete | None = None
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
-    if isinstance(observed, Gone):
+    if isinstance(observed, Skipped | Gone):
         return nothing(observed.why)
     state = observed.state
-    if why := why_not_active(state, observed.data.job, settings):
+    if why := why_not_ours(state, observed.job, settings):
         return nothing(why)
-    if state.job.status.workload_ref is None:
-        return nothing(f"{state.where} has no workload recorded")
-    group, spec = settings.cre_group, state.job.spec
-    missing: list[tuple[Resource, dict[str, Any]]] = []
-    if spec.goodput_measurement is not None and not observed.goodput_exists:
-        missing.append((cre_goodput(group), goodput_body(state, group, spec.goodput_measurement)))
-    if spec.bandwidth_measurement is not None and not observed.bandwidth_exists:
-        missing.append((bandwidth_measurements(group), bandwidth_body(state, group, spec.bandwidth_measurement)))
+    ensured = ensured_measurements(state)
+    if not ensured:
+        return nothing(why_none(state))
+    group, spec, uid = settings.cre_group, state.job.spec, state.job.metadata.uid
+    missing: list[Missing] = []
+    if "goodput" in ensured and spec.goodput_measurement is not None and not observed.goodput_exists:
+        missing.append(Missing(cre_goodput(group), goodput_body(state, group, spec.goodput_measurement)))
+    found, replaced = observed.bandwidth, ""
+    if "bandwidth" in ensured and spec.bandwidth_measurement is not None:
+        body = bandwidth_body(state, group, spec.bandwidth_measurement)
+        if found is None:
+            missing.append(Missing(bandwidth_measurements(group), body))
+        elif (earlier := job_uid_of(found, group)) not in (None, uid):
+            meta = found.get("metadata") or {}
+            replaced = f" (replacing the one of an earlier Job, uid {earlier})"
+            missing.append(Missing(bandwidth_measurements(group), body, Delete(
+                bandwidth_measurements(group), state.ref.namespace, str(meta.get("name")), str(meta.get("uid") or ""))))
     if not missing:
         return nothing(f"{state.where}: its measurements exist")
-    names = ", ".join(f"{res.kind} {body['metadata']['name']}" for res, body in missing)
+    names = ", ".join(f"{m.res.kind} {m.body['metadata']['name']}" for m in missing)
     if settings.observe:
-        return nothing(f"observe mode: would create {names}")
-    return Plan(creates(state, missing, now), reason=f"{state.where}: created {names}")
+        return nothing(f"observe mode: would create {names}{replaced}")
+    return Plan(creates(state, missing, now), reason=f"{state.where}: created {names}{replaced}")
 
 
-def creates(state: JobState, missing: list[tuple[Resource, dict[str, Any]]], now: datetime) -> tuple[Effect, ...]:
-    """The creates in order, each refused one followed by its Event and the creates after it."""
+def why_none(state: JobState) -> str:
+    if state.terminal:
+        return f"{state.where} is terminal" + (" (its BandwidthMeasurement is ensured only while it awaits "
+                                                "validation)" if state.job.spec.bandwidth_measurement else "")
+    if state.job.status.workload_ref is None:
+        return f"{state.where} has no workload recorded"
+    return f"{state.where} asks for no measurement"
+
+
+def creates(state: JobState, missing: list[Missing], now: datetime) -> tuple[Effect, ...]:
+    """The creates in order, each after the delete it needs, each refused one followed by its Event and
+    the effects after it."""
     if not missing:
         return ()
-    (res, body), rest = missing[0], creates(state, missing[1:], now)
-    return (Create(res, state.ref.namespace, body, refused=RefusalWarning(
-        state, Reason.MEASUREMENT_CREATION_ERROR, f"Failed to ensure {res.kind}: failed to create {res.kind}: ", now,
-        FUNCTION, then=rest)), *rest)
+    first, rest = missing[0], creates(state, missing[1:], now)
+    kind = first.res.kind
+    create = Create(first.res, state.ref.namespace, first.body, refused=RefusalWarning(
+        state, Reason.MEASUREMENT_CREATION_ERROR, f"Failed to ensure {kind}: failed to create {kind}: ", now,
+        FUNCTION, then=rest))
+    return (*((first.replaces,) if first.replaces else ()), create, *rest)

@@ -1,14 +1,13 @@
 """A Job's GoodputMeasurement and BandwidthMeasurement, as CRE's Job controller plumbs them
-(`ensureGoodputMeasurement`, `ensureBandwidthMeasurement`, `findJobGoodputMeasurement`, the reset in
-`restartFromCheckpoint`). Pure.
+(`ensureGoodputMeasurement`, `ensureBandwidthMeasurement`, `measuresJob`, `findJobGoodputMeasurement`,
+the reset in `restartFromCheckpoint`). Pure.
 
-- Creation: a Job with `spec.goodputMeasurement` / `spec.bandwidthMeasurement` gets `<job>-goodput` /
-  `<job>-bandwidth` (CRE's `Truncate` to 63 characters), owned by the Job, labelled `<cre group>/job`.
-- A Job's GoodputMeasurement: the first listed whose `spec.jobRef` names the Job (kind Job).
-- The reset on a checkpoint restart (a status merge patch) clears the stall state, so the stall
-  detector (`functions.rules.stall`) measures the next attempt from the restart.
-The measurements' status is written by CRE's measurement controllers, not here. The fields, names and
-owner: docs/functions.md#measurement-objects
+- Creation: `<job>-goodput` / `<job>-bandwidth` (CRE's `Truncate` to 63), owned by the Job, labelled
+  `<cre group>/job`; the BandwidthMeasurement annotated `<cre group>/job-uid: <the Job's uid>`.
+- A BandwidthMeasurement measures the Job when its `spec.jobRef` names it and its job-uid annotation
+  names the Job's uid or is absent; a Job's GoodputMeasurement: the first listed naming the Job.
+- The reset on a checkpoint restart (a status merge patch) clears the stall state.
+The status is written by CRE's measurement controllers. Details: docs/functions.md#measurement-objects
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pydantic import Field, ValidationError
 
 from events.envelope import first_error
 from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec, KubeModel, KubeObject
-from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, job_label
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, job_label, job_uid_annotation
 from functions.errors import PermanentError
 from functions.plan import WriteStatus
 from functions.resources import Resource, cre_goodput
@@ -98,14 +97,29 @@ def bandwidth_body(state: JobState, group: str, wanted: BandwidthMeasurementSpec
         spec["sampleInterval"] = wanted.sample_interval
     if wanted.test_type:
         spec["testType"] = wanted.test_type
-    return measurement_body(state, group, bandwidth_measurements(group).kind,
-                            bandwidth_name(state.job.metadata.name), spec)
+    body = measurement_body(state, group, bandwidth_measurements(group).kind, bandwidth_name(state.job.metadata.name),
+                            spec)
+    body["metadata"]["annotations"] = {job_uid_annotation(group): state.job.metadata.uid}
+    return body
 
 
 def measures(raw: Mapping[str, Any], job: str) -> bool:
     """Whether a measurement (raw) refers to the Job by its `spec.jobRef`."""
     ref = (raw.get("spec") or {}).get("jobRef") or {}
     return bool(ref.get("name") == job and ref.get("kind", JOB_KIND) == JOB_KIND)
+
+
+def job_uid_of(raw: Mapping[str, Any], group: str) -> str | None:
+    """The uid a measurement's job-uid annotation names (None without the annotation)."""
+    annotations = (raw.get("metadata") or {}).get("annotations") or {}
+    uid = annotations.get(job_uid_annotation(group))
+    return None if uid is None else str(uid)
+
+
+def measures_job(raw: Mapping[str, Any], job: str, uid: str, group: str) -> bool:
+    """CRE's `measuresJob`: the measurement refers to the Job and was made for this Job (its job-uid
+    annotation names the Job's uid, or it has none)."""
+    return measures(raw, job) and job_uid_of(raw, group) in (None, uid)
 
 
 def goodput_of(raws: Iterable[Mapping[str, Any]], job: str) -> GoodputMeasurement | None:

@@ -4,9 +4,9 @@ Every field of the WorkloadRun CRD is carried into what the project generates, o
 `InvalidSpec` naming the field and why — nothing is dropped silently: carried onto the Job
 (`thresholds`, the measurements, `workloadMetadata`, `nodeHealthMonitor`, `orchestration.timeoutPerJob`),
 carried into every pod of the TrainingRuntime (scheduler, init containers, RDMA NICs, CRE's NCCL
-environment), or refused unless left at their single-Job default, because their meaning needs CRE's
-Workflow tier. Without CRE's GPU architecture catalog, `enableMNNVL` is false and NICs are requested
-only when `mlnxPerNode` is set.
+environment, the target's node affinity: `functions.rules.target`), or refused unless left at their
+single-Job default, because their meaning needs CRE's Workflow tier. `gpusPerNode` and `enableMNNVL`
+default from the target nodes' GPU architecture; NICs are requested only when `mlnxPerNode` is set.
 The field table: docs/functions.md#workloadruns-torch-mpi-exec
 """
 
@@ -47,9 +47,8 @@ def check_workflow_fields(spec: dict[str, Any]) -> None:
         if key in orchestration and orchestration[key] != default:
             raise InvalidSpec(f"spec.orchestration.{key}: {orchestration[key]!r} {WORKFLOW_ONLY} "
                               f"(leave it unset or {default!r})")
-    for key in ("target", "overrides"):
-        if spec.get(key):
-            raise InvalidSpec(f"spec.{key} {WORKFLOW_ONLY} (leave it unset)")
+    if spec.get("overrides"):
+        raise InvalidSpec(f"spec.overrides {WORKFLOW_ONLY} (leave it unset)")
     timeout = orchestration.get("timeoutPerJob", DEFAULT_TIMEOUT)
     try:
         if parse_go_duration(str(timeout)).total_seconds() <= 0:

@@ -23,7 +23,7 @@ from typing import Any
 from events.types import Reason
 from functions.durations import positive_duration
 from functions.rules.cel import CelOutcome
-from functions.rules.measurements import measures
+from functions.rules.measurements import measures, measures_job
 
 BANDWIDTH_KEYS = ("busBandwidthGBps", "algBandwidthGBps")
 GOODPUT_KEYS = ("goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
@@ -121,11 +121,13 @@ def invalid(key: str, expression: str, reason: str) -> Verdict:
                    f"Threshold {go_quote(key)}: compile threshold expression {go_quote(expression)}: {reason}")
 
 
-def measured_values(job: str, goodput: Sequence[Mapping[str, Any]],
-                    bandwidth: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """The values the Job's measurements (of any Job, in list order) give, by threshold key."""
+def measured_values(job: str, uid: str, goodput: Sequence[Mapping[str, Any]],
+                    bandwidth: Sequence[Mapping[str, Any]], group: str) -> dict[str, float]:
+    """The values the Job's measurements (of any Job, in list order) give, by threshold key. A
+    BandwidthMeasurement left by an earlier Job of the same name (its job-uid annotation names another
+    uid) counts for nothing (CRE's `findJobBandwidthMeasurement`, `measuresJob`)."""
     values: dict[str, float] = {}
-    bm = next((m for m in bandwidth if measures(m, job)), None)
+    bm = next((m for m in bandwidth if measures_job(m, job, uid, group)), None)
     if bm is not None and bandwidth_final(bm):
         results = [r for r in _status(bm)["results"] if isinstance(r, Mapping)]
         values["busBandwidthGBps"] = max([0.0, *(go_float(r.get("busBW")) for r in results)])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +28,17 @@ from functions.rules.runspec import (
     nic_resources,
     pod_fields,
 )
+from functions.rules.target import (
+    DEFAULT_GPUS,
+    Hardware,
+    enable_mnnvl,
+    gpus_per_node,
+    hardware,
+    placement,
+    target_nodes,
+)
 
 GPU = "nvidia.com/gpu"
-DEFAULT_GPUS = 8
 CHECKPOINT_PATH = "/checkpoints"
 CONFIG_PATH = "/config"
 SSH_PATH = "/root/.ssh"
@@ -118,8 +127,13 @@ def validate(spec: dict[str, Any]) -> str:
     return kind
 
 
-def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com") -> Translation:
-    spec = run.get("spec") or {}
+def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com",
+              nodes: Sequence[Mapping[str, Any]] | None = None) -> Translation:
+    """`nodes`: the cluster's nodes the target is looked for among (`functions.rules.target`); None when
+    there is no cluster to look at (`cre-fn render` of a file): no hardware defaults, no GPU products."""
+    given = run.get("spec") or {}
+    found = hardware(target_nodes(given, nodes)) if nodes is not None else Hardware("", ())
+    spec = {**given, "gpusPerNode": gpus_per_node(given, found), "enableMNNVL": enable_mnnvl(given, found)}
     kind = validate(spec)
     meta = run["metadata"]
     name, ns = meta["name"], meta.get("namespace", "")
@@ -132,7 +146,7 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com") -> Trans
         return {"name": obj_name, "namespace": ns, "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **(labels or {})},
                 "ownerReferences": [owner]}
 
-    gpus = int(spec.get("gpusPerNode", DEFAULT_GPUS))
+    gpus = int(spec["gpusPerNode"])
     volumes, mounts, env = _storage(spec, name)
     configmap = None
     inline = (spec.get("config") or {}).get("inline")
@@ -152,7 +166,7 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com") -> Trans
     runtime = {
         "apiVersion": TRAINJOB_API_VERSION, "kind": "TrainingRuntime",
         "metadata": object_meta(runtime_name(name), {f"{TRAINER_GROUP}/framework": framework_label}),
-        "spec": _runtime_spec(kind, spec, gpus, volumes, mounts),
+        "spec": _runtime_spec(kind, spec, gpus, volumes, mounts, {**pod_fields(spec), **placement(spec, found)}),
     }
     command, args = _command(kind, spec, gpus)
     trainer: dict[str, Any] = {"image": spec["image"], "numNodes": spec["numNodes"], "numProcPerNode": gpus,
@@ -207,10 +221,10 @@ def _command(kind: str, spec: dict[str, Any], gpus: int) -> tuple[list[str], lis
     return list(fw["command"]), args
 
 
-def _pod(spec: dict[str, Any], container: dict[str, Any], volumes: list[dict[str, Any]]) -> dict[str, Any]:
+def _pod(extra: dict[str, Any], container: dict[str, Any], volumes: list[dict[str, Any]]) -> dict[str, Any]:
     """A pod spec of its own (deep copies: no two objects share a list)."""
     pod: dict[str, Any] = {"containers": [copy.deepcopy(container)], "volumes": copy.deepcopy(volumes)}
-    pod.update(copy.deepcopy(pod_fields(spec)))
+    pod.update(copy.deepcopy(extra))
     return pod
 
 
@@ -221,20 +235,21 @@ def _job_template(pod: dict[str, Any], labels: dict[str, str] | None = None) -> 
 
 
 def _runtime_spec(kind: str, spec: dict[str, Any], gpus: int, volumes: list[dict[str, Any]],
-                  mounts: list[dict[str, Any]]) -> dict[str, Any]:
+                  mounts: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra`: what every pod carries besides its containers and volumes."""
     container = {"name": "node", "image": spec["image"], "resources": _resources(spec, gpus),
                  "volumeMounts": mounts}
     if kind != "mpi":
-        node = {"name": "node", "template": _job_template(_pod(spec, container, volumes), ANCESTOR)}
+        node = {"name": "node", "template": _job_template(_pod(extra, container, volumes), ANCESTOR)}
         return {"mlPolicy": {"numNodes": spec["numNodes"], "torch": {}},
                 "template": {"spec": {"replicatedJobs": [node]}}}
     fw = spec["framework"]["mpi"]
     ssh_mount = {"name": "node", "image": spec["image"], "volumeMounts": mounts}
     launcher = {"name": "launcher", "replicas": 1, "dependsOn": [{"name": "node", "status": "Ready"}],
-                "template": _job_template(_pod(spec, ssh_mount, volumes), ANCESTOR)}
+                "template": _job_template(_pod(extra, ssh_mount, volumes), ANCESTOR)}
     worker_container = {**container, "command": ["/usr/sbin/sshd"], "args": ["-De"],
                         "readinessProbe": {"tcpSocket": {"port": 22}, "initialDelaySeconds": 2, "periodSeconds": 5}}
-    worker = {"name": "node", "template": _job_template(_pod(spec, worker_container, volumes))}
+    worker = {"name": "node", "template": _job_template(_pod(extra, worker_container, volumes))}
     return {
         "mlPolicy": {"numNodes": spec["numNodes"], "mpi": {
             "mpiImplementation": fw.get("mpiImplementation", "OpenMPI"), "numProcPerNode": gpus,

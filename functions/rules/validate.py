@@ -70,9 +70,10 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return nothing(f"{state.where} is not awaiting validation" + (
             "" if state.job.spec.thresholds else " (no thresholds)"))
     spec = state.job.spec
-    verdict = decide_validation(spec.thresholds, measured_values(state.ref.name, observed.goodput, observed.bandwidth),
-                                succeeded_at(state.conditions), measurement_timeout(spec.measurement_timeout), now,
-                                observed.outcomes)
+    measured = measured_values(state.ref.name, state.job.metadata.uid, observed.goodput, observed.bandwidth,
+                               settings.cre_group)
+    verdict = decide_validation(spec.thresholds, measured, succeeded_at(state.conditions),
+                                measurement_timeout(spec.measurement_timeout), now, observed.outcomes)
     if isinstance(verdict, Waiting):
         return nothing(f"{state.where}: {verdict.message}")
     nodes = list(state.job.status.failed_nodes)  # the first attribution wins

@@ -6,8 +6,10 @@ functions.
   be scheduled (the Trainer holds the next step until the Job says `WorkloadSchedulingBlocked`, which
   the resync tick brings once the 1 s grace is over), are scheduled, one is OOMKilled → checkpoint
   restart → the next attempt completes: Succeeded, one restart.
-- `llama-eval` (no checkpoint): runs, one pod is OOMKilled → Failed, with the failure log (pod, node,
-  exit code, the end of the container's log read through the API server).
+- `llama-eval` (no checkpoint, no group-nodes annotation: no Workflow placed it): runs, one pod is
+  OOMKilled → Failed, with the failure log (pod, node, exit code, the end of the container's log read
+  through the API server) and its failedNodes attributed from the nodes its pods were placed on (CRE's
+  `DiscoverPlacedNodesForJob`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from events.types import (
 )
 from functions.gateway import Gateway
 from functions.replay import read_recording
-from functions.resources import NAMESPACES, cre_goodput, cre_jobs
+from functions.resources import NAMESPACES, PODS, cre_goodput, cre_jobs
 from functions.rules.conditions import true_exclusive
 from localstack.observability.dashboard import print_dashboard
 from localstack.observability.prometheus import print_summary as print_prometheus_summary
@@ -76,6 +78,12 @@ def failing_job(group: str) -> dict[str, Any]:
                 "runtimeRef": {"name": "torch-distributed"},
                 "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 1, "numProcPerNode": 8,
                             "command": ["torchrun"], "args": ["eval.py"]}}}}}
+
+
+def placed_nodes(gw: Gateway, namespace: str, job: str, group: str) -> list[str]:
+    """The nodes the Job's pods (of every attempt) were placed on, sorted."""
+    pods = gw.list_all(PODS, namespace, label_selector=f"{job_label(group)}={job}")
+    return sorted({str(p["spec"]["nodeName"]) for p in pods if (p.get("spec") or {}).get("nodeName")})
 
 
 def final_state(job: dict[str, Any]) -> tuple[str, str, int]:
@@ -139,9 +147,14 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         print(f"     {cond['type']:<11} {cond['status']:<5} {cond['reason']:<18} {cond.get('message', '')}",
               file=timeline.out)
-    for node in (obj.get("status") or {}).get("failedNodes") or []:
-        print(f"     failed node {node['name']} ({node['reason']}): {node.get('message', '')}", file=timeline.out)
     status = obj.get("status") or {}
+    if status.get("failedNodes") and not ((obj.get("metadata") or {}).get("annotations") or {}).get(
+            group_nodes_annotation(stack.group)):
+        placed = ", ".join(placed_nodes(stack.gateway, namespace, job, stack.group)) or "none"
+        print(f"     no group-nodes annotation: failedNodes are the nodes its pods were placed on ({placed})",
+              file=timeline.out)
+    for node in status.get("failedNodes") or []:
+        print(f"     failed node {node['name']} ({node['reason']}): {node.get('message', '')}", file=timeline.out)
     if status.get("schedulingResumedTime"):
         print(f"     scheduling resumed {status['schedulingResumedTime']}; workloadStartTime "
               f"{status.get('workloadStartTime', 'unset')}", file=timeline.out)

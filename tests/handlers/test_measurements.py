@@ -1,7 +1,11 @@
 """`measurements` on the real API server with the real GoodputMeasurement and BandwidthMeasurement CRDs,
-as its ServiceAccount: created with the right bodies, labels and owner once the workload is created; an
-existing one (or one created in a race) is left as it is; a create the API refuses is a Warning Event and
-a 202, never a retry nor a verdict. The bodies, pure: tests/rules/test_measurements.py."""
+as its ServiceAccount: created with the right bodies, labels, owner and job-uid annotation once the
+workload is created, and ensured again on every resync tick (CRE's `reconcileWorkload` ensures them on
+every reconcile: a deleted one comes back, a BandwidthMeasurement left by an earlier Job of the same
+name is replaced, a succeeded Job awaiting thresholds keeps only its BandwidthMeasurement); an existing
+one (or one created in a race) is left as it is; a create the API refuses is a Warning Event and a 202,
+never a retry nor a verdict. The bodies, pure: tests/rules/test_measurements.py; which are ensured when:
+tests/rules/test_ensure_measurements.py."""
 
 from __future__ import annotations
 
@@ -33,8 +37,11 @@ BANDWIDTH = bandwidth_measurements(GROUP)
 # -- on the real API server ----------------------------------------------------------------------
 
 def create_job(gw: Gateway, ns: str, name: str = "llm", goodput: dict[str, str] | None = None,
-               bandwidth: dict[str, str] | None = None, managed: bool = True) -> dict[str, Any]:
+               bandwidth: dict[str, str] | None = None, managed: bool = True,
+               thresholds: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}
+    if thresholds:
+        spec["thresholds"] = thresholds
     if goodput:
         spec["goodputMeasurement"] = goodput
     if bandwidth:
@@ -78,6 +85,8 @@ def test_the_lifecycle_creates_the_measurements_cre_would(world: Callable[..., W
     assert gm["spec"] == {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "llm"},
                           "logProfileRef": "nemo", "sampleInterval": "45s"}
     assert bm["metadata"]["labels"] == labels and bm["metadata"]["ownerReferences"] == [owner]
+    assert bm["metadata"]["annotations"] == {"nvcre.nvidia.com/job-uid": made["metadata"]["uid"]}  # annotationJobUID
+    assert "annotations" not in gm["metadata"]
     assert bm["spec"] == {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "llm"},
                           "logProfileRef": "nccl", "testType": "all_reduce"}
 
@@ -171,3 +180,79 @@ def test_a_job_without_its_workload_recorded_gets_none_yet(functions: Callable[.
     assert gateway.get(GOODPUT, namespace, goodput_name("llm")) is None
 
 
+
+
+# -- ensured on every tick (CRE: job_controller.go reconcileWorkload, ensureBandwidthMeasurement) -------
+
+def checks_sent(w: World) -> list[list[str]]:
+    return [r["data"]["checks"] for r in w.resynced if r["attributes"]["type"] == "dev.crefn.job.check"]
+
+
+def test_the_tick_ensures_them_again(world: Callable[..., World]) -> None:
+    """A measurement deleted (or whose create event was lost) is created again by the next tick's check."""
+    w = world()
+    create_job(w.gw, w.ns, goodput={"logProfileRef": "nemo"}, bandwidth={"logProfileRef": "nccl"})
+    w.settle()
+    first = w.gw.get(GOODPUT, w.ns, "llm-goodput")
+    assert first is not None
+    w.gw.delete(GOODPUT, w.ns, "llm-goodput")
+    w.gw.delete(BANDWIDTH, w.ns, "llm-bandwidth")
+    w.tick(rounds=1)
+    assert checks_sent(w) == [["measurements"]]
+    again, bm = w.gw.get(GOODPUT, w.ns, "llm-goodput"), w.gw.get(BANDWIDTH, w.ns, "llm-bandwidth")
+    assert again is not None and bm is not None and again["metadata"]["uid"] != first["metadata"]["uid"]
+    assert again["spec"] == first["spec"]
+    assert bm["metadata"]["annotations"] == {"nvcre.nvidia.com/job-uid": w.job()["metadata"]["uid"]}
+    w.tick(rounds=1)  # in place: the check finds them and creates nothing
+    assert (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["metadata"]["uid"] == again["metadata"]["uid"]
+    assert [a.status for a in w.answers("measurements")] == [202, 202, 202]
+
+
+def test_an_earlier_jobs_bandwidth_measurement_is_replaced(world: Callable[..., World]) -> None:
+    """A Job of the same name deleted and created again finds the BandwidthMeasurement of the earlier one
+    (a foreground-less delete, or one CRE's Workflow kept): deleted with a uid precondition, then created
+    for this Job. One without the annotation predates it and is kept (CRE's `measuresJob`)."""
+    w = world()
+    earlier = w.gw.create(BANDWIDTH, w.ns, {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement",
+        "metadata": {"name": "llm-bandwidth", "annotations": {"nvcre.nvidia.com/job-uid": "uid-of-an-earlier-llm"}},
+        "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": "llm"}, "logProfileRef": "old"}})
+    made = create_job(w.gw, w.ns, bandwidth={"logProfileRef": "nccl", "testType": "all_reduce"})
+    w.settle()
+    bm = w.gw.get(BANDWIDTH, w.ns, "llm-bandwidth")
+    assert bm is not None and bm["metadata"]["uid"] != earlier["metadata"]["uid"]
+    assert bm["metadata"]["annotations"] == {"nvcre.nvidia.com/job-uid": made["metadata"]["uid"]}
+    assert bm["spec"]["logProfileRef"] == "nccl"
+    assert [a.status for a in w.answers("measurements")] == [202]
+    w.gw.delete(BANDWIDTH, w.ns, "llm-bandwidth")
+    kept = w.gw.create(BANDWIDTH, w.ns, {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement", "metadata": {"name": "llm-bandwidth"},
+        "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": "llm"}, "logProfileRef": "unannotated"}})
+    w.tick(rounds=1)
+    assert (w.gw.get(BANDWIDTH, w.ns, "llm-bandwidth") or {})["metadata"]["uid"] == kept["metadata"]["uid"]
+
+
+def test_a_succeeded_job_awaiting_thresholds_keeps_only_its_bandwidth_measurement(world: Callable[..., World]) -> None:
+    """After the success CRE ensures no GoodputMeasurement, but the BandwidthMeasurement still while the
+    thresholds wait for it (it is measured from the Job's full log after the success); once the verdict
+    is written, neither."""
+    w = world()
+    create_job(w.gw, w.ns, goodput={"logProfileRef": "nemo"}, bandwidth={"logProfileRef": "nccl"},
+               thresholds={"busBandwidthGBps": "value >= 400"})
+    w.succeed()
+    w.gw.delete(GOODPUT, w.ns, "llm-goodput")
+    w.gw.delete(BANDWIDTH, w.ns, "llm-bandwidth")
+    w.tick(rounds=1)
+    assert checks_sent(w) == [["validation", "measurements"]]
+    assert w.gw.get(GOODPUT, w.ns, "llm-goodput") is None
+    assert w.gw.get(BANDWIDTH, w.ns, "llm-bandwidth") is not None
+    w.gw.patch(BANDWIDTH, w.ns, "llm-bandwidth", {"status": {
+        "conditions": [{"type": "Complete", "status": "True", "reason": "JobSucceeded", "message": "measured",
+                        "lastTransitionTime": "2026-12-01T00:00:00Z"}],
+        "results": [{"sizeBytes": 1 << 30, "busBW": "410.5", "algBW": "205.2", "samples": 5}]}}, status=True)
+    w.tick(rounds=1)
+    conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in w.job()["status"]["conditions"]}
+    assert conditions["ValidationFailed"] == ("False", "ThresholdsMet", "All performance thresholds satisfied")
+    w.gw.delete(BANDWIDTH, w.ns, "llm-bandwidth")
+    w.tick(rounds=1)  # validated: nothing is ensured any more
+    assert w.gw.get(BANDWIDTH, w.ns, "llm-bandwidth") is None

@@ -67,7 +67,7 @@ def test_failed_nodes_and_messages_when_restarts_run_out(world: Callable[..., Wo
     status = w.job()["status"]
     failed = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert failed["message"] == ("Workload TrainJob/llm-workload failed: "
-                                 "jobset node-0 failed: exit code 137 (OOMKilled) on gpu-node-11")
+                                 "jobset node-0 failed: exit code 137 (OOMKilled)")
     assert [(n["name"], n["reason"]) for n in status["failedNodes"]] == [
         ("gpu-node-07", "WorkloadFailed"), ("gpu-node-11", "WorkloadFailed")]
     others = {c["type"]: c for c in status["conditions"] if c["type"] != "Failed"}

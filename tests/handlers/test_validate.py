@@ -49,10 +49,12 @@ def complete_condition(reason: str = "JobSucceeded") -> list[dict[str, str]]:
 
 
 def measure_bandwidth(w: World, bus: list[str], name: str = "llm-bandwidth", job_name: str = "llm",
-                      reason: str = "JobSucceeded") -> None:
+                      reason: str = "JobSucceeded", job_uid: str | None = None) -> None:
+    """`job_uid`: the measurement's `nvcre.nvidia.com/job-uid` annotation (none when None)."""
     res = bandwidth_measurements(GROUP)
+    annotations = {} if job_uid is None else {f"{GROUP}/job-uid": job_uid}
     w.gw.create(res, w.ns, {"apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement",
-                            "metadata": {"name": name},
+                            "metadata": {"name": name, "annotations": annotations},
                             "spec": {"jobRef": {"apiGroup": GROUP, "kind": "Job", "name": job_name},
                                      "logProfileRef": "nccl-tests", "testType": "all_reduce"}})
     results = [{"sizeBytes": 1 << (20 + i), "busBW": b, "algBW": str(float(b) / 2), "samples": 5}
@@ -76,15 +78,6 @@ def validation(w: World, name: str = "llm") -> tuple[str, str, str] | None:
     return (found[0]["status"], found[0]["reason"], found[0]["message"]) if found else None
 
 
-def succeed(w: World) -> None:
-    w.settle()
-    w.trainer("run")
-    w.settle()
-    w.trainer("complete")
-    w.settle()
-    assert w.final()[:2] == ("Succeeded", "WorkloadCompleted")
-
-
 def back_date_success(w: World, by: timedelta) -> None:
     conditions = w.job()["status"]["conditions"]
     for c in conditions:
@@ -106,7 +99,7 @@ def test_on_success_a_violation_fails_validation_and_the_job_stays_succeeded(wor
     with_thresholds(w, {"busBandwidthGBps": "value >= 400", "goodputRatio": "value >= 0.9"}, nodes="gpu-2,gpu-1")
     measure_bandwidth(w, ["120.5", "350", "349.99"])
     measure_goodput(w, result="0.95", avgTFLOPSPerGPU="410", avgStepTimeSec="2.5")
-    succeed(w)
+    w.succeed()
     assert validation(w) == ("True", "ThresholdViolated", VIOLATED)
     assert w.final()[:2] == ("Succeeded", "WorkloadCompleted")
     assert w.job()["status"]["failedNodes"] == [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED}
@@ -123,7 +116,7 @@ def test_on_success_a_violation_fails_validation_and_the_job_stays_succeeded(wor
 def test_measurements_arriving_later_are_validated_on_the_tick(world: Callable[..., World]) -> None:
     w = world()
     with_thresholds(w, {"busBandwidthGBps": "value >= 300", "avgTFLOPsPerGPU": "value > 400"})
-    succeed(w)
+    w.succeed()
     assert validation(w) is None  # waiting: the success event found no measurements
     assert [(o.status, o.reply) for o in w.answers("validate") if o.final] == [(202, None)]
     measure_goodput(w, complete=False, avgTFLOPSPerGPU="410")  # provisional: not used
@@ -152,7 +145,7 @@ def test_missing_measurements_time_out(timeout: str | None, waited: timedelta, m
                     timeout=timeout, nodes="gpu-1")
     measure_bandwidth(w, ["10"])
     measure_goodput(w, result="0", avgStepTimeSec="")  # complete, but no values above 0
-    succeed(w)
+    w.succeed()
     assert validation(w) is None
     back_date_success(w, waited)
     w.tick(rounds=1)
@@ -173,7 +166,7 @@ def test_bandwidth_results_that_are_not_final_count_as_unmeasured(reason: str, w
     w = world()
     with_thresholds(w, {"busBandwidthGBps": "value > 1"})
     measure_bandwidth(w, ["980.1"], reason=reason)
-    succeed(w)
+    w.succeed()
     assert validation(w) is None  # waiting, not validated on the provisional 980.1
     back_date_success(w, timedelta(minutes=6))
     w.tick(rounds=1)
@@ -181,10 +174,37 @@ def test_bandwidth_results_that_are_not_final_count_as_unmeasured(reason: str, w
                              "Measurement data not available within 5m0s for keys: [busBandwidthGBps]")
 
 
+def test_an_earlier_jobs_bandwidth_measurement_counts_for_nothing(world: Callable[..., World]) -> None:
+    """CRE's `measuresJob` / `findJobBandwidthMeasurement` (`job_threshold_helpers.go`): a
+    BandwidthMeasurement whose `nvcre.nvidia.com/job-uid` annotation names another uid was left by an
+    earlier Job of the same name; its final results are not this Job's, so the key stays unmeasured
+    and ends in `MeasurementTimeout`. One annotated with this Job's uid counts."""
+    w = world()
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400"})
+    measure_bandwidth(w, ["980.1"], job_uid="uid-of-an-earlier-llm")
+    w.succeed()
+    assert validation(w) is None  # waiting, not validated on the earlier Job's 980.1
+    back_date_success(w, timedelta(minutes=6))
+    w.tick(rounds=1)
+    assert validation(w) == ("True", "MeasurementTimeout",
+                             "Measurement data not available within 5m0s for keys: [busBandwidthGBps]")
+    assert [(e["type"], e["reason"]) for e in job_events(w.gw, w.ns) if e["reason"] == "MeasurementTimeout"] == [
+        ("Warning", "MeasurementTimeout")]
+
+
+def test_a_bandwidth_measurement_of_this_jobs_uid_counts(world: Callable[..., World]) -> None:
+    w = world()
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400"})
+    measure_bandwidth(w, ["10"], name="llm-0-earlier", job_uid="uid-of-an-earlier-llm")  # listed first
+    measure_bandwidth(w, ["980.1"], job_uid=w.job()["metadata"]["uid"])
+    w.succeed()
+    assert validation(w) == ("False", "ThresholdsMet", "All performance thresholds satisfied")
+
+
 def test_an_unknown_key_fails_at_once(world: Callable[..., World]) -> None:
     w = world()
     with_thresholds(w, {"busBandwidth": "value > 1", "goodputRatio": "value > 0.5"})
-    succeed(w)
+    w.succeed()
     assert validation(w) == ("True", "UnknownThresholdKey", "unknown threshold key(s) [busBandwidth]; valid keys: "
                              "[busBandwidthGBps, algBandwidthGBps, goodputRatio, avgTFLOPsPerGPU, avgStepTimeSec]")
 
@@ -193,7 +213,7 @@ def test_an_invalid_expression_is_reported(world: Callable[..., World]) -> None:
     w = world()
     with_thresholds(w, {"algBandwidthGBps": "value + 1.0"})
     measure_bandwidth(w, ["400"])
-    succeed(w)
+    w.succeed()
     assert validation(w) == ("True", "InvalidThresholdExpression", 'Threshold "algBandwidthGBps": compile threshold '
                              'expression "value + 1.0": expression must return bool, got double')
 
@@ -214,7 +234,7 @@ def test_an_expression_past_its_budget_or_too_long_is_invalid(world: Callable[..
     w = world()
     with_thresholds(w, {"algBandwidthGBps": expression})
     measure_bandwidth(w, ["800"])
-    succeed(w)
+    w.succeed()
     assert validation(w) == ("True", "InvalidThresholdExpression", message)
     warnings = [(e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["type"] == "Warning"]
     assert warnings == [("InvalidThresholdExpression", message)]

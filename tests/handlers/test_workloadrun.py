@@ -291,3 +291,50 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("False", "Superseded")
 
 
+
+
+def test_the_target_nodes_decide_gpus_per_node_mnnvl_and_placement(functions: Callable[..., dict[str, str]],
+                                                                   gateway: Gateway, namespace: str) -> None:
+    """CRE (ADR-082, the WorkloadRun CRD's `gpusPerNode`/`enableMNNVL`, `helpers.go` `DefaultEnableMNNVL`,
+    `pkg/gpu` `ParseProduct`/`MajorityArchitecture`): a run that sets neither gets 4 GPUs per node and
+    MNNVL on when most target nodes are GB200; ADR-089 decision 6: the target is one required node
+    selector term on every replicatedJob, the MPI launcher too, with the GPU products of that
+    architecture. The run is `InProgress`/`WorkflowCreated`/`Workflow wr created` as CRE writes it."""
+    from functions.client import send
+    from functions.resources import NODES
+    from localstack.eventing.apisource import apiserver_record
+
+    pool = namespace[-40:]
+    products = {"a": "NVIDIA-GB200-NVL72", "b": "NVIDIA-GB200-NVL72", "c": "NVIDIA-H100-80GB-HBM3"}
+    names = [f"{pool}-{k}" for k in products]
+    for name, product in zip(names, products.values(), strict=True):
+        gateway.create(NODES, None, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product, "crefn.test/pool": pool}}})
+    try:
+        spec = workloadrun(namespace, {"mpi": {"binary": "/opt/bench", "mpirunPath": "/usr/bin/mpirun"}},
+                           target={"nodeSelector": {"crefn.test/pool": pool}})
+        del spec["spec"]["gpusPerNode"]
+        run = gateway.create(RUNS, namespace, spec)
+        assert send(functions()["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    finally:
+        for name in names:
+            gateway.delete(NODES, None, name)
+    assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created")
+    runtime = (gateway.get(TRAINING_RUNTIMES, namespace, "wr-runtime") or {})["spec"]
+    assert runtime["mlPolicy"]["mpi"]["numProcPerNode"] == 4
+    term = {"matchExpressions": [{"key": "crefn.test/pool", "operator": "In", "values": [pool]},
+                                 {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-GB200-NVL72"]}]}
+    jobs = runtime["template"]["spec"]["replicatedJobs"]
+    assert [j["name"] for j in jobs] == ["launcher", "node"]
+    for rj in jobs:
+        pod = rj["template"]["spec"]["template"]["spec"]
+        assert pod["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]}}}
+    worker = jobs[1]["template"]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    trainer = (gateway.get(JOBS, namespace, "wr") or {})["spec"]["workload"]["trainJob"]["trainer"]
+    assert trainer["numProcPerNode"] == 4
+    assert {"name": "NCCL_MNNVL_ENABLE", "value": "1"} in trainer["env"]
+    assert trainer["args"][:10] == ["--allow-run-as-root", "--mca", "plm_rsh_args",
+                                    "-o StrictHostKeyChecking=no -o ConnectionAttempts=10", "-x", "NCCL_DEBUG=INFO",
+                                    "-x", "NCCL_MNNVL_ENABLE=1", "-N", "4"]

@@ -44,6 +44,10 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     resumed = text.index(f"== Job {ns}/llama-pretrain: pods scheduled again at")
     assert blocked < said < resumed
     assert "failureLog: OOMKilled (exit 137) in pod llama-eval-workload-node-0-0-a0" in text
+    # CRE's groupNodeNames → DiscoverPlacedNodesForJob: no group-nodes annotation, the nodes its pods ran on
+    assert "no group-nodes annotation: failedNodes are the nodes its pods were placed on (gpu-node-1)" in text
+    assert ("failed node gpu-node-1 (WorkloadFailed): Workload TrainJob/llama-eval-workload failed: jobset node-0 "
+            "failed: exit code 137 (OOMKilled)") in text
     assert "torch.OutOfMemoryError: CUDA out of memory" in text
     assert f"== Job {ns}/llama-pretrain: InProgress/WorkloadRestarting (restarts 1)" in text
     assert "→ restart-failures" in text and "job.restarted attempt 1/2" in text

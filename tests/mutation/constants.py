@@ -185,9 +185,11 @@ class Failures:
 
 @functools.cache
 def unit_tests() -> list[str]:
-    """The unit tests of the rules: mutmut's selection."""
+    """The unit tests of the rules: mutmut's selection, its folders as their test modules."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return list(config["tool"]["mutmut"]["pytest_add_cli_args_test_selection"])
+    selection = config["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]
+    return [str(p.relative_to(ROOT)) for entry in selection
+            for p in (sorted((ROOT / entry).rglob("test_*.py")) if (ROOT / entry).is_dir() else [ROOT / entry])]
 
 
 @functools.cache

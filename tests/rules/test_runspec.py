@@ -23,7 +23,6 @@ REFUSED = [
     ({"orchestration": {"repeatCount": 3}}, "spec.orchestration.repeatCount: 3 needs CRE's Workflow"),
     ({"orchestration": {"maxConcurrent": 2}}, "spec.orchestration.maxConcurrent: 2 needs CRE's Workflow"),
     ({"orchestration": {"placement": "Pinned"}}, "spec.orchestration.placement: 'Pinned' needs CRE's Workflow"),
-    ({"target": {"nodeNames": ["gpu-1"]}}, "spec.target needs CRE's Workflow"),
     ({"overrides": [{"op": "add"}]}, "spec.overrides needs CRE's Workflow"),
     ({"orchestration": {"timeoutPerJob": "soon"}}, "spec.orchestration.timeoutPerJob: 'soon' is not a positive"),
     ({"orchestration": {"timeoutPerJob": "0s"}}, "spec.orchestration.timeoutPerJob: '0s' is not a positive"),
@@ -31,7 +30,8 @@ REFUSED = [
 ]
 ACCEPTED = [{}, {"orchestration": {"testScale": "full-scale", "repeatCount": 1, "maxConcurrent": 0,
                                    "placement": "Unpinned", "timeoutPerJob": "30m"}},
-            {"target": {}}, {"overrides": []}, {"nicResourceName": "rdma/ib", "mlnxPerNode": 4}]
+            {"target": {}}, {"overrides": []}, {"nicResourceName": "rdma/ib", "mlnxPerNode": 4},
+            {"target": {"nodeNames": ["gpu-1"]}}]
 
 
 @pytest.mark.parametrize(("spec", "message"), REFUSED, ids=[m.split(":")[0].split(" ")[0] + str(i)
@@ -41,7 +41,8 @@ def test_workflow_fields_are_refused_unless_default(spec: dict[str, Any], messag
         check_workflow_fields(spec)
 
 
-@pytest.mark.parametrize("spec", ACCEPTED, ids=["nothing", "all-defaults", "empty-target", "no-overrides", "nics"])
+@pytest.mark.parametrize("spec", ACCEPTED, ids=["nothing", "all-defaults", "empty-target", "no-overrides", "nics",
+                                            "target-carried-onto-the-pods"])
 def test_single_job_defaults_are_accepted(spec: dict[str, Any]) -> None:
     check_workflow_fields(spec)
 

@@ -146,8 +146,10 @@ def gm(job: str = "llm", complete: str = "True", **status: str) -> dict[str, Any
 
 
 def bm(job: str = "llm", complete: str = "True", results: list[dict[str, Any]] | None = None,
-       reason: str = "JobSucceeded") -> dict[str, Any]:
-    return {"spec": {"jobRef": {"name": job}, "testType": "all_reduce"},
+       reason: str = "JobSucceeded", uid: str | None = None) -> dict[str, Any]:
+    """`uid`: its `nvcre.nvidia.com/job-uid` annotation (none when None)."""
+    annotations = {} if uid is None else {"nvcre.nvidia.com/job-uid": uid}
+    return {"metadata": {"annotations": annotations}, "spec": {"jobRef": {"name": job}, "testType": "all_reduce"},
             "status": {"conditions": [{"type": "Complete", "status": complete, "reason": reason}],
                        "results": results or []}}
 
@@ -175,13 +177,18 @@ RESULTS = [{"sizeBytes": 1024, "busBW": "12.5", "algBW": "6.4", "samples": 3},
     ([gm(result="0", avgTFLOPSPerGPU="", avgStepTimeSec="-1")], [], {}),
     ([gm(job="other", result="0.5"), gm(result="0.93")], [], {"goodputRatio": 0.93}),
     ([gm(complete="False", result="0.5"), gm(result="0.93")], [], {}),
+    ([], [bm(results=RESULTS, uid="job-uid")], {"busBandwidthGBps": 389.21, "algBandwidthGBps": 210.25}),
+    ([], [bm(results=RESULTS, uid="earlier-uid")], {}),
+    ([], [bm(results=[{"busBW": "1", "algBW": "1"}], uid="earlier-uid"), bm(results=RESULTS, uid="job-uid")],
+     {"busBandwidthGBps": 389.21, "algBandwidthGBps": 210.25}),
 ], ids=["none", "bandwidth-max-of-results", "bandwidth-not-complete", "bandwidth-no-results", "bandwidth-other-job",
         "first-bandwidth-of-the-job", "the-first-decides-not-the-first-complete", "completed-without-final-results",
         "completed-for-a-failed-job", "bandwidth-unreadable-is-0", "goodput", "goodput-not-complete",
-        "goodput-only-above-0", "goodput-of-this-job", "the-first-goodput-decides"])
+        "goodput-only-above-0", "goodput-of-this-job", "the-first-goodput-decides", "bandwidth-of-this-job-uid",
+        "bandwidth-of-an-earlier-job-counts-for-nothing", "the-earlier-jobs-bandwidth-is-passed-over"])
 def test_measured_values(goodput: list[dict[str, Any]], bandwidth: list[dict[str, Any]],
                          expected: dict[str, float]) -> None:
-    assert measured_values("llm", goodput, bandwidth) == expected
+    assert measured_values("llm", "job-uid", goodput, bandwidth, "nvcre.nvidia.com") == expected
 
 
 @pytest.mark.parametrize(("bandwidth_reason", "expected"), [
@@ -199,7 +206,7 @@ def test_cres_collect_job_measured_values_cases(bandwidth_reason: str, expected:
                  "status": {"results": [{"sizeBytes": 1 << 30, "busBW": "980.1", "algBW": "450.2", "samples": 1}]}}
     if bandwidth_reason:
         bandwidth["status"]["conditions"] = [{"type": "Complete", "status": "True", "reason": bandwidth_reason}]
-    assert measured_values("llm", [goodput], [bandwidth]) == expected
+    assert measured_values("llm", "job-uid", [goodput], [bandwidth], "nvcre.nvidia.com") == expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [

@@ -130,7 +130,6 @@ INVALID = [
     ("repeat-count", with_spec(orchestration={"repeatCount": 2}), "spec.orchestration.repeatCount: 2 needs"),
     ("max-concurrent", with_spec(orchestration={"maxConcurrent": 4}), "spec.orchestration.maxConcurrent: 4 needs"),
     ("placement", with_spec(orchestration={"placement": "Pinned"}), "spec.orchestration.placement: 'Pinned'"),
-    ("target", with_spec(target={"nodeSelector": {"pool": "a"}}), "spec.target needs CRE's Workflow tier"),
     ("overrides", with_spec(overrides=[{"patch": {}}]), "spec.overrides needs CRE's Workflow tier"),
     ("timeout", with_spec(orchestration={"timeoutPerJob": "a day"}), "spec.orchestration.timeoutPerJob: 'a day'"),
     ("nic-name-without-count", with_spec(nicResourceName="rdma/ib"), "spec.nicResourceName needs spec.mlnxPerNode"),
@@ -166,3 +165,109 @@ def test_invalid_specs_name_the_field(r: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidSpec) as err:
         translate(r)
     assert str(err.value).startswith(message)
+<<<<<<< HEAD
+=======
+
+
+def cre_fn(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_cre_fn_render_prints_the_objects(sample: Path) -> None:
+    result = cre_fn("render", str(sample))
+    assert result.returncode == 0, result.stderr
+    objs = list(yaml.safe_load_all(result.stdout))
+    assert objs == translate(yaml.safe_load(sample.read_text())).objects
+    assert {o["kind"] for o in objs} >= {"TrainingRuntime", "Job"}
+
+
+@pytest.mark.process
+def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(with_spec(framework={"torch": {"script": "a.py", "module": "a"}})))
+    result = cre_fn("render", str(path))
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == "cre-fn render: wr: spec.framework.torch: set exactly one of script or module"
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Path) -> None:
+    result = cre_fn("render", "--check", str(sample))
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
+
+
+@pytest.mark.process
+def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, upstream_crds: Path) -> None:
+    run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
+                    workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(run))
+    result = cre_fn("render", "--check", str(path))
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "wr: spec.gpusPerNode: 'eight' is not of type 'integer'",
+        "wr: spec.numNodes: 0 is less than the minimum of 1",
+        "wr: spec.framework.torch: Invalid value: script and module are mutually exclusive",
+        "wr: spec.workloadMetadata.labels: Invalid value: labels must not set the controller-owned keys "
+        "app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
+        "wr: refused by the translator: spec.numNodes must be an integer of at least 1",
+        "cre-fn render --check: 1 WorkloadRuns, 5 problems"]
+
+
+GB200 = [{"metadata": {"name": f"gb-{i}", "labels": {"nvidia.com/gpu.present": "true",
+                                                      "nvidia.com/gpu.product": "NVIDIA-GB200"}}} for i in (1, 2)]
+H100 = [{"metadata": {"name": "h-1", "labels": {"nvidia.com/gpu.present": "true",
+                                                 "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}}]
+
+
+def pods(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    runtime = next(o for o in objs if o["kind"] == "TrainingRuntime")
+    return [r["template"]["spec"]["template"]["spec"] for r in runtime["spec"]["template"]["spec"]["replicatedJobs"]]
+
+
+def env_of(objs: list[dict[str, Any]], name: str) -> str:
+    return next(e["value"] for e in trainer(objs)["env"] if e["name"] == name)
+
+
+@pytest.mark.parametrize(("spec", "nodes", "gpus", "mnnvl"), [
+    ({}, GB200, 4, "1"), ({}, H100, 8, "0"), ({}, [], 8, "0"), ({}, None, 8, "0"),
+    ({"gpusPerNode": 2, "enableMNNVL": False}, GB200, 2, "0"),
+], ids=["gb200-4-gpus-mnnvl-on", "h100-8-gpus", "no-gpu-nodes", "no-cluster-render", "the-run-says-so"])
+def test_gpus_per_node_and_mnnvl_default_from_the_target_nodes(spec: dict[str, Any], nodes: list[dict[str, Any]] | None,
+                                                               gpus: int, mnnvl: str) -> None:
+    """CRE: the WorkloadRun CRD's `gpusPerNode` ("8 for H100/A100, 4 for GB200/GB300") and `enableMNNVL`
+    ("enabled for GB200/GB300"), `helpers.go` `DefaultEnableMNNVL`."""
+    objs = translate(with_spec(**spec), nodes=nodes).objects
+    assert trainer(objs)["numProcPerNode"] == gpus
+    assert runtime_container(objs)["resources"]["limits"]["nvidia.com/gpu"] == str(gpus)
+    assert env_of(objs, "NCCL_MNNVL_ENABLE") == mnnvl
+
+
+def test_mpi_on_gb200_launches_4_per_node_with_mnnvl() -> None:
+    objs = translate(CASES["mpi-custom"], nodes=GB200).objects
+    args = trainer(objs)["args"]
+    assert args[args.index("-N") + 1] == "4" and "NCCL_MNNVL_ENABLE=1" in args
+
+
+def test_the_target_is_carried_onto_every_replicated_job() -> None:
+    """ADR-089 decision 6: `target` becomes a required node affinity on every job, the MPI launcher too."""
+    r = copy.deepcopy(CASES["mpi-custom"])
+    r["spec"]["target"] = {"nodeSelector": {"pool": "a"}, "taintSelectors": [{"key": "dedicated"}]}
+    nodes = [{"metadata": {**n["metadata"], "labels": {**n["metadata"]["labels"], "pool": "a"}},
+              "spec": {"taints": [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]}} for n in GB200]
+    term = {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]},
+                                 {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-GB200"]}]}
+    every = pods(translate(r, nodes=nodes).objects)
+    assert len(every) == 2
+    for pod in every:
+        assert pod["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term]}}}
+        assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert all("affinity" not in p for p in pods(translate(CASES["mpi-custom"], nodes=nodes).objects))
+>>>>>>> parity

@@ -32,7 +32,7 @@ def check_event(checks: list[str]) -> Envelope:
 
 def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = None, skip: str = "") -> Observed:
     """What `read` gives, the thresholds evaluated in this process (`functions.celbudget` runs the same code)."""
-    measured = measured_values("llm", (), bandwidth or ())
+    measured = measured_values("llm", "job-uid", (), bandwidth or (), "nvcre.nvidia.com")
     outcomes = {key: next(outcomes_of("value", expression, [value]))
                 for key, expression, value in to_evaluate(state.job.spec.thresholds if state else {}, measured)}
     cause, ref = check_event(["validation"]), JobRef(name="llm", namespace="ns")

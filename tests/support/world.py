@@ -145,6 +145,14 @@ class World:
         assert tj is not None, f"no TrainJob for {job} to {action}: {self.dump()}"
         apply_action(self.gw, tj, action, self.kubelet)
 
+    def succeed(self, job: str = "llm") -> None:
+        """The Job's workload launched, run and completed, the world settled after each step: the Job Succeeded."""
+        for action in ("", "run", "complete"):
+            if action:
+                self.trainer(action, job)
+            self.settle()
+        assert self.final(job)[:2] == ("Succeeded", "WorkloadCompleted"), self.dump()
+
     def play(self, script: Script, job: str = "llm") -> list[tuple[int, str]]:
         """Run a Trainer script (attempt → actions): each action on the TrainJob of its attempt, once the
         world has moved on after the previous one; every action must find its attempt's TrainJob."""

@@ -362,7 +362,8 @@ def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads
         {name: rights_of(role) for name, role in by_name(base, "ClusterRole").items()}
     cluster_wide = {b["metadata"]["name"]: b for b in of_kind(docs, "ClusterRoleBinding")}
     assert set(cluster_wide) == {"crefn-metrics", "crefn-launch-cluster", "crefn-resync-cluster",
-                                 "crefn-nodehealth-cluster", "crefn-apiserversource-cluster"}
+                                 "crefn-nodehealth-cluster", "crefn-apiserversource-cluster",
+                                 "crefn-workloadrun-cluster"}
     for binding in cluster_wide.values():
         rights = rights_of(roles[binding["roleRef"]["name"]])
         assert rights and not {r for r in rights if r[2] in WRITE_VERBS or r[1] == "pods/log"}, binding

@@ -24,12 +24,14 @@ from functions.resources import (
     CRDS,
     EVENTS,
     NAMESPACES,
+    NODES,
     PODS,
     TRAINJOBS,
     Resource,
     cre_goodput,
     cre_jobs,
 )
+from functions.rules.measurements import bandwidth_measurements
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import NAMESPACE as SA_NAMESPACE
@@ -39,6 +41,7 @@ from tests.support.helpers import Receiver, missing
 from tests.support.world import Relay, World, ping
 
 JOBS = cre_jobs("nvcre.nvidia.com")
+BANDWIDTH = bandwidth_measurements("nvcre.nvidia.com")
 TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "x"},
             "spec": {"runtimeRef": {"name": "t"}}}
 
@@ -76,6 +79,9 @@ REFUSED += [
     ("timeout", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("timeout", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
     ("apiserversource", "get pods/log", lambda gw, ns: read_log(gw, ns)),
+    ("measurements", "delete goodputmeasurements", lambda gw, ns: gw.delete(cre_goodput("nvcre.nvidia.com"), ns, "x")),
+    ("measurements", "list bandwidthmeasurements", lambda gw, ns: gw.list_all(BANDWIDTH, ns)),
+    ("workloadrun", "get nodes", lambda gw, ns: gw.get(NODES, None, "x")),
 ]
 ALLOWED: list[tuple[str, str, Call]] = [
     *((f, "create events", create_event) for f in ("launch", "status", "restart", "resync")),
@@ -94,7 +100,16 @@ ALLOWED: list[tuple[str, str, Call]] = [
     *((f, "get pods/log", lambda gw, ns: read_log(gw, ns)) for f in ("restart", "timeout", "launch")),
     ("timeout", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("apiserversource", "watch pods in all namespaces", lambda gw, ns: gw.list_all(PODS, None)),
+    ("measurements", "delete bandwidthmeasurements", lambda gw, ns: gw.delete(BANDWIDTH, ns, "x")),
+    ("workloadrun", "list nodes", lambda gw, ns: gw.list_all(NODES, None)),
+    ("measurements", "create bandwidthmeasurements", lambda gw, ns: create_bandwidth(gw, ns)),
 ]
+
+
+def create_bandwidth(gw: Gateway, ns: str) -> Any:
+    return gw.create(BANDWIDTH, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "BandwidthMeasurement",
+                                     "metadata": {"name": f"bm-{uuid.uuid4().hex[:6]}"},
+                                     "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "nccl"}})
 
 
 def read_log(gw: Gateway, ns: str) -> str:
