@@ -20,7 +20,7 @@ from functions.celbudget import CelBudget
 from functions.rules.cel import CelOutcome, Variable
 
 ZEROS = "[" + ",".join(["0"] * 90) + "]"
-SLOW = f"[{ZEROS}].all(x, {ZEROS}.all(i, {ZEROS}.all(j, size({' + '.join(['x'] * 16)}) > 0)))"
+SLOW = f"{ZEROS}.all(y, [{ZEROS}].all(x, {ZEROS}.all(i, {ZEROS}.all(j, size({' + '.join(['x'] * 16)}) > 0))))"
 """8100 iterations, each concatenating a list 16 times: about 10 s in-process, no input needed."""
 SLACK = 2.0
 """How much past its budget an interrupted evaluation may end on a loaded 2-core machine (the kill, the answer)."""
@@ -102,7 +102,7 @@ def test_past_its_budget_an_expression_is_interrupted_and_the_worker_replaced(bu
 def test_the_outcomes_before_the_interruption_are_kept() -> None:
     # a budget of 2 s, so that the first Node's outcome is in before it runs out even on a loaded machine
     budget = CelBudget(timedelta(seconds=2))
-    nodes = [{"spec": {"unschedulable": True}}, {"metadata": {"annotations": {"a": "x" * 60_000}}}, {}]
+    nodes = [{"spec": {"unschedulable": True}}, {"metadata": {"annotations": {"a": "x" * 600_000}}}, {}]
     a = "node.metadata.annotations[?'a'].orValue('')"
     slow = f"{ZEROS}.all(i, {ZEROS}.all(j, size({a} + {a} + {a}) >= 0)) && {CORDONED}"
     try:

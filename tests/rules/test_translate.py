@@ -3,6 +3,7 @@ tests/test_cli.py."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -165,59 +166,6 @@ def test_invalid_specs_name_the_field(r: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidSpec) as err:
         translate(r)
     assert str(err.value).startswith(message)
-<<<<<<< HEAD
-=======
-
-
-def cre_fn(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
-                          check=False, timeout=60)
-
-
-@pytest.mark.process
-@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_cre_fn_render_prints_the_objects(sample: Path) -> None:
-    result = cre_fn("render", str(sample))
-    assert result.returncode == 0, result.stderr
-    objs = list(yaml.safe_load_all(result.stdout))
-    assert objs == translate(yaml.safe_load(sample.read_text())).objects
-    assert {o["kind"] for o in objs} >= {"TrainingRuntime", "Job"}
-
-
-@pytest.mark.process
-def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(with_spec(framework={"torch": {"script": "a.py", "module": "a"}})))
-    result = cre_fn("render", str(path))
-    assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.strip() == "cre-fn render: wr: spec.framework.torch: set exactly one of script or module"
-
-
-@pytest.mark.process
-@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Path) -> None:
-    result = cre_fn("render", "--check", str(sample))
-    assert result.returncode == 0 and result.stdout == ""
-    assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
-
-
-@pytest.mark.process
-def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, upstream_crds: Path) -> None:
-    run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
-                    workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(run))
-    result = cre_fn("render", "--check", str(path))
-    assert result.returncode == 1 and result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert lines == [
-        "wr: spec.gpusPerNode: 'eight' is not of type 'integer'",
-        "wr: spec.numNodes: 0 is less than the minimum of 1",
-        "wr: spec.framework.torch: Invalid value: script and module are mutually exclusive",
-        "wr: spec.workloadMetadata.labels: Invalid value: labels must not set the controller-owned keys "
-        "app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
-        "wr: refused by the translator: spec.numNodes must be an integer of at least 1",
-        "cre-fn render --check: 1 WorkloadRuns, 5 problems"]
 
 
 GB200 = [{"metadata": {"name": f"gb-{i}", "labels": {"nvidia.com/gpu.present": "true",
@@ -270,4 +218,3 @@ def test_the_target_is_carried_onto_every_replicated_job() -> None:
             "nodeSelectorTerms": [term]}}}
         assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
     assert all("affinity" not in p for p in pods(translate(CASES["mpi-custom"], nodes=nodes).objects))
->>>>>>> parity
