@@ -32,6 +32,7 @@ from functions.client import send
 from functions.codec import encode
 from functions.rules.adapter import decide_phase
 from functions.rules.cel import outcomes
+from localstack.bench.calls import restart_call_figures
 from localstack.bench.stack import lifecycle_figures, process_tree
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
@@ -218,19 +219,28 @@ def make_in_step(gw: Any, ns: str, name: str, group: str) -> None:
         status=True)
 
 
+ROWS = ("http", "resync", "lifecycle", "calls")
+"""The groups of rows, in order; `BENCH_ROWS=calls,resync` runs only those (all by default)."""
+
+
 def main() -> int:
     rows: list[dict[str, Any]] = []
-    if os.environ.get("BENCH_HTTP", "1") != "0":
+    chosen = {r.strip() for r in os.environ.get("BENCH_ROWS", "").split(",") if r.strip()} or set(ROWS)
+    if unknown := chosen - set(ROWS):
+        raise SystemExit(f"BENCH_ROWS: unknown {', '.join(sorted(unknown))} (known: {', '.join(ROWS)})")
+    if "http" in chosen and os.environ.get("BENCH_HTTP", "1") != "0":
         print("[bench] phase over HTTP against the no-op floor ...", file=sys.stderr, flush=True)
         http_figures(rows)
         in_process_figures(rows)
         cel_figures(rows)
     jobs = int(os.environ.get("BENCH_JOBS", "1000"))
-    if jobs:
+    if jobs and "resync" in chosen:
         resync_figures(rows, jobs)
     sequential, burst = int(os.environ.get("BENCH_RESTARTS", "100")), int(os.environ.get("BENCH_BURST", "1000"))
-    if sequential:
+    if sequential and "lifecycle" in chosen:
         lifecycle_figures(rows, sequential, burst)
+    if "calls" in chosen:
+        restart_call_figures(rows, int(os.environ.get("BENCH_CALL_RESTARTS", "5")))
     print(f"\n{'figure':<52} {'baseline':<24} {'baseline':>10} {'ours':>10} {'ratio':>7}")
     for r in rows:
         print(f"{r['figure']:<52} {r['baseline']:<24} {r['base']:>10} {r['ours']:>10} {r['ratio']:>6}x"
