@@ -164,7 +164,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
     job, group = state.job, settings.cre_group
     name = workload_name(job.metadata.name)
     plan: Plan
-    if waiting := grace.wait(state, now):
+    if waiting := grace.wait(state, now, settings.restart_grace_seconds):
         plan = Plan((waiting,))
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
