@@ -89,6 +89,9 @@ class WorkloadCreatedData(EventData):
     workload: WorkloadRef
     attempt: int
     adopted: bool
+    measurements: list[Literal["goodput", "bandwidth"]] | None = Field(
+        default=None, description="the measurements the Job's spec asks for (none: `measurements` has nothing to "
+                                  "do); absent from earlier releases' events")
 
 
 class JobConditionChangedData(EventData):
@@ -102,6 +105,8 @@ class JobConditionChangedData(EventData):
     failed_nodes: list[FailedNode] = Field(default_factory=list)
     failure: FailureInfo | None = Field(default=None, description="for a Failed verdict: the Job's failureLog "
                                                                   "without its log tail")
+    workload_run: str | None = Field(default=None, description="the WorkloadRun that controls the Job, '' when "
+                                                               "none; absent from earlier releases' events")
 
 
 class JobRestartedData(EventData):

@@ -1,12 +1,12 @@
-"""`measurements`: `dev.crefn.workload.created` → the Job's GoodputMeasurement and BandwidthMeasurement
-exist (CRE's `ensureGoodputMeasurement` / `ensureBandwidthMeasurement`).
+"""`measurements`: `dev.crefn.workload.created` → the Job's GoodputMeasurement and BandwidthMeasurement exist
+(CRE's `ensureGoodputMeasurement` / `ensureBandwidthMeasurement`).
 
-read: the Job fresh and, for a managed, non-terminal Job with its workload recorded, a GET of
-`<job>-goodput` / `<job>-bandwidth` for each measurement its spec asks for. decide:
-`functions.rules.ensure_measurements.decide`. An existing one is left as it is; a name taken between
-the read and the create is a conflict, so the function reads again and finds it there. A refused
-create is answered 202 with its Warning Event, never retried. Observe mode creates nothing (CRE's own
-controller does).
+read: nothing when the event says the Job asks for no measurement (`measurements: []`, from the Job launch
+read; a forged one only skips work), else the Job fresh and, for a managed, non-terminal Job with its workload
+recorded, a GET of `<job>-goodput` / `<job>-bandwidth` for each measurement its spec asks for. decide:
+`functions.rules.ensure_measurements.decide`. An existing one is left as it is; a name taken between the read
+and the create is a conflict, so the function reads again and finds it there. A refused create is answered 202
+with its Warning Event, never retried. Observe mode creates nothing (CRE's own controller does).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from functions.context import Context
 from functions.plan import Outcome
 from functions.reads import measurement_exists, read_job
 from functions.rules import ensure_measurements as rules
-from functions.rules.ensure_measurements import Found, Observed, decide
+from functions.rules.ensure_measurements import Found, Observed, Unasked, decide
 from functions.rules.jobs import Gone, is_managed
 
 FUNCTION = rules.FUNCTION
@@ -30,6 +30,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if env.type != EventType.WORKLOAD_CREATED:
         raise InvalidEvent(f"unknown event type {env.type!r} for this function")
     data = parse_data(env, WorkloadCreatedData)
+    if data.measurements == []:  # said by launch, from the Job it read; absent (None) from earlier releases
+        return Unasked(f"Job {data.job.namespace}/{data.job.name} asks for no measurement")
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
         return Gone(data.job)

@@ -40,11 +40,18 @@ class Found:
     bandwidth_exists: bool = False
 
 
-Observed = Gone | Found
+@dataclass(frozen=True)
+class Unasked:
+    """Nothing read: the event says the Job's spec asks for no measurement (a forged one only skips work)."""
+
+    why: str
+
+
+Observed = Gone | Found | Unasked
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
-    if isinstance(observed, Gone):
+    if isinstance(observed, Gone | Unasked):
         return nothing(observed.why)
     state = observed.state
     if why := why_not_active(state, observed.data.job, settings):
