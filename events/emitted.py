@@ -80,6 +80,9 @@ class WorkloadPhaseData(EventData):
     reason: str = ""
     message: str = ""
     observed_at: datetime
+    failed_before: bool | None = Field(default=None, description="for a deleted TrainJob: whether its last state "
+                                                                 "was Failed (its failure was reported then); "
+                                                                 "absent when not known")
 
 
 class WorkloadCreatedData(EventData):

@@ -35,7 +35,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     stalled = env.type == EventType.WORKLOAD_STALLED
     observed = Observed(env, parse_data(env, WorkloadStalledData) if stalled else parse_phase_event(env))
     data = observed.data
-    if not rules.is_failure(data):
+    if not rules.is_failure(data) or rules.reported_before(data):
         return observed
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:

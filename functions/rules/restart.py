@@ -149,6 +149,13 @@ def is_failure(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     return not isinstance(data, WorkloadPhaseData) or data.phase is Phase.FAILED
 
 
+def reported_before(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
+    """Whether the event is the delete of a TrainJob that had failed before, as `phase` saw its last state: its
+    failure was decided when it failed (the restart's own delete comes back so). Nothing is read for it; a
+    forged one only skips work, and a failure whose event was lost comes back from the resync tick."""
+    return isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED and bool(data.failed_before)
+
+
 def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
     """Whether the attempt's TrainJob can change the decision: not for the delete of an attempt whose restart
     is recorded — that delete is the restart's own last step, and what a forged one would leave undone
@@ -182,6 +189,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     data, state = observed.data, observed.state
     if isinstance(data, WorkloadPhaseData) and not is_failure(data):
         return nothing(f"phase {data.phase.value} is handled by the status function")
+    if reported_before(data):
+        return nothing(f"TrainJob {data.workload.name} was deleted after it failed: its failure was decided then")
     if why := why_not_ours(state, data.job, settings):
         return nothing(why)
     assert state is not None
