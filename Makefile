@@ -35,13 +35,15 @@ test: venv kube-apiserver
 test-fast: venv deps
 	@$(PY) -m pytest -m "not kube and not process" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
-## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON).
+## Benchmarks against baselines measured in the same run: one table (BENCH_JSON=FILE writes it as JSON;
+## BENCH_ROWS=calls,resync runs only those groups of rows: http, resync, lifecycle, calls, tick, scrape).
 BENCH_JOBS ?= 1000
 BENCH_RESTARTS ?= 100
 BENCH_BURST ?= 1000
 BENCH_JSON ?=
+BENCH_ROWS ?=
 bench: venv deps kube-apiserver
-	@BENCH_JOBS=$(BENCH_JOBS) BENCH_RESTARTS=$(BENCH_RESTARTS) BENCH_BURST=$(BENCH_BURST) BENCH_JSON=$(BENCH_JSON) \
+	@BENCH_JOBS=$(BENCH_JOBS) BENCH_RESTARTS=$(BENCH_RESTARTS) BENCH_BURST=$(BENCH_BURST) BENCH_JSON=$(BENCH_JSON) BENCH_ROWS=$(BENCH_ROWS) \
 		$(PY) -m localstack.bench
 
 ## Hostile events at volume: FUZZ_EXAMPLES generated events per function on the real API server (make test runs 50).

@@ -80,6 +80,9 @@ class WorkloadPhaseData(EventData):
     reason: str = ""
     message: str = ""
     observed_at: datetime
+    failed_before: bool | None = Field(default=None, description="for a deleted TrainJob: whether its last state "
+                                                                 "was Failed (its failure was reported then); "
+                                                                 "absent when not known")
 
 
 class WorkloadCreatedData(EventData):
@@ -89,6 +92,9 @@ class WorkloadCreatedData(EventData):
     workload: WorkloadRef
     attempt: int
     adopted: bool
+    measurements: list[Literal["goodput", "bandwidth"]] | None = Field(
+        default=None, description="the measurements the Job's spec asks for (none: `measurements` has nothing to "
+                                  "do); absent from earlier releases' events")
 
 
 class JobConditionChangedData(EventData):
@@ -102,6 +108,8 @@ class JobConditionChangedData(EventData):
     failed_nodes: list[FailedNode] = Field(default_factory=list)
     failure: FailureInfo | None = Field(default=None, description="for a Failed verdict: the Job's failureLog "
                                                                   "without its log tail")
+    workload_run: str | None = Field(default=None, description="the WorkloadRun that controls the Job, '' when "
+                                                               "none; absent from earlier releases' events")
 
 
 class JobRestartedData(EventData):

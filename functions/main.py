@@ -4,10 +4,11 @@
 
 Each target is a plain HTTP function; `functions.server` parses the CloudEvent, maps the outcome to Knative's
 retry API and answers `GET /metrics`. Two more targets handle no event of their own: `metrics` (on `GET
-/metrics`, the managed Jobs' state from one paged LIST) and `record` (the dead-letter recorder,
-`functions.deadletters`). Importing this module loads functions-framework and `functions.registry` only (it
-runs in gunicorn's arbiter, before the fork); the settings are checked there, when the target is looked up;
-the server, the settings and the target's handler are built on the worker's first request.
+/metrics`, the managed Jobs' state from one LIST served by the API server's watch cache) and `record` (the
+dead-letter recorder, `functions.deadletters`). Importing this module loads functions-framework and
+`functions.registry` only (it runs in gunicorn's arbiter, before the fork); the settings are checked there,
+when the target is looked up; the server, the settings and the target's handler are built on the worker's
+first request.
 What is loaded where, and why: docs/architecture.md#processes-what-each-one-loads.
 """
 
@@ -77,14 +78,14 @@ def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
 
 
 def scrape_jobs(accept: str, ctx: Context) -> Exposition:
-    """The managed Jobs' state (`crefn.dev/managed=true`, or every Job with `CREFN_MANAGE_ALL`), read now."""
+    """The managed Jobs' state (`crefn.dev/managed=true`, or every Job with `CREFN_MANAGE_ALL`), read now from
+    the API server's watch cache (`functions.reads.cached_jobs`)."""
     from events.types import MANAGED_LABEL
     from functions.metrics import expose_jobs
-    from functions.resources import cre_jobs
+    from functions.reads import cached_jobs
 
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
-    group = ctx.settings.cre_group
-    return expose_jobs(ctx.gateway.list_all(cre_jobs(group), None, label_selector=selector), accept, group)
+    return expose_jobs(cached_jobs(ctx, selector), accept, ctx.settings.cre_group)
 
 
 def serve(name: str) -> Callable[[Any], Any]:

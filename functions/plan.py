@@ -3,7 +3,7 @@
 A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply` performs its
 effects through the gateway and the HTTP client, in order, then the server answers with `reply`
 (200) or, without one, 202 and `reason`. A plan is plain data: two plans decided from the same reads
-compare equal, and its repr shows it whole. Effects: `WriteStatus`, `Annotate`, `Create` (with its
+compare equal, and its repr shows it whole. Effects: `WriteStatus`, `Annotate`, `Label`, `Create` (with its
 `Refusal`), `Delete`, `RecordEvent`, `Notify`, `Send` and `Wait`.
 What each one does and how it is locked: docs/architecture.md#plans-and-effects
 """
@@ -39,6 +39,17 @@ class Annotate:
     namespace: str
     name: str
     annotations: Mapping[str, str]
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
+class Label:
+    """A merge patch of labels (a value None removes the label); locked when `resource_version` is given."""
+
+    res: Resource
+    namespace: str
+    name: str
+    labels: Mapping[str, str | None]
     resource_version: str = ""
 
 
@@ -95,8 +106,8 @@ def wait_until(reason: str, end: datetime, now: datetime) -> Wait:
     return Wait(reason, max(1, math.ceil((end - now).total_seconds())))
 
 
-Effect = WriteStatus | Annotate | Create | Delete | RecordEvent | Notify | Send | Wait
-WRITES = (WriteStatus, Annotate, Create, Delete, RecordEvent)
+Effect = WriteStatus | Annotate | Label | Create | Delete | RecordEvent | Notify | Send | Wait
+WRITES = (WriteStatus, Annotate, Label, Create, Delete, RecordEvent)
 """Effects that change the cluster: none of them is applied in observe mode."""
 
 

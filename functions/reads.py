@@ -14,7 +14,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.objects import CreJob, Pod
-from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGED_LABEL, TRAINJOB_KIND
+from events.types import (
+    CRE_VERSION,
+    FINISHED_LABEL,
+    JOB_KIND,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    MANAGED_LABEL,
+    TRAINJOB_KIND,
+)
 from functions.context import Context
 from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
 from functions.resources import (
@@ -76,14 +84,24 @@ def read_job_of_workload(ctx: Context, namespace: str, trainjob: str) -> CreJob 
     return None
 
 
-def managed_trainjob_pages(ctx: Context) -> Iterator[dict[str, Any]]:
-    """Every TrainJob the functions created (label `app.kubernetes.io/managed-by`), a page at a time."""
-    return ctx.gateway.pages(TRAINJOBS, None, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+def managed_trainjob_pages(ctx: Context, unfinished: bool = False) -> Iterator[dict[str, Any]]:
+    """Every TrainJob the functions created (label `app.kubernetes.io/managed-by`), a page at a time; with
+    `unfinished`, only those without the finished label, from the API server's watch cache (see `job_pages`)."""
+    selector = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}" + (f",!{FINISHED_LABEL}" if unfinished else "")
+    return ctx.gateway.pages(TRAINJOBS, None, label_selector=selector, cached=unfinished)
 
 
-def job_pages(ctx: Context, label_selector: str) -> Iterator[dict[str, Any]]:
-    """Every CRE Job of the cluster that the selector picks, a page at a time."""
-    return ctx.gateway.pages(cre_jobs(ctx.settings.cre_group), None, label_selector=label_selector)
+def cached_jobs(ctx: Context, label_selector: str) -> list[dict[str, Any]]:
+    """Every CRE Job the selector picks, from the API server's watch cache (`resourceVersion=0`): what a
+    metrics scrape reads — a moment behind etcd at most, which a gauge can be, and no etcd read."""
+    return ctx.gateway.list_all(cre_jobs(ctx.settings.cre_group), None, label_selector=label_selector, cached=True)
+
+
+def job_pages(ctx: Context, label_selector: str, cached: bool = False) -> Iterator[dict[str, Any]]:
+    """Every CRE Job of the cluster that the selector picks, a page at a time; with `cached`, from the API
+    server's watch cache (`resourceVersion=0`, one page): the selector is applied in the API server's memory,
+    where a LIST from etcd reads and decodes every Job, finished ones too, to find the few it picks."""
+    return ctx.gateway.pages(cre_jobs(ctx.settings.cre_group), None, label_selector=label_selector, cached=cached)
 
 
 def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tuple[dict[str, Any], ...]:

@@ -214,21 +214,19 @@ def resource_of(api_version: str, kind: str) -> Resource:
     return Resource(group, version, kind.lower() + "s", kind, namespaced=kind not in CLUSTER_SCOPED)
 
 
-STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apiserversource"))
-
-
 @contextlib.contextmanager
 def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], ping_interval: float,
                 work_dir: Path, group: str, cluster: LocalCluster | None = None,
                 namespace: str | None = None, monitoring: bool = True,
-                chaos: Chaos | None = None) -> Iterator[Stack]:
+                chaos: Chaos | None = None, audit: bool = False) -> Iterator[Stack]:
     """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
     `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
     to one namespace (all namespaces otherwise). Without `monitoring`, no Alertmanager and no
     Prometheus are started (`make bench`: a scrape of the `metrics` target every second LISTs every
     Job, which would weigh on the figures). With `chaos`, the Broker drops, duplicates, holds back and
-    delays deliveries (`localstack.eventing.chaos`). A supervisor starts again any function process, or the
-    stack's own kube-apiserver, that dies."""
+    delays deliveries (`localstack.eventing.chaos`). With `audit` (a cluster of its own), the audit log
+    records every request of every function (`LocalCluster.audit_entries`). A supervisor starts again any
+    function process, or the stack's own kube-apiserver, that dies."""
     say = timeline.say
     with contextlib.ExitStack() as stack:
         owned = cluster is None
@@ -236,7 +234,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
             groups = tuple(dict.fromkeys((CRE_GROUP_DEFAULT, group)))
             cluster = stack.enter_context(LocalCluster(work_dir / "cluster", users=STACK_USERS, cre_groups=groups,
-                                                       log=timeline.out))
+                                                       log=timeline.out, audit_users=STACK_USERS if audit else ()))
         else:
             say(f"[1/5] using the API server at {cluster.url}")
         gw = cluster.gateway()

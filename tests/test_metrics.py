@@ -370,3 +370,35 @@ def test_alert_deliveries_by_sink_and_result() -> None:
     assert moved == {"alertmanager": "delivered", "slack": "throttled", "pagerduty": "refused",
                      "cloudevents": "unavailable"}
     assert json.loads(delivered.requests[0][2])[0]["labels"] == {"alertname": "CREJobFailed"}
+
+
+def test_a_scrape_lists_the_jobs_from_the_watch_cache(cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """The scrape's LIST asks for `resourceVersion=0` (the API server's watch cache, no etcd read) and, a moment
+    later at most, shows a Job just created."""
+    from functions.context import Context
+    from functions.main import scrape_jobs
+    from functions.settings import Settings
+    from localstack.trainer import wait_until
+
+    queries: list[list[tuple[str, Any]]] = []
+
+    class Recording(Gateway):
+
+        def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
+                    content_type: str = "application/json") -> dict[str, Any]:
+            queries.append(list(query or []))
+            return super().request(method, path, body=body, query=query, content_type=content_type)
+
+    gateway.create(cre_jobs("nvcre.nvidia.com"), namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": "cached", "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}})
+    recording = Recording(cluster.gateway()._api)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), gateway=recording)
+
+    def shown() -> bool:
+        return bool(of(parse(scrape_jobs("", ctx).body.decode()), "crefn_job_restarts", namespace=namespace,
+                       job="cached"))
+
+    assert wait_until(shown, timeout=10)
+    assert queries and all(("resourceVersion", "0") in q for q in queries)

@@ -1,14 +1,14 @@
 """`alert`: `job.condition.changed`, `job.restarted`, `job.hardware.failed`, `job.validation`, CRE Job
 updates and deletes → alerts (SPEC §8).
 
-What reaches `alert` is a cue, never the text of a page: any pod can post an event to the Broker, so
-every alert is read off the Job as the API server stores it. read: the Job fresh, by the event's
-namespace and name; an update whose Job says nothing to alert on is answered without a read; a delete
-counts only when the Job is gone on the fresh read, or another Job (another uid) holds the name now.
-decide: `functions.rules.alert.decide`. The Job gone: 202; it cannot be read (API away): 503, the
-Broker retries. Every configured sink is tried (`functions.alertsinks.notify`): one down or throttled
-makes the answer 503, naming it; one that refuses the payload is a configuration error (400 when no
-sink needs a retry).
+What reaches `alert` is a cue, never the text of a page: any pod can post an event to the Broker, so every
+alert is read off the Job as the API server stores it. read: the Job fresh, by the event's namespace and name;
+an update whose Job says nothing to alert on is answered without a read; a delete counts only when the Job is
+gone on the fresh read, or another Job (another uid) holds the name now. decide:
+`functions.rules.alert.decide`. The Job gone: 202; it cannot be read (API away): 503, the Broker retries. With
+no sink configured nothing is read: there is nothing to send. Every configured sink is tried
+(`functions.alertsinks.notify`): one down or throttled makes the answer 503, naming it; one that refuses the
+payload is a configuration error (400 when no sink needs a retry).
 """
 
 from __future__ import annotations
@@ -35,15 +35,20 @@ ACCEPTS = frozenset({*DECISIONS, ApiServerType.RESOURCE_UPDATE.value, ApiServerT
 
 
 def read(env: Envelope, ctx: Context) -> Observed:
+    quiet = Skipped("no alert sink configured")  # nothing can be sent: nothing is read
     if env.type in DECISIONS:
         decision = parse_data(env, DECISIONS[env.type])
         ref = decision.job
+        if not ctx.settings.alert_sinks_configured:
+            return quiet
         stored = read_job(ctx, ref.namespace, ref.name)
         return Decided(stored, decision) if stored else Skipped(f"Job {ref.namespace}/{ref.name} is gone")
     change = parse_apiserver_event(env)
     if not isinstance(change, ResourceChange) or change.verb not in ("update", "delete"):
         raise PermanentError(f"unknown event type {env.type!r} for this function")
     seen = parse_job(change.object, ctx.settings.cre_group)
+    if not ctx.settings.alert_sinks_configured:
+        return quiet
     if change.verb == "update" and not on_job_state(seen, ctx.clock(), window(ctx.settings), announced=False):
         return Skipped(f"{seen.where}: its update says nothing to alert on")
     stored = read_job(ctx, seen.ref.namespace, seen.ref.name)

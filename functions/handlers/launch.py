@@ -1,21 +1,23 @@
 """`launch`: CRE Job add/update → create or adopt the Job's TrainJob (SPEC §5).
 
-read: nothing when the event's Job is not to be launched (`why_not_launch`: unmanaged, terminal, or
-holding its workload: nothing to do on its account, and any later change that makes it need one comes
-as its own update event, or by the resync tick); else the Job fresh (the payload may be stale: the
-launch is decided on the fresh read) and, when it is to be launched, the object holding its
-workload's name, then what the launch needs of the rest (`can_only_fail`: the attempt's pods;
-`creates`: the training runtime). decide: `functions.rules.launch.decide`. A delete event is answered
-202.
+read: nothing when the event's Job is not to be launched (`why_not_launch`: unmanaged, terminal, or holding
+its workload: nothing to do on its account, and any later change that makes it need one comes as its own
+update event, or by the resync tick); else the Job fresh (the payload may be stale: the launch is decided on
+the fresh read) and, when it is to be launched, what the launch needs of the rest (`can_only_fail`: the
+attempt's pods; `creates`: the training runtime). The object holding the workload's name is not read first:
+the name is taken to be free, and the create says when it is not (AlreadyExists, a conflict): then the
+launch is read and decided again as any handler's after a conflict (`functions.apply.run`), the name read
+too — adopt, replace an earlier attempt, wait for one terminating, or fail on a collision. One GET fewer in
+the usual case, where the name is free. decide: `functions.rules.launch.decide`. A delete event is answered 202.
 """
 
 from __future__ import annotations
 
 from events.envelope import Envelope, ResourceChange, parse_apiserver_event
 from events.types import ApiServerType
-from functions.apply import run
+from functions.apply import apply, run
 from functions.context import Context
-from functions.errors import PermanentError
+from functions.errors import Conflict, PermanentError
 from functions.plan import Outcome
 from functions.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
 from functions.rules import launch as rules
@@ -28,7 +30,9 @@ ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UP
                      ApiServerType.RESOURCE_DELETE.value})
 
 
-def read(env: Envelope, ctx: Context) -> Observed:
+def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
+    """With `taken`, the object holding the workload's name is read; without, the name is taken to be free
+    (its create says when it is not)."""
     change = parse_apiserver_event(env)
     if not isinstance(change, ResourceChange):
         raise PermanentError("launch takes ApiServerSource Resource-mode events")
@@ -42,7 +46,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return Observed(env, seen.where, None, f"{seen.where} is gone")
     if why := why_not_launch(state, ctx.settings):  # the fresh Job, the one the launch is decided on
         return Observed(env, seen.where, None, why)
-    existing = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name))
+    existing = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name)) if taken else None
     launch = LaunchObserved(state, existing)
     if can_only_fail(launch):
         launch = LaunchObserved(state, existing, read_capture(ctx, state, tail=state.job.status.failure_log is None))
@@ -52,4 +56,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:
-    return run(ctx, lambda: read(env, ctx), decide)
+    try:  # the name taken to be free
+        return apply(decide(read(env, ctx), ctx.settings, ctx.clock()), ctx)
+    except Conflict:  # it is not (or the Job changed): read again, the name too, as `run` does after a conflict
+        return run(ctx, lambda: read(env, ctx, taken=True), decide)

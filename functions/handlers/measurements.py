@@ -9,7 +9,7 @@ measurements are ensured as it is (`functions.rules.due.ensured_measurements`), 
 existing one is left as it is, but a BandwidthMeasurement left by an earlier Job of the same name is
 replaced; a name taken between the read and the create is a conflict, so the function reads again
 and finds it there. A refused create is answered 202 with its Warning Event, never retried (the next
-tick tries again). Observe mode creates nothing (CRE's own controller does).
+tick tries again). Observe mode creates nothing. `workload.created` with `measurements: []` reads nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ ACCEPTS = frozenset({EventType.WORKLOAD_CREATED.value, EventType.JOB_CHECK.value
 
 def read(env: Envelope, ctx: Context) -> Observed:
     if env.type == EventType.WORKLOAD_CREATED:
-        ref: JobRef = parse_data(env, WorkloadCreatedData).job
+        data = parse_data(env, WorkloadCreatedData)
+        ref: JobRef = data.job
+        if data.measurements == []:  # said by launch, from the Job it read; absent (None) from earlier releases
+            return Skipped(env, ref, f"Job {ref.namespace}/{ref.name} asks for no measurement")
     elif env.type == EventType.JOB_CHECK:
         check = parse_data(env, JobCheckData)
         if why := not_asked(check, "measurements"):

@@ -2,7 +2,8 @@
 (SPEC §5, §6.3; CRE's stall detection).
 
 read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a
-TrainJob that exists and has not failed on a fresh read is not restarted), then only what can change
+TrainJob that exists and has not failed on a fresh read is not restarted; the TrainJob is not read for
+the delete of an attempt whose restart is recorded, `rules.trainjob_wanted`), then only what can change
 the decision (`functions.rules.restart.goodputs_wanted`, `capture_wanted`): the Job's
 GoodputMeasurements (`functions.reads.read_goodputs`: one GET of `<job>-goodput`, else one LIST) — the
 checkpoint evidence, the stall re-check, the measurement a restart resets — and the attempt's pods.
@@ -34,12 +35,13 @@ def read(env: Envelope, ctx: Context) -> Observed:
     stalled = env.type == EventType.WORKLOAD_STALLED
     observed = Observed(env, parse_data(env, WorkloadStalledData) if stalled else parse_phase_event(env))
     data = observed.data
-    if not rules.is_failure(data):
+    if not rules.is_failure(data) or rules.reported_before(data):
         return observed
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
         return observed
-    trainjob = read_trainjob(ctx, data.workload.namespace, data.workload.name)
+    trainjob = read_trainjob(ctx, data.workload.namespace, data.workload.name) \
+        if rules.trainjob_wanted(data, state) else None
     if not of_attempt(trainjob, data.workload.attempt):
         trainjob = None
     observed = replace(observed, state=state, trainjob=trainjob)

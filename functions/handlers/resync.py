@@ -1,15 +1,14 @@
 """`resync`: a PingSource tick re-drives the managed, non-terminal Jobs that need it (SPEC §5).
 
-The level-triggered safety net, at the cost of a few paged LISTs per tick: every TrainJob the project
-created, indexed in memory, then every managed Job page by page (a page of Jobs in memory at a time),
-each joined with its TrainJob from the index (no GET per Job; a Job whose TrainJob the index lacks gets
-one GET before its TrainJob is taken as gone: it may be newer than the LIST), and a Job about to be
-launched with its training runtime. decide: `functions.rules.resync.decide`, per Job, through
-`functions.apply.run_each` with bounded concurrency; its events are posted to `K_SINK` (a
-SinkBinding), with the OIDC token of `CREFN_OIDC_TOKEN_PATH` when set. This is what makes lost,
-duplicated or reordered events harmless and what ends restart grace periods. One JSON summary line
-per tick; the answer is 202, or 503 when some Job could not be handled (the tick is retried). A
-conflict on a Job's write is re-read with a GET, as in every handler.
+The level-triggered safety net: the unfinished TrainJobs the project created, indexed in memory, then the
+unfinished managed Jobs, both listed from the API server's watch cache (`resourceVersion=0`) without the
+label `crefn.dev/finished` (kept by the tick, `functions.rules.resync.label_writes`); the hourly sweep
+(`functions.rules.resync.is_sweep`, the injected clock) lists all of them from etcd, page by page. Each Job is
+joined with its TrainJob (a Job whose TrainJob the index lacks gets one GET before it is taken as gone), a Job
+about to be launched with its training runtime. decide: `functions.rules.resync.decide`, per Job, through
+`functions.apply.run_each`, concurrently; events go to `K_SINK` (with the OIDC token of
+`CREFN_OIDC_TOKEN_PATH` when set). The answer is 202, or 503 when some Job could not be handled. What a tick
+costs: docs/cost.md#a-tick-that-ignores-history.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from typing import Any
 
 from events.envelope import Envelope
 from events.objects import TrainJobSpec
-from events.types import MANAGED_LABEL, ApiServerType
+from events.types import FINISHED_LABEL, MANAGED_LABEL, ApiServerType
 from functions import tracing
 from functions.apply import Each, run_each
 from functions.context import Context
@@ -132,23 +131,25 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
         raise PermanentError(f"unknown event type {env.type!r} for this function")
     if not ctx.settings.k_sink:
         raise PermanentError("K_SINK is not set: bind resync to the broker with a SinkBinding")
-    selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
+    sweep = rules.is_sweep(ctx.clock())
+    selector = ",".join(s for s in ("" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true",
+                                    "" if sweep else f"!{FINISHED_LABEL}") if s)
     trainjobs = {(t["metadata"]["namespace"], t["metadata"]["name"]): indexed(t)
-                 for page in managed_trainjob_pages(ctx)
+                 for page in managed_trainjob_pages(ctx, unfinished=not sweep)
                  for t in page["items"]}
     jobs = 0
     results: list[JobResult] = []  # only the Jobs that sent an event or failed
     reads = functools.partial(reads_of, trainjobs=trainjobs, ctx=ctx)
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        for page in job_pages(ctx, selector):
+        for page in job_pages(ctx, selector, cached=not sweep):
             jobs += len(page["items"])
             each = run_each(ctx, page["items"], reads, decide, map_each=pool.map)
             results += [result_of(e, ctx) for e in each
                         if (e.error and not isinstance(e.error, NotYet)) or (e.outcome and e.outcome.sent)]
     sent = [r for r in results if r.event]
     failed = [r for r in results if r.error]
-    log.info(tracing.log_line({"function": FUNCTION, "jobs": jobs, "sent": len(sent), "failed": len(failed),
-                               "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
+    log.info(tracing.log_line({"function": FUNCTION, "sweep": sweep, "jobs": jobs, "sent": len(sent),
+                               "failed": len(failed), "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
     text = f"resync: {jobs} jobs, {len(sent)} events sent, {len(failed)} failed"
     if failed:
         raise Unavailable(f"{text}; first: {failed[0].job}: {failed[0].error}")

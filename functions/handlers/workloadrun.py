@@ -82,16 +82,21 @@ def read(env: Envelope, ctx: Context) -> Observed:
 
 
 class JobEvent(EventData):
-    """What a mirrored event must carry: the Job it is about (the rest is read fresh)."""
+    """What a mirrored event must carry: the Job it is about (the rest is read fresh), and may: the WorkloadRun
+    that controls it ('' when none: nothing to mirror, nothing read; absent: read the Job to know)."""
 
     job: JobRef
+    workload_run: str | None = None
 
 
 def read_mirror(env: Envelope, ctx: Context) -> Observed:
-    job_ref = parse_data(env, JobEvent).job
+    event = parse_data(env, JobEvent)
+    job_ref = event.job
     if not job_ref.name or not job_ref.namespace:
         raise PermanentError(f"invalid {env.type} data: job.name and job.namespace are required")
     ns, name = job_ref.namespace, job_ref.name
+    if event.workload_run == "":  # a forged "none" only skips the mirror
+        return Skipped(f"Job {ns}/{name}", f"Job {ns}/{name} is not owned by a WorkloadRun (the event says)")
     state = read_job(ctx, ns, name)
     if state is None:
         return Skipped(f"Job {ns}/{name}", f"Job {ns}/{name} is gone")

@@ -5,7 +5,8 @@ its commit, locked on the read resourceVersion (`annotate`); `launch` (and `resy
 rule) waits until that time (`wait`), knowing for how long (the 503's `Retry-After`); a restart
 recorded without the annotation (by an earlier release, which wrote it after the commit) waits too,
 with no known end. A redelivered restart writes the annotation again only when the Job lacks this
-restart's (`recorded`). The grace is CRE's: twice `spec.goodputMeasurement.sampleInterval` when it is
+restart's (`recorded`). A grace of 0 is written nowhere: the restart is one Job write fewer, and the next
+attempt does not wait. The grace is CRE's: twice `spec.goodputMeasurement.sampleInterval` when it is
 set (a Go duration), else `CREFN_RESTART_GRACE_SECONDS` (default 30 s). `alerting` names its end.
 """
 
@@ -51,13 +52,16 @@ def recorded(state: JobState, trainjob: dict[str, Any] | None) -> bool:
     return created is None or ends > created
 
 
-def wait(state: JobState, now: datetime) -> Wait | None:
-    """The wait before the next attempt while the grace is not over; None when it is."""
+def wait(state: JobState, now: datetime, default_seconds: int) -> Wait | None:
+    """The wait before the next attempt while the grace is not over; None when it is. A restart recorded
+    without its annotation waits for it only when the Job's grace is not 0 (`length`: with none, `restart`
+    writes no annotation)."""
     ends = end(state)
     if ends and now < ends:
         return wait_until(f"restart grace not over: next TrainJob not before {ends.isoformat()}", ends, now)
     true_cond = state.true_condition
-    if ends is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING:
+    if (ends is None and true_cond and true_cond.reason == Reason.WORKLOAD_RESTARTING
+            and length(state, default_seconds)):
         return Wait("restart recorded, its grace period not yet written")
     return None
 

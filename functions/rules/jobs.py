@@ -24,7 +24,7 @@ from events.emitted import (
 )
 from events.envelope import Envelope, Outbound, first_error, to_outbound
 from events.objects import CreJob
-from events.types import CRE_VERSION, JOB_KIND, MANAGED_LABEL, EventType
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_LABEL, WORKLOADRUN_KIND, EventType
 from functions.errors import PermanentError
 from functions.plan import WriteStatus
 from functions.resources import cre_jobs
@@ -105,9 +105,19 @@ def condition_changed(state: JobState, status: Mapping[str, Any], new: Condition
         restart_count=int(status.get("restartCount", job.status.restart_count)), workload=workload,
         failed_nodes=[FailedNode.model_validate(n) for n in nodes],
         failure=FailureInfo.model_validate(log) if log and new.type == "Failed" else None,
+        workload_run=workload_run_of(job),
     )
     return to_outbound(EventType.JOB_CONDITION_CHANGED, function, job.metadata.namespace, job.metadata.name, data,
                        cause, jobcondition=new.type)
+
+
+def workload_run_of(job: CreJob) -> str:
+    """The name of the WorkloadRun (of the Job's CRE group) that controls the Job, "" when none."""
+    owner = job.controller_owner()
+    group = job.api_version.partition("/")[0]
+    if owner is None or owner.kind != WORKLOADRUN_KIND or owner.api_version.partition("/")[0] != group:
+        return ""
+    return owner.name
 
 
 def why_not_current(state: JobState, workload: WorkloadRef) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from events.emitted import WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, Outbound, to_outbound
@@ -164,7 +164,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
     job, group = state.job, settings.cre_group
     name = workload_name(job.metadata.name)
     plan: Plan
-    if waiting := grace.wait(state, now):
+    if waiting := grace.wait(state, now, settings.restart_grace_seconds):
         plan = Plan((waiting,))
     elif not job.spec.workload.train_job:
         plan = fail(state, NO_WORKLOAD_TYPE, now, group, function, cause, observed.capture)
@@ -297,9 +297,19 @@ def workload_created(state: JobState, adopted: bool, function: str, cause: Envel
         workload=WorkloadRef(api_version=TRAINJOB_API_VERSION, kind=TRAINJOB_KIND, name=meta["name"],
                              namespace=state.job.metadata.namespace, uid=meta.get("uid", ""),
                              resource_version=meta.get("resourceVersion", ""), attempt=attempt),
-        attempt=attempt, adopted=adopted)
+        attempt=attempt, adopted=adopted, measurements=asked_measurements(state))
     return to_outbound(EventType.WORKLOAD_CREATED, function, state.job.metadata.namespace, state.job.metadata.name,
                        data, cause)
+
+
+def asked_measurements(state: JobState) -> list[Literal["goodput", "bandwidth"]]:
+    """The measurements the Job's spec asks for (what `measurements` ensures)."""
+    spec, asked = state.job.spec, list[Literal["goodput", "bandwidth"]]()
+    if spec.goodput_measurement is not None:
+        asked.append("goodput")
+    if spec.bandwidth_measurement is not None:
+        asked.append("bandwidth")
+    return asked
 
 
 def describe(plan: Plan) -> str:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.envelope import Envelope, ObjectReference, Outbound, first_error, to_outbound
 from events.objects import CreJob, TrainJob
-from events.types import JOB_KIND, EventType, job_label
+from events.types import JOB_KIND, EventType, Phase, job_label
 from functions.errors import PermanentError
 from functions.plan import Plan, nothing
 from functions.rules.adapter import PhaseResult, WrongKind, check_trainjob, decide_phase, deleted_phase
@@ -75,9 +75,10 @@ def find_owner(trainjob: TrainJob, cre_group: str) -> str | None:
 
 
 def phase_event(job: str, workload: WorkloadRef, result: PhaseResult, now: datetime, function: str,
-                cause: Envelope | None) -> Outbound:
+                cause: Envelope | None, failed_before: bool | None = None) -> Outbound:
     data = WorkloadPhaseData(job=JobRef(name=job, namespace=workload.namespace), workload=workload,
-                             phase=result.phase, reason=result.reason, message=result.message, observed_at=now)
+                             phase=result.phase, reason=result.reason, message=result.message, observed_at=now,
+                             failed_before=failed_before)
     return to_outbound(EventType.WORKLOAD_PHASE, function, workload.namespace, job, data, cause,
                        workloadphase=result.phase.value)
 
@@ -98,5 +99,9 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if not owner:
         return nothing(f"TrainJob {trainjob.metadata.namespace}/{trainjob.metadata.name} has no owning "
                        f"{settings.cre_group} Job")
-    result = deleted_phase(trainjob.metadata.name) if observed.deleted else decide_phase(trainjob)
-    return Plan(reply=phase_event(owner, workload_ref_of(trainjob), result, now, FUNCTION, observed.cause))
+    if observed.deleted:  # its last state says whether its failure was reported before (`failed_before`)
+        failed = decide_phase(trainjob).phase is Phase.FAILED
+        return Plan(reply=phase_event(owner, workload_ref_of(trainjob), deleted_phase(trainjob.metadata.name), now,
+                                      FUNCTION, observed.cause, failed_before=failed))
+    return Plan(reply=phase_event(owner, workload_ref_of(trainjob), decide_phase(trainjob), now, FUNCTION,
+                                  observed.cause))

@@ -1,15 +1,15 @@
 """Checkpoint restart or failure (SPEC §5 `restart`, §6.3).
 
 A failure of the Job's current attempt — the workload failed or was deleted, or it stalled
-(`functions.rules.stall`) — is restarted when the Job has `spec.checkpoint`, restarts left
-(`restartCount < maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of the
-Job with `lastCheckpointStep > 0`). Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
-`Failed`/`WorkloadStalled`), its nodes attributed (`functions.rules.verdicts`) and its failure log
-captured (`functions.rules.pods`). `decide(observed, settings, now)` is the `restart` function's
-whole decision; `goodputs_wanted` and `capture_wanted` tell its read which reads can change it.
-A restart is four steps, each safe to repeat: grace annotation, status write (the commit point,
-`restart_write`), TrainJob delete, GoodputMeasurement reset. The steps, redeliveries and stalls
-decided again: docs/functions.md#restart-step-by-step
+(`functions.rules.stall`) — is restarted when the Job has `spec.checkpoint`, restarts left (`restartCount <
+maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of the Job with
+`lastCheckpointStep > 0`). Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
+`Failed`/`WorkloadStalled`), its nodes attributed (`functions.rules.verdicts`) and its failure log captured
+(`functions.rules.pods`). `decide(observed, settings, now)` is the `restart` function's whole decision;
+`goodputs_wanted` and `capture_wanted` tell its read which reads can change it. A restart is four steps, each
+safe to repeat: grace annotation (none when the grace is 0), status write (the commit point, `restart_write`),
+TrainJob delete, GoodputMeasurement reset. The steps, redeliveries and stalls decided again:
+docs/functions.md#restart-step-by-step
 """
 
 from __future__ import annotations
@@ -149,6 +149,21 @@ def is_failure(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     return not isinstance(data, WorkloadPhaseData) or data.phase is Phase.FAILED
 
 
+def reported_before(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
+    """Whether the event is the delete of a TrainJob that had failed before, as `phase` saw its last state: its
+    failure was decided when it failed (the restart's own delete comes back so). Nothing is read for it; a
+    forged one only skips work, and a failure whose event was lost comes back from the resync tick."""
+    return isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED and bool(data.failed_before)
+
+
+def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
+    """Whether the attempt's TrainJob can change the decision: not for the delete of an attempt whose restart
+    is recorded — that delete is the restart's own last step, and what a forged one would leave undone
+    (an earlier attempt's TrainJob) `launch` deletes when it finds it."""
+    deleted = isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
+    return not (deleted and is_recorded(state.job, data.workload))
+
+
 def goodputs_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]:
     """Whether the Job's GoodputMeasurements can change the decision (a stall's re-check, a restart's
     reset, its checkpoint evidence), and whether as checkpoint evidence."""
@@ -174,6 +189,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     data, state = observed.data, observed.state
     if isinstance(data, WorkloadPhaseData) and not is_failure(data):
         return nothing(f"phase {data.phase.value} is handled by the status function")
+    if reported_before(data):
+        return nothing(f"TrainJob {data.workload.name} was deleted after it failed: its failure was decided then")
     if why := why_not_ours(state, data.job, settings):
         return nothing(why)
     assert state is not None
@@ -221,15 +238,17 @@ def fail(observed: Observed, state: JobState, decided: tuple[ConditionWrite, Con
 def restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> Plan:
     """Steps 1 to 4 of a restart, and `job.restarted`."""
     commit = restart_write(state, now, settings.cre_group, FUNCTION)
-    grace_end = now + grace.length(state, settings.restart_grace_seconds)
+    grace_length = grace.length(state, settings.restart_grace_seconds)
+    grace_end = now + grace_length
     assert state.job.spec.checkpoint is not None
     restarted = JobRestartedData(job=state.ref, attempt=state.job.status.restart_count + 1,
                                  max_restarts=state.job.spec.checkpoint.max_restarts,
                                  previous_workload=observed.data.workload, not_before=grace_end,
                                  failure=failure_info(observed.capture))
-    locked = grace.annotate(state, grace_end, settings.cre_group, state.job.metadata.resource_version)
+    locked = (grace.annotate(state, grace_end, settings.cre_group, state.job.metadata.resource_version),) \
+        if grace_length else ()
     reset = (reset_goodput(observed.goodput, settings.cre_group, now),) if observed.goodput else ()
-    return Plan((locked, *commit.effects, *delete_failed(observed), *reset),
+    return Plan((*locked, *commit.effects, *delete_failed(observed), *reset),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
                                   observed.cause))
 
@@ -237,10 +256,10 @@ def restart(observed: Observed, state: JobState, now: datetime, settings: Settin
 def finish_restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> tuple[Effect, ...]:
     """Steps 2 and 3 of a restart already committed (a redelivery after a crash between steps)."""
     effects: list[Effect] = []
-    if (observed.data.workload.attempt == state.job.status.restart_count - 1
+    grace_length = grace.length(state, settings.restart_grace_seconds)
+    if (grace_length and observed.data.workload.attempt == state.job.status.restart_count - 1
             and not grace.recorded(state, observed.trainjob)):
-        effects.append(grace.annotate(state, now + grace.length(state, settings.restart_grace_seconds),
-                                      settings.cre_group))
+        effects.append(grace.annotate(state, now + grace_length, settings.cre_group))
     return (*effects, *delete_failed(observed))
 
 

@@ -1,14 +1,14 @@
 """What a resync tick does for one Job: the `resync` function's decision (SPEC §5). Pure.
 
-`decide(observed, settings, now)`, on the Job as the tick listed it and as read (the same, unless a
-conflict made the handler read again): what the event path would have done, sent where the cluster
-and the Job's status disagree (drift) or time has run out — a Job past its wall-clock bound
-(`functions.rules.deadline`) gets `dev.crefn.job.deadline`, one without `workloadRef` is launched
-(`functions.rules.launch`, its `workload.created`), one whose TrainJob is gone gets
-`Failed`/`WorkloadDeleted`, one whose TrainJob's phase its conditions do not show yet
-(`functions.rules.status.in_step`) the `workload.phase` event. Before them, a managed Job due for a
-clock-driven check (`functions.rules.due`, decided on the Job as listed) gets `dev.crefn.job.check`.
-Every event is a `Send` to `K_SINK` (the tick answers none); a Job in step sends nothing.
+`decide(observed, settings, now)`, on the Job as listed and as read (the same, unless a conflict made the
+handler read again): what the event path would have done, sent where the cluster and the Job's status
+disagree or time has run out — `dev.crefn.job.deadline` past its bound (`functions.rules.deadline`), a launch
+without `workloadRef` (`functions.rules.launch`), `Failed`/`WorkloadDeleted` when its TrainJob is gone, the
+`workload.phase` its conditions do not show yet (`functions.rules.status.in_step`); first, a check due
+(`functions.rules.due`) as `dev.crefn.job.check`. Every event is a `Send` to `K_SINK`; a Job in step sends
+nothing. A finished Job (terminal, no check due) and its TrainJob get the label `crefn.dev/finished`
+(`label_writes`), which a tick's LISTs exclude; the hourly sweep (`is_sweep`) lists all and mends the label
+both ways. Why: docs/cost.md#a-tick-that-ignores-history.
 """
 
 from __future__ import annotations
@@ -19,19 +19,22 @@ from typing import Any
 
 from events.emitted import JobCheckData, JobDeadlineData
 from events.envelope import to_outbound
-from events.types import EventType
-from functions.plan import Effect, Plan, Send, nothing
+from events.types import FINISHED_LABEL, EventType
+from functions.plan import Effect, Label, Plan, Send, nothing
+from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.adapter import decide_phase, deleted_phase
 from functions.rules.attempts import current_workload_ref, workload_ref_of
 from functions.rules.deadline import deadline
 from functions.rules.due import due_on_tick
 from functions.rules.jobs import JobState, is_managed
-from functions.rules.launch import LaunchObserved, decide_launch
+from functions.rules.launch import LaunchObserved, decide_launch, owned_by
 from functions.rules.phase import parse_trainjob, phase_event
 from functions.rules.status import in_step
 from functions.settings import Settings
 
 FUNCTION = "resync"
+SWEEP_EVERY_MINUTES = 60
+"""How often a tick lists every Job and TrainJob, finished ones too (the sweep)."""
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,41 @@ class Observed:
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
-    """The Job's checks due, then what re-drives it, each event a `Send`."""
+    """The Job's finished label kept, its checks due, then what re-drives it, each event a `Send`."""
     checks = check_sends(observed.listed, settings)
     plan = redrive(observed, settings, now)
     sent: tuple[Effect, ...] = (Send(plan.reply, plan.created_ref),) if plan.reply is not None else ()
-    return Plan((*checks, *plan.effects, *sent), reason=plan.reason)
+    return Plan((*label_writes(observed, settings), *checks, *plan.effects, *sent), reason=plan.reason)
+
+
+def is_sweep(now: datetime) -> bool:
+    """Whether the tick at `now` is the sweep: the tick of the first minute of every `SWEEP_EVERY_MINUTES`."""
+    return int(now.timestamp() // 60) % SWEEP_EVERY_MINUTES == 0
+
+
+def finished(state: JobState, settings: Settings) -> bool:
+    """A Job the tick has nothing left to do for, ever: managed, terminal (never written again) and due no
+    check (`due_on_tick`: a Succeeded Job awaiting validation is not finished yet)."""
+    return is_managed(state.job.metadata.labels, settings) and state.terminal and not due_on_tick(state)
+
+
+def label_writes(observed: Observed, settings: Settings) -> tuple[Effect, ...]:
+    """The finished label set on a Job that is finished and on its TrainJob (the Job's write locked on the
+    resourceVersion read), or removed from one that is not (any more): a tick lists neither once set, the
+    sweep lists both."""
+    state, trainjob = observed.state, observed.trainjob
+    want = finished(state, settings)
+    value = "true" if want else None
+    writes: list[Effect] = []
+    if (state.job.metadata.labels.get(FINISHED_LABEL) == "true") != want:
+        writes.append(Label(cre_jobs(settings.cre_group), state.ref.namespace, state.ref.name, {FINISHED_LABEL: value},
+                            state.job.metadata.resource_version))
+    if trainjob is not None and owned_by(trainjob, state):
+        meta = trainjob.get("metadata") or {}
+        if ((meta.get("labels") or {}).get(FINISHED_LABEL) == "true") != want:
+            writes.append(Label(TRAINJOBS, str(meta.get("namespace", "")), str(meta.get("name", "")),
+                                {FINISHED_LABEL: value}))
+    return tuple(writes)
 
 
 def check_sends(state: JobState, settings: Settings) -> tuple[Send, ...]:

@@ -32,6 +32,8 @@ from functions.client import send
 from functions.codec import encode
 from functions.rules.adapter import decide_phase
 from functions.rules.cel import outcomes
+from localstack.bench.calls import restart_call_figures
+from localstack.bench.history import history_figures, job_with_trainjob, scrape_figures
 from localstack.bench.stack import lifecycle_figures, process_tree
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
@@ -173,7 +175,8 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
         gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         print(f"[bench] creating {jobs} Jobs in step with their TrainJobs ...", file=sys.stderr, flush=True)
         with ThreadPoolExecutor(max_workers=8) as pool:
-            for i, _ in enumerate(pool.map(lambda n: make_in_step(gw, ns, f"job-{n}", group), range(jobs)), 1):
+            made = pool.map(lambda n: job_with_trainjob(gw, f"job-{n}", finished=False), range(jobs))
+            for i, _ in enumerate(made, 1):
                 if i % 500 == 0:
                     print(f"[bench]   {i}/{jobs}", file=sys.stderr, flush=True)
         start = time.perf_counter()
@@ -197,40 +200,33 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
                  "ours": Counting.calls, "ratio": round(Counting.calls / budget, 2), "note": outcome.reason})
 
 
-def make_in_step(gw: Any, ns: str, name: str, group: str) -> None:
-    from functions.resources import TRAINJOBS, cre_jobs
-
-    job = gw.create(cre_jobs(group), ns, {"apiVersion": f"{group}/v1alpha1", "kind": "Job",
-                                          "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
-                                          "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
-    gw.create(TRAINJOBS, ns, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {
-        "name": f"{name}-workload", "labels": {"app.kubernetes.io/managed-by": "cre-functions",
-                                               f"{group}/job": name, "crefn.dev/attempt": "0"},
-        "ownerReferences": [{"apiVersion": f"{group}/v1alpha1", "kind": "Job", "name": name,
-                             "uid": job["metadata"]["uid"], "controller": True}]},
-        "spec": {"runtimeRef": {"name": "t"}}})
-    stamp = "2026-11-30T10:00:00Z"
-    gw.patch(cre_jobs(group), ns, name, {"status": {
-        "workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                        "name": f"{name}-workload", "namespace": ns}, "workloadStartTime": stamp,
-        "conditions": [{"type": "InProgress", "status": "True", "reason": "WorkloadRunning",
-                        "message": f"Workload TrainJob/{name}-workload is running", "lastTransitionTime": stamp}]}},
-        status=True)
+ROWS = ("http", "resync", "lifecycle", "calls", "tick", "scrape")
+"""The groups of rows, in order; `BENCH_ROWS=calls,resync` runs only those (all by default)."""
 
 
 def main() -> int:
     rows: list[dict[str, Any]] = []
-    if os.environ.get("BENCH_HTTP", "1") != "0":
+    chosen = {r.strip() for r in os.environ.get("BENCH_ROWS", "").split(",") if r.strip()} or set(ROWS)
+    if unknown := chosen - set(ROWS):
+        raise SystemExit(f"BENCH_ROWS: unknown {', '.join(sorted(unknown))} (known: {', '.join(ROWS)})")
+    if "http" in chosen and os.environ.get("BENCH_HTTP", "1") != "0":
         print("[bench] phase over HTTP against the no-op floor ...", file=sys.stderr, flush=True)
         http_figures(rows)
         in_process_figures(rows)
         cel_figures(rows)
     jobs = int(os.environ.get("BENCH_JOBS", "1000"))
-    if jobs:
+    if jobs and "resync" in chosen:
         resync_figures(rows, jobs)
     sequential, burst = int(os.environ.get("BENCH_RESTARTS", "100")), int(os.environ.get("BENCH_BURST", "1000"))
-    if sequential:
+    if sequential and "lifecycle" in chosen:
         lifecycle_figures(rows, sequential, burst)
+    if "calls" in chosen:
+        restart_call_figures(rows, int(os.environ.get("BENCH_CALL_RESTARTS", "5")))
+    if "tick" in chosen:
+        history_figures(rows, int(os.environ.get("BENCH_TICK_RUNNING", "150")),
+                        int(os.environ.get("BENCH_TICK_FINISHED", "2850")))
+    if "scrape" in chosen:
+        scrape_figures(rows, int(os.environ.get("BENCH_SCRAPE_JOBS", "10000")))
     print(f"\n{'figure':<52} {'baseline':<24} {'baseline':>10} {'ours':>10} {'ratio':>7}")
     for r in rows:
         print(f"{r['figure']:<52} {r['baseline']:<24} {r['base']:>10} {r['ours']:>10} {r['ratio']:>6}x"

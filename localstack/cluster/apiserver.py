@@ -143,8 +143,12 @@ class LocalCluster:
         users: Iterable[str] = (),
         cre_groups: Iterable[str] = (CRE_GROUP_DEFAULT,),
         log: Any = sys.stderr,
+        audit_users: Iterable[str] = (),
     ) -> None:
         self.work_dir = Path(work_dir)
+        self.audit_users = tuple(audit_users)
+        """Users whose every request the audit log records (its verb, resource and answer): how `make bench`
+        counts the API calls of each function."""
         self.crd_dir = crd_dir or default_crd_dir()
         self.cre_groups = tuple(cre_groups)
         self.tokens = {name: secrets.token_hex(16) for name in (ADMIN, *users)}
@@ -264,24 +268,33 @@ class LocalCluster:
         trainjobs = [{"group": "trainer.kubeflow.org", "resources": ["trainjobs"]}]
         created = {"level": "RequestResponse", "verbs": ["create"], "resources": trainjobs}  # with the new uid
         deleted = {"level": "Metadata", "verbs": ["delete"], "resources": trainjobs}
+        users = [{"level": "Metadata", "users": list(self.audit_users)}] if self.audit_users else []
         path = self.work_dir / "audit-policy.json"
         path.write_text(json.dumps({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
-                                    "omitStages": ["RequestReceived"], "rules": [created, deleted, {"level": "None"}]}))
+                                    "omitStages": ["RequestReceived"],
+                                    "rules": [created, deleted, *users, {"level": "None"}]}))
         return path
 
     def audited(self, verb: str, resource: str) -> list[dict[str, Any]]:
         """The audit log's completed `verb`s on `resource` (e.g. TrainJob creates), in order."""
+        return [e for e in self.audit_entries()
+                if e.get("verb") == verb and (e.get("objectRef") or {}).get("resource") == resource]
+
+    def audit_entries(self, since: int = 0) -> list[dict[str, Any]]:
+        """The audit log's completed requests from its `since`th line on (`audit_lines` marks a point), in order."""
         if not self.audit_log.exists():
             return []
         entries = []
-        for line in self.audit_log.read_text().splitlines():
+        for line in self.audit_log.read_text().splitlines()[since:]:
             with contextlib.suppress(ValueError):
                 entry = json.loads(line)
-                ref = entry.get("objectRef") or {}
-                complete = entry.get("stage") == "ResponseComplete"
-                if entry.get("verb") == verb and ref.get("resource") == resource and complete:
+                if entry.get("stage") == "ResponseComplete":
                     entries.append(entry)
         return entries
+
+    def audit_lines(self) -> int:
+        """How many lines the audit log holds so far."""
+        return len(self.audit_log.read_text().splitlines()) if self.audit_log.exists() else 0
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver alone (etcd keeps the data): clients see the API unreachable."""

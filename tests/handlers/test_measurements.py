@@ -106,6 +106,22 @@ def test_existing_measurements_are_left_as_they_are(functions: Callable[..., dic
     assert send(url, created_record(namespace)).status == 202  # redelivered: nothing more
 
 
+def test_an_event_saying_no_measurement_is_asked_creates_nothing(functions: Callable[..., dict[str, str]],
+                                                                  gateway: Gateway, namespace: str) -> None:
+    """`measurements: []` (launch says the Job's spec asks for none) is answered unread: about a Job that asks
+    for one (forged), it only skips the work, which the same event without the field (an earlier release's)
+    does."""
+    create_job(gateway, namespace, goodput={"logProfileRef": "nemo"})
+    launched(gateway, namespace)
+    url = functions()["measurements"]
+    none_asked = created_record(namespace)
+    none_asked["data"]["measurements"] = []
+    assert send(url, none_asked).status == 202
+    assert gateway.get(GOODPUT, namespace, "llm-goodput") is None
+    assert send(url, created_record(namespace)).status == 202
+    assert gateway.get(GOODPUT, namespace, "llm-goodput") is not None
+
+
 def test_a_name_taken_in_a_race_is_read_again(cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
     """The create meets AlreadyExists (the read said the name was free): the function reads again, finds
     the GoodputMeasurement there, leaves it as it is and creates only the BandwidthMeasurement."""

@@ -139,6 +139,52 @@ def test_a_tick_lists_and_sends_only_where_jobs_drift(cluster: LocalCluster, gat
         counting.close()
 
 
+def test_a_tick_lists_a_finished_job_no_more_and_the_sweep_does(cluster: LocalCluster, gateway: Gateway,
+                                                                 namespace: str) -> None:
+    """A finished Job (terminal, nothing due) and its TrainJob get the finished label on a tick; later ticks
+    do not list them. What a label cannot catch — the Job made unfinished by hand, its TrainJob then gone —
+    only the sweep (the tick of the hour's first minute, on the injected clock) sees: it takes the label
+    off and sends the Job's event."""
+    from functions.handlers import resync
+    from functions.resources import TRAINJOBS
+    from tests.support.helpers import Receiver
+
+    in_step_job(gateway, namespace, "done")
+    conditions = (gateway.get(JOBS, namespace, "done") or {})["status"]["conditions"]
+    succeeded = [{**c, "status": "True" if c["type"] == "Succeeded" else "False",
+                  "reason": "WorkloadCompleted" if c["type"] == "Succeeded" else "NotApplicable"} for c in conditions]
+    gateway.patch(JOBS, namespace, "done", {"status": {"conditions": succeeded}}, status=True)
+    sink = Receiver(default=202)
+    now = [datetime(2026, 12, 2, 10, 17, tzinfo=UTC)]
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=cluster.gateway(),
+                  clock=lambda: now[0])
+
+    def finished() -> tuple[str | None, str | None]:
+        return tuple(((gateway.get(res, namespace, name) or {})["metadata"].get("labels") or {})
+                     .get("crefn.dev/finished") for res, name in ((JOBS, "done"), (TRAINJOBS, "done-workload")))
+
+    def ours() -> list[tuple[str, str]]:
+        return [(b["job"]["name"], b.get("reason", "")) for b in sink.bodies if b["job"]["namespace"] == namespace]
+
+    try:
+        resync.handle(to_envelope(ping()), ctx)
+        assert finished() == ("true", "true") and ours() == []
+        # by hand: the Job running again, with a TrainJob that is gone (a listed Job would send Failed/deleted)
+        gateway.patch(JOBS, namespace, "done", {"status": {"conditions": conditions}}, status=True)
+        gateway.delete(TRAINJOBS, namespace, "done-workload")
+        now[0] = datetime(2026, 12, 2, 10, 18, tzinfo=UTC)
+        resync.handle(to_envelope(ping()), ctx)
+        assert ours() == []  # not listed: the label excludes it
+        now[0] = datetime(2026, 12, 2, 11, 0, 30, tzinfo=UTC)  # the sweep
+        resync.handle(to_envelope(ping()), ctx)
+        assert ours() == [("done", "WorkloadDeleted")]
+        assert ((gateway.get(JOBS, namespace, "done") or {})["metadata"].get("labels") or {}).get(
+            "crefn.dev/finished") is None
+    finally:
+        sink.close()
+        ctx.gateway.close()
+
+
 def test_a_trainjob_newer_than_the_ticks_list_is_not_called_gone(cluster: LocalCluster, gateway: Gateway,
                                                                    namespace: str) -> None:
     """The index the tick listed lacks the Job's TrainJob (created after that LIST): one GET finds it

@@ -228,6 +228,33 @@ def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str,
     assert (expected[0], reason, message) == expected and status == "True"
 
 
+def test_a_condition_change_that_names_no_workloadrun_mirrors_nothing(functions: Callable[..., dict[str, str]],
+                                                                     gateway: Gateway, namespace: str) -> None:
+    """`workloadRun: ""` (the Job is controlled by none, says the function that wrote the condition) is
+    answered unread: about a run's Job (forged), it only skips the mirror, which the same event without the
+    field (an earlier release's) makes."""
+    from events.emitted import ConditionSummary, JobConditionChangedData, JobRef
+    from events.envelope import to_outbound
+    from functions.client import send
+    from localstack.eventing.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [
+        {"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "running",
+         "lastTransitionTime": "2026-11-30T10:00:00Z"}]}}, status=True)
+    before = run_condition(gateway, namespace, "InProgress")
+    for workload_run in ("", None):
+        data = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace), workload_run=workload_run,
+                                       new=ConditionSummary(type="InProgress", reason="WorkloadRunning"))
+        event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", data, None,
+                            jobcondition="InProgress")
+        assert send(urls["workloadrun"], event).status == 202
+        mirrored = run_condition(gateway, namespace, "InProgress")
+        assert (mirrored == before) == (workload_run == ""), mirrored
+
+
 def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callable[..., dict[str, str]],
                                                                gateway: Gateway, namespace: str,
                                                                tmp_path: Path) -> None:

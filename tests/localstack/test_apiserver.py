@@ -100,3 +100,21 @@ def test_the_audit_log_has_every_trainjob_create_and_delete(cluster: LocalCluste
                 for e in cluster.audited(verb, "trainjobs") if e["objectRef"].get("namespace") == namespace]
         time.sleep(0.1)
     assert sorted(mine) == [("create", 201), ("create", 409), ("delete", 200)]
+
+
+def test_the_audit_log_has_every_request_of_an_audited_user(tmp_path: Path) -> None:
+    from functions.resources import NAMESPACES
+
+    with LocalCluster(tmp_path, users=("reader",), audit_users=("reader",), log=io.StringIO()) as cluster:
+        reader = cluster.gateway("reader")
+        with pytest.raises(CrefnError):
+            reader.get(NAMESPACES, None, "default")  # refused (no RBAC): audited with its code
+        cluster.gateway().list_all(NAMESPACES)  # the admin is not audited
+        deadline = time.monotonic() + 10
+        entries: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not entries:
+            entries = [e for e in cluster.audit_entries() if e["objectRef"].get("resource") == "namespaces"]
+            time.sleep(0.1)
+        assert [(e["user"]["username"], e["verb"], e["responseStatus"]["code"]) for e in entries] == [
+            ("reader", "get", 403)]
+        assert cluster.audit_entries(cluster.audit_lines()) == []

@@ -174,3 +174,23 @@ def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:
     assert "'crefn.dev/restart-not-before': '2026-11-30T12:00:30Z'" in shown and "'restartCount': 1" in shown
     assert "'dev.crefn.job.restarted'" in shown and "<function" not in shown and "partial" not in shown
     assert first.reply is not None and first.reply.source == "/crefn/restart"  # sent by the restart function
+
+
+@pytest.mark.parametrize(("reason", "failed_before", "reported"), [
+    ("WorkloadDeleted", True, True),
+    ("WorkloadDeleted", False, False),
+    ("WorkloadDeleted", None, False),
+    ("JobFailed", True, False),
+], ids=["deleted-after-failing", "deleted-running", "deleted-unknown (resync, earlier releases)", "not-a-delete"])
+def test_a_delete_after_a_failure_is_decided_unread(reason: str, failed_before: bool | None, reported: bool) -> None:
+    from datetime import UTC, datetime
+
+    from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
+    from events.types import Phase
+    from functions.rules.restart import reported_before
+
+    data = WorkloadPhaseData(job=JobRef(name="llm", namespace="ns"), phase=Phase.FAILED, reason=reason,
+                             workload=WorkloadRef(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob",
+                                                  name="llm-workload", namespace="ns", attempt=0),
+                             observed_at=datetime(2026, 12, 2, tzinfo=UTC), failed_before=failed_before)
+    assert reported_before(data) is reported

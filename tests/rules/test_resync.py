@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from functions.plan import Create, Send, WriteStatus
-from functions.rules.jobs import JobState
-from functions.rules.resync import Observed, decide
+from functions.plan import Create, Label, Send, WriteStatus
+from functions.rules.jobs import JobState, parse_job
+from functions.rules.resync import Observed, decide, is_sweep, label_writes
 from functions.settings import Settings
 from tests.support.helpers import EARLIER, NOW, cond, job
 
@@ -51,7 +52,7 @@ def observed(state: JobState, trainjob: dict[str, Any] | None = TRAINJOB, listed
     (observed(tracked(SUCCEEDED, spec={"thresholds": {"goodputRatio": "value > 0.9"}})), ["job.check"]),
     (observed(tracked(spec=MONITOR), COMPLETE, listed=tracked()), ["workload.phase"]),
     (observed(job(), None), ["create", "write", "RecordEvent", "workload.created"]),
-    (observed(tracked(SUCCEEDED)), []),
+    (observed(tracked(SUCCEEDED)), ["Label"]),
 ], ids=["drift-phase", "trainjob-gone", "past-its-bound", "check-then-drift", "awaiting-validation",
         "checks-are-the-listed-jobs", "launch", "terminal-in-step"])
 def test_what_a_tick_sends_for_a_job(case: Observed, expected: list[str]) -> None:
@@ -63,3 +64,55 @@ def test_a_launch_sends_its_created_event_with_the_created_object() -> None:
     last = plan.effects[-1]
     assert isinstance(last, Send) and last.created_ref == "workload"
     assert plan == decide(observed(job(), None), Settings(), NOW)  # plain, comparable data
+
+
+FINISHED = {"crefn.dev/finished": "true"}
+OWNED = {"ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                              "uid": "job-uid", "controller": True}]}
+
+
+def labelled(state: JobState, labels: dict[str, str]) -> JobState:
+    raw = {**state.raw, "metadata": {**state.raw["metadata"], "resourceVersion": "7",
+                                     "labels": {**state.raw["metadata"]["labels"], **labels}}}
+    return parse_job(raw, "nvcre.nvidia.com")
+
+
+def trainjob_of(status: dict[str, Any], labels: dict[str, str] | None = None, owned: bool = True) -> dict[str, Any]:
+    meta = {**TRAINJOB["metadata"], **(OWNED if owned else {}),
+            "labels": {**TRAINJOB["metadata"]["labels"], **(labels or {})}}
+    return {**TRAINJOB, "metadata": meta, "status": status}
+
+
+def label_of(state: JobState, trainjob: dict[str, Any] | None) -> list[tuple[str, str | None, str]]:
+    """(kind, the finished label's new value, the lock) of each label write."""
+    writes = label_writes(Observed(state, state, trainjob), Settings())
+    assert all(isinstance(w, Label) for w in writes)
+    return [(w.res.kind, w.labels["crefn.dev/finished"], w.resource_version) for w in writes if isinstance(w, Label)]
+
+
+@pytest.mark.parametrize(("state", "trainjob", "expected"), [
+    (tracked(SUCCEEDED), trainjob_of(COMPLETE["status"]), [("Job", "true", "7"), ("TrainJob", "true", "")]),
+    (tracked([cond("Failed", "True", "WorkloadFailed")]), None, [("Job", "true", "7")]),
+    (tracked(SUCCEEDED), trainjob_of(COMPLETE["status"], owned=False), [("Job", "true", "7")]),
+    (labelled(tracked(SUCCEEDED), FINISHED), trainjob_of(COMPLETE["status"], FINISHED), []),
+    (labelled(tracked(SUCCEEDED), FINISHED), trainjob_of(COMPLETE["status"]), [("TrainJob", "true", "")]),
+    (tracked(), trainjob_of(TRAINJOB["status"]), []),
+    (labelled(tracked(), FINISHED), trainjob_of(TRAINJOB["status"], FINISHED),
+     [("Job", None, "7"), ("TrainJob", None, "")]),
+    (tracked(SUCCEEDED, spec={"thresholds": {"goodputRatio": "value > 0.9"}}), trainjob_of(COMPLETE["status"]), []),
+], ids=["succeeded", "failed-trainjob-gone", "another-jobs-trainjob", "labelled-already", "trainjob-unlabelled",
+        "running", "running-again-unlabelled", "awaiting-validation-not-finished"])
+def test_the_finished_label_follows_the_job(state: JobState, trainjob: dict[str, Any] | None,
+                                            expected: list[tuple[str, str | None, str]]) -> None:
+    state = labelled(state, {}) if state.job.metadata.resource_version != "7" else state
+    assert label_of(state, trainjob) == expected
+
+
+@pytest.mark.parametrize(("now", "sweep"), [
+    (datetime(2026, 12, 2, 11, 0, 0, tzinfo=UTC), True),
+    (datetime(2026, 12, 2, 11, 0, 59, tzinfo=UTC), True),
+    (datetime(2026, 12, 2, 11, 1, 0, tzinfo=UTC), False),
+    (datetime(2026, 12, 2, 11, 59, 59, tzinfo=UTC), False),
+], ids=["on-the-hour", "within-its-minute", "a-minute-on", "the-minute-before"])
+def test_the_sweep_is_the_tick_of_each_hours_first_minute(now: datetime, sweep: bool) -> None:
+    assert is_sweep(now) is sweep

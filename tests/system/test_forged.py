@@ -272,6 +272,12 @@ def test_forged_resolves_of_a_real_incident_resolve_nothing(local: Local) -> Non
                 and a["labels"].get("namespace") == local.ns}
 
     assert wait_until(lambda: raised() == {"CREJobHardwareFailed", "CREJobValidationFailed"}, 30), raised()
+
+    def finished() -> bool:  # the tick's last write for a finished Job: at rest from then on
+        labels = ((local.gw.get(JOBS, local.ns, "eval") or {}).get("metadata") or {}).get("labels") or {}
+        return labels.get("crefn.dev/finished") == "true"
+
+    assert wait_until(finished, 30)
     settle(local)
     passed = decision("dev.crefn.job.validation", local.ns, "eval", {
         "failed": False, "reason": "ThresholdsMet", "message": "All performance thresholds satisfied"})

@@ -65,7 +65,7 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("status", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("status", "list jobs", lambda gw, ns: gw.list_all(JOBS, ns)),
     ("restart", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
-    ("resync", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
+    ("resync", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
     ("apiserversource", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("workloadrun", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
     ("alert", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
@@ -91,6 +91,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("resync", "list trainjobs in all namespaces", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
+    ("resync", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),
     ("apiserversource", "list trainjobs", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("alert", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("workloadrun", "create configmaps", lambda gw, ns: gw.create(CONFIGMAPS, ns, {
@@ -110,6 +111,12 @@ def create_bandwidth(gw: Gateway, ns: str) -> Any:
     return gw.create(BANDWIDTH, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "BandwidthMeasurement",
                                      "metadata": {"name": f"bm-{uuid.uuid4().hex[:6]}"},
                                      "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "nccl"}})
+
+
+def label_missing_job(gw: Gateway, ns: str) -> None:
+    """A label patch of a Job that is not there: 404 once the authorizer lets it through (403 otherwise)."""
+    with contextlib.suppress(NotFound):
+        gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})
 
 
 def read_log(gw: Gateway, ns: str) -> str:
