@@ -32,7 +32,10 @@ def running_workers() -> set[int]:
     """The pids of this process's worker processes (zombies, whose command line reads empty, left out)."""
     found: set[int] = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
+        children: list[str] = []
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            children = (task / "children").read_text().split()
+        for pid in children:
             with contextlib.suppress(FileNotFoundError):
                 if b"functions.celworker" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     found.add(int(pid))

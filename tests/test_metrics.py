@@ -393,12 +393,16 @@ def test_a_scrape_lists_the_jobs_from_the_watch_cache(cluster: LocalCluster, gat
         "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
         "metadata": {"name": "cached", "labels": {"crefn.dev/managed": "true"}},
         "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}})
-    recording = Recording(cluster.gateway()._api)
+    own = cluster.gateway()
+    recording = Recording(own._api)
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), gateway=recording)
 
     def shown() -> bool:
         return bool(of(parse(scrape_jobs("", ctx).body.decode()), "crefn_job_restarts", namespace=namespace,
                        job="cached"))
 
-    assert wait_until(shown, timeout=10)
+    try:
+        assert wait_until(shown, timeout=10)
+    finally:
+        own.close()
     assert queries and all(("resourceVersion", "0") in q for q in queries)

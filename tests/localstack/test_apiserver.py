@@ -109,7 +109,10 @@ def test_the_audit_log_has_every_request_of_an_audited_user(tmp_path: Path) -> N
         reader = cluster.gateway("reader")
         with pytest.raises(CrefnError):
             reader.get(NAMESPACES, None, "default")  # refused (no RBAC): audited with its code
-        cluster.gateway().list_all(NAMESPACES)  # the admin is not audited
+        admin = cluster.gateway()
+        admin.list_all(NAMESPACES)  # the admin is not audited
+        admin.close()
+        reader.close()
         deadline = time.monotonic() + 10
         entries: list[dict[str, Any]] = []
         while time.monotonic() < deadline and not entries:
