@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 import urllib3
@@ -153,10 +153,10 @@ class Gateway:
             return False
         return True
 
-    def stream(self, path: str, query: list[tuple[str, Any]], timeout_seconds: float) -> Iterator[JsonObj]:
+    def stream(self, path: str, query: list[tuple[str, Any]], timeout_seconds: float) -> Generator[JsonObj, None, None]:
         """A GET whose answer is one JSON object per line (a watch), until the server ends it."""
         resp = self._call("GET", path, query=query, timeout=timeout_seconds).response
-        buffer = b""
+        buffer, ended = b"", False
         try:
             for chunk in resp.stream(4096, decode_content=True):
                 buffer += chunk
@@ -164,10 +164,11 @@ class Gateway:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)
+            ended = True
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise Unavailable(f"stream of {path} ended: {e}") from e
         finally:
-            resp.release_conn()
+            finish(resp, ended)
 
     def read_log(self, namespace: str, pod: str, container: str, tail_lines: int, keep_bytes: int,
                  timeout_seconds: float) -> str:
@@ -178,16 +179,18 @@ class Gateway:
         resp = self._call("GET", LOG_PATH.format(namespace=namespace, pod=pod),
                           query=[("container", container), ("tailLines", tail_lines)],
                           timeout=timeout_seconds, accept="application/json, */*").response
-        tail = b""
+        tail, ended = b"", False
         try:
             for chunk in resp.stream(16384, decode_content=True):
                 tail = (tail + chunk)[-keep_bytes:]
                 if time.monotonic() > deadline:
                     break
+            else:
+                ended = True
         except (urllib3.exceptions.HTTPError, OSError):
             pass  # what arrived is kept
         finally:
-            resp.release_conn()
+            finish(resp, ended)
         return tail.decode(errors="replace")
 
     # -- transport -----------------------------------------------------------------------------
@@ -288,3 +291,13 @@ def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -
         error = PermanentError(text)
     error.detail = message
     return error
+
+
+def finish(resp: Any, ended: bool) -> None:
+    """Give a streamed answer's connection back to the pool when it was read to its end; otherwise close
+    it now (a connection with unread data cannot serve another request, and one left to the garbage
+    collector is closed at an unknown time)."""
+    if ended:
+        resp.release_conn()
+    else:
+        resp.close()

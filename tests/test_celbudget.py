@@ -29,16 +29,20 @@ MISSING_KEY = "node.metadata.labels['gpu'] == 'bad'"
 
 
 def running_workers() -> set[int]:
-    """The pids of this process's worker processes (zombies, whose command line reads empty, left out)."""
+    """The pids of this process's worker processes (zombies, whose command line reads empty, left out).
+
+    Found by their parent process id, not by the spawning thread's children list: a worker started by a
+    thread that has ended is moved to another thread of this process, and a list read meanwhile misses it."""
     found: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        children: list[str] = []
-        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
-            children = (task / "children").read_text().split()
-        for pid in children:
-            with contextlib.suppress(FileNotFoundError):
-                if b"functions.celworker" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    found.add(int(pid))
+    me = str(os.getpid())
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a process that ended meanwhile
+            status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines()
+                          if ":\t" in line)
+            if status.get("PPid", "").strip() == me and b"functions.celworker" in (proc / "cmdline").read_bytes():
+                found.add(int(proc.name))
     return found
 
 

@@ -12,9 +12,10 @@ deletes; a re-created object is a delete then an add): deterministic, for tests 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -56,15 +57,16 @@ def list_with_version(gateway: Gateway, res: Resource, namespace: str | None = N
 
 
 def watch(gateway: Gateway, res: Resource, namespace: str | None, resource_version: str, timeout_seconds: int,
-          label_selector: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+          label_selector: str = "") -> Generator[tuple[str, dict[str, Any]], None, None]:
     """(ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, object) until the server ends the watch."""
     query: list[tuple[str, Any]] = [("watch", "true"), ("timeoutSeconds", timeout_seconds)]
     if resource_version:
         query.append(("resourceVersion", resource_version))
     if label_selector:
         query.append(("labelSelector", label_selector))
-    for event in gateway.stream(res.path(namespace), query, timeout_seconds + 5):
-        yield event["type"], event["object"]
+    with contextlib.closing(gateway.stream(res.path(namespace), query, timeout_seconds + 5)) as events:
+        for event in events:
+            yield event["type"], event["object"]
 
 
 class PollingSource:
@@ -147,13 +149,22 @@ class WatchSource:
 
     def _watch(self, version: str) -> None:
         while not self._stop.is_set():
-            for kind, obj in watch(self.gateway, self.res, self.namespace, version, 5, self.label_selector):
-                if kind == "ERROR":
-                    return  # e.g. 410 Gone: re-list
-                version = obj["metadata"].get("resourceVersion", version)
-                if kind in self.VERBS:
-                    obj.setdefault("apiVersion", self.res.api_version)
-                    obj.setdefault("kind", self.res.kind)
-                    self.publish(apiserver_record(self.VERBS[kind], obj, self.res, self.gateway.host))
-                if self._stop.is_set():
+            with contextlib.closing(watch(self.gateway, self.res, self.namespace, version, 5,
+                                          self.label_selector)) as events:
+                version = self._relay(events, version)
+                if version == "":
                     return
+
+    def _relay(self, events: Iterator[tuple[str, dict[str, Any]]], version: str) -> str:
+        """Publish a watch's events; the version to watch from next, "" to list again or stop."""
+        for kind, obj in events:
+            if kind == "ERROR":
+                return ""  # e.g. 410 Gone: re-list
+            version = obj["metadata"].get("resourceVersion", version)
+            if kind in self.VERBS:
+                obj.setdefault("apiVersion", self.res.api_version)
+                obj.setdefault("kind", self.res.kind)
+                self.publish(apiserver_record(self.VERBS[kind], obj, self.res, self.gateway.host))
+            if self._stop.is_set():
+                return ""
+        return version
