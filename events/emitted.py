@@ -189,6 +189,29 @@ class AlertData(EventData):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
+class ParityField(EventData):
+    """One verdict field of a parity check: CRE's value (as the Job says it) and the functions'."""
+
+    field: str
+    result: Literal["agree", "differ"]
+    cre: str
+    functions: str
+
+
+class ParityCheckedData(EventData):
+    """`dev.crefn.parity.checked`: a verdict CRE wrote on a Job, compared field by field with the functions'
+    (observe mode). `check` is the same for the same verdicts on the same Job (a redelivery checks nothing new)."""
+
+    job: JobRef
+    check: str
+    verdict: str
+    result: Literal["agree", "differ"]
+    fields: list[ParityField]
+    inputs: dict[str, str] = Field(default_factory=dict)
+    """The resourceVersions the check was decided on, by kind."""
+    observed_at: datetime
+
+
 DATA_MODELS: dict[EventType, type[EventData]] = {
     EventType.WORKLOAD_PHASE: WorkloadPhaseData,
     EventType.WORKLOAD_CREATED: WorkloadCreatedData,
@@ -200,6 +223,7 @@ DATA_MODELS: dict[EventType, type[EventData]] = {
     EventType.JOB_HARDWARE_FAILED: JobHardwareFailedData,
     EventType.JOB_VALIDATION: JobValidationData,
     EventType.ALERT: AlertData,
+    EventType.PARITY_CHECKED: ParityCheckedData,
 }
 
 EXTENSIONS: dict[EventType, tuple[str, ...]] = {
@@ -213,5 +237,6 @@ EXTENSIONS: dict[EventType, tuple[str, ...]] = {
     EventType.JOB_HARDWARE_FAILED: ("namespace", "job", "partitionkey"),
     EventType.JOB_VALIDATION: ("namespace", "job", "partitionkey"),
     EventType.ALERT: ("namespace", "job", "partitionkey", "alertname", "alertstatus", "severity"),
+    EventType.PARITY_CHECKED: ("namespace", "job", "partitionkey", "parityresult"),
 }
 """The extension attributes every emitted event of a type carries."""

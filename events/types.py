@@ -29,6 +29,7 @@ class EventType(StrEnum):
     JOB_HARDWARE_FAILED = "dev.crefn.job.hardware.failed"
     JOB_VALIDATION = "dev.crefn.job.validation"
     ALERT = "dev.crefn.alert"
+    PARITY_CHECKED = "dev.crefn.parity.checked"
 
 
 class Phase(StrEnum):

@@ -90,7 +90,8 @@ class Applied:
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
-    if ctx.settings.observe and isinstance(effect, WRITES):
+    reporting = isinstance(effect, RecordEvent) and effect.observing
+    if ctx.settings.observe and isinstance(effect, WRITES) and not reporting:
         return
     if isinstance(effect, WriteStatus) and effect.best_effort:
         try:

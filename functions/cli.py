@@ -125,6 +125,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
                        args.fresh_ids, args.token_file)
 
 
+def cmd_parity(args: argparse.Namespace) -> int:
+    from functions import paritytable
+
+    return paritytable.main(args.file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cre-fn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--token-file", help="send the OIDC token in this file as Authorization: Bearer (read for "
                      "every event; e.g. from `kubectl create token ... --audience ...`)")
     rep.set_defaults(func=cmd_replay)
+    parity = sub.add_parser("parity", help="a recording's dev.crefn.parity.checked events as a table (observe mode)")
+    parity.add_argument("file")
+    parity.set_defaults(func=cmd_parity)
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

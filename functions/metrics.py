@@ -14,6 +14,7 @@ Each metric and how it is read: docs/operating.md#metrics
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,10 @@ class ProcessMetrics:
             "crefn_dead_letters_dropped_total", "Dead letters the recorder dropped with its oldest rotated file "
             "(the file at its cap, --keep rotated files kept), by path of the file.", ("path",),
             registry=self.registry)
+        self.parity = Counter(
+            "crefn_parity_checks_total", "Observe mode: verdict fields of CRE's compared with the functions', by "
+            "field and result (agree, differ); each check counted once in the process.", ("field", "result"),
+            registry=self.registry)
         self.dropped_bytes = Counter(
             "crefn_dead_letters_dropped_bytes_total", "Bytes of the oldest rotated dead-letter files the recorder "
             "dropped, by path of the file.", ("path",), registry=self.registry)
@@ -119,6 +124,23 @@ def set_alert_sinks(function: str, count: int) -> None:
 
 def set_journal_bytes(path: str, size: int) -> None:
     process().journal_bytes.labels(path).set(size)
+
+
+_checked: OrderedDict[str, None] = OrderedDict()
+CHECKS_REMEMBERED = 10_000
+"""How many parity checks a process remembers, so that a redelivered one is not counted twice."""
+
+
+def count_parity(check: str, fields: Iterable[tuple[str, str]]) -> None:
+    """A parity check's fields, by result; a check counted already (the same `check`) is not counted again."""
+    with _made:
+        if check in _checked:
+            return
+        _checked[check] = None
+        while len(_checked) > CHECKS_REMEMBERED:
+            _checked.popitem(last=False)
+    for field, result in fields:
+        process().parity.labels(field, result).inc()
 
 
 def count_dropped(path: str, lines: int, size: int) -> None:

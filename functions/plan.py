@@ -81,6 +81,8 @@ class Delete:
 class RecordEvent:
     namespace: str
     body: Mapping[str, Any]
+    observing: bool = False
+    """Recorded in observe mode too: an Event that reports on CRE's verdicts, changing none of them."""
 
 
 @dataclass(frozen=True)

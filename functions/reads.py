@@ -22,6 +22,7 @@ from events.types import (
     MANAGED_BY_VALUE,
     MANAGED_LABEL,
     TRAINJOB_KIND,
+    job_label,
 )
 from functions.context import Context
 from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
@@ -167,7 +168,16 @@ def read_object(ctx: Context, resource: Resource, namespace: str, name: str) -> 
 def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:
     """The pods of the Job's attempt (the current one unless named), by their labels."""
     number = state.job.status.restart_count if attempt is None else attempt
-    selector = attempt_selector(state.ref.name, number, ctx.settings.cre_group)
+    return pods_selected(ctx, state, attempt_selector(state.ref.name, number, ctx.settings.cre_group))
+
+
+def read_job_pods(ctx: Context, state: JobState) -> tuple[Pod, ...]:
+    """Every pod labelled with the Job (`<group>/job=<job>`, what CRE labels its workload's pods with), of any
+    attempt: what a verdict CRE wrote was decided on."""
+    return pods_selected(ctx, state, f"{job_label(ctx.settings.cre_group)}={state.ref.name}")
+
+
+def pods_selected(ctx: Context, state: JobState, selector: str) -> tuple[Pod, ...]:
     try:
         return tuple(Pod.model_validate(p) for p in ctx.gateway.list_all(PODS, state.ref.namespace, selector))
     except ValidationError as e:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from functions.settings import Settings
 
 HANDLERS = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
-            "workloadrun", "alert")
+            "workloadrun", "alert", "parity")
 """Every event target, each the module `functions.handlers.<name>` (its FUNCTION, ACCEPTS and handle)."""
 
 

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     cre_group: str = "nvcre.nvidia.com"
     restart_grace_seconds: int = Field(default=30, ge=0)
     require_checkpoint_evidence: bool = True
+    parity_settle_seconds: int = Field(default=60, ge=0)
+    """Observe mode: how long after its inputs last changed a verdict of CRE's that differs from the functions'
+    is taken as timing (CRE may not have seen them) rather than a divergence (`parity`)."""
     alertmanager_url: SecretStr | None = None
     alertmanager_bearer_token: SecretStr | None = None
     alertmanager_bearer_token_file: Path | None = None

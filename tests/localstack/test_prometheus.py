@@ -158,5 +158,8 @@ def test_the_monitoring_overlay_installs_the_dashboard_for_grafanas_sidecar() ->
             d["metadata"]["name"] == "crefn-dashboard"]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     board = json.loads(cm["data"]["cre-functions.json"])
-    assert board["uid"] == "cre-functions" and len(board["panels"]) == 12
+    assert board["uid"] == "cre-functions" and len(board["panels"]) == 13
+    parity = [p for p in board["panels"] if p["title"] == "Parity with CRE"]
+    assert [t["expr"] for p in parity for t in p["targets"]] == [
+        "sum by (field, result) (increase(crefn_parity_checks_total[1h]))"]
     assert all(p["targets"] and p["datasource"]["uid"] == "${datasource}" for p in board["panels"])

@@ -334,7 +334,7 @@ def test_docs_rbac_matrix_matches_the_roles() -> None:
 
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 BOUND_PER_NAMESPACE = ("phase", "launch", "status", "restart", "timeout", "measurements", "nodehealth", "validate",
-                       "resync", "workloadrun", "alert", "apiserversource")
+                       "resync", "workloadrun", "alert", "parity", "apiserversource")
 """The accounts namespaced binds in each tenant namespace: every one of base but metrics (a LIST of Jobs)."""
 
 
@@ -343,14 +343,21 @@ def rights_of(role: dict[str, Any]) -> set[tuple[str, str, str]]:
             for v in rule["verbs"]}
 
 
+PARITY_EVENTS = ("events.k8s.io", "events", "create")
+"""The one write of observe mode: `parity`'s Warning Event on a Job whose verdicts differ."""
+
+
 def test_observe_roles_are_bases_without_a_write() -> None:
-    """Observe mode writes nothing (`functions.apply` skips every write of a plan): its roles are base's
-    reads, every one of them, and not one write."""
+    """Observe mode writes nothing (`functions.apply` skips every write of a plan) but `parity`'s Warning Events:
+    its roles are base's reads, every one of them, and not one write but that one."""
     base, observe = RENDERED["base"], RENDERED["overlays/observe"]
     observed = {name: rights_of(role) for name, role in by_name(observe, "ClusterRole").items()}
-    assert observed == {name: {r for r in rights_of(role) if r[2] not in WRITE_VERBS}
+    assert observed == {name: {r for r in rights_of(role) if r[2] not in WRITE_VERBS or
+                               (name, r) == ("crefn-parity", PARITY_EVENTS)}
                         for name, role in by_name(base, "ClusterRole").items()}
-    assert {verb for rights in observed.values() for _, _, verb in rights} == {"get", "list", "watch"}
+    writes = {(name, r) for name, rights in observed.items() for r in rights if r[2] in WRITE_VERBS}
+    assert writes == {("crefn-parity", PARITY_EVENTS)}
+    assert {verb for rights in observed.values() for _, _, verb in rights} == {"get", "list", "watch", "create"}
     assert by_name(observe, "ClusterRoleBinding") == by_name(base, "ClusterRoleBinding")
     assert not of_kind(observe, "RoleBinding")
 

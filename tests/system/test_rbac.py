@@ -403,18 +403,20 @@ def test_overlay_rights_hold_exactly_where_they_are_bound(overlay: str, account:
     """Every (resource, verb) of UNIVERSE, tried for real in each tenant namespace and in another one, is
     allowed exactly when the overlay's bindings grant it there. namespaced: each write of knative/base is
     allowed in every tenant namespace and refused (403) in any other, and nothing is writable cluster-wide
-    (nor a pod's log readable); observe: every write is refused everywhere."""
+    (nor a pod's log readable); observe: every write is refused everywhere, but `parity`'s Events (its report of
+    a verdict that differs from CRE's)."""
     loaded = overlay_rbac(overlay)
     bound = loaded.rights.get(account, Bound())
     base_writes = {right for right in RIGHTS[account] if right[2] in WRITE_VERBS}
-    assert not {right for right in bound.cluster if right[2] in WRITE_VERBS}
+    everywhere = {("events.k8s.io", "events", "create")} if (overlay, account) == (OBSERVE, "crefn-parity") else set()
+    assert {right for right in bound.cluster if right[2] in WRITE_VERBS} == everywhere
     assert ("", "pods/log", "get") not in bound.cluster or overlay == OBSERVE  # observe reads as base does
     namespaced = discovery(gateway)
     identity = cluster.service_account_gateway(loaded.accounts, account)
     try:
         elsewhere, wrong = tried_writes(identity, namespaced, namespace,
                                         lambda right, scoped: right in bound.cluster)
-        assert elsewhere == set() and wrong == []
+        assert elsewhere == everywhere and wrong == []
         for listed, here in loaded.tenants.items():
             granted_here = bound.cluster | bound.namespaces.get(listed, frozenset())
             writes, wrong = tried_writes(identity, namespaced, here, lambda right, scoped, granted=granted_here:
