@@ -167,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     dev.add_argument("--namespace", help="run the demo, or reproduce the recording, in this namespace")
     dev.add_argument("--ping-interval", type=float, default=10.0, help="seconds between resync ticks")
     dev.add_argument("--scenario", default="demo",
-                     help="demo (default), node-failure, stall or thresholds: the verdict to watch")
+                     help="demo (default), node-failure, stall or thresholds: the verdict to watch; shadow: "
+                          "observe mode beside a stand-in for CRE, ending with the parity table")
     dev.add_argument("--chaos", metavar="SPEC",
                      help="the Broker drops, duplicates, holds back and delays deliveries, seeded: "
                           "drop=0.1,dup=0.2,reorder=0.2,delay=0-500ms,seed=7")

@@ -21,6 +21,7 @@ from functions.resources import cre_jobs
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.chaos import Chaos, ChaosError
+from localstack.scenarios import shadow
 from localstack.scenarios.demo import (
     DEMO_FAILING_JOB,
     DEMO_FAILING_SCRIPT,
@@ -41,6 +42,9 @@ from localstack.stack import start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until
 
+SHADOW_OVERLAY = "overlays/observe"
+"""What `--scenario shadow` deploys: observe mode, its read-only roles and the parity Trigger."""
+
 
 def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path | None = None,
         ping_interval: float = 10.0, timeout: float = 180.0, out: TextIO = sys.stdout,
@@ -48,8 +52,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
         chaos: str = "") -> int:
     """`cre-fn dev`. `namespace` runs the demo (or reproduces the recording) in that namespace and
     confines the sources to it; `cluster` reuses a running API server (the test suite's)."""
-    if scenario != "demo" and scenario not in SCENARIOS:
-        print(f"cre-fn dev: unknown scenario {scenario!r}; choose one of: demo, {', '.join(SCENARIOS)}",
+    if scenario not in ("demo", "shadow") and scenario not in SCENARIOS:
+        print(f"cre-fn dev: unknown scenario {scenario!r}; choose one of: demo, {', '.join(SCENARIOS)}, shadow",
               file=sys.stderr)
         return 2
     try:
@@ -64,17 +68,23 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
     group = Settings().cre_group
     settings.setdefault("CREFN_RESTART_GRACE_SECONDS", "2")
     settings.setdefault("CREFN_LOG_LEVEL", "WARNING")
+    overlay = "base"
+    if scenario == "shadow" and demo and not replay_file:
+        settings.update(shadow.stack_settings())
+        overlay = SHADOW_OVERLAY
     timeline = Timeline(out)
     records = read_recording(replay_file) if replay_file else []
     demo_ns = namespace or DEMO_NAMESPACE
     with tempfile.TemporaryDirectory(prefix="crefn-dev-") as tmp, \
             start_stack(out_dir, timeline, settings, ping_interval, Path(tmp), group, cluster, namespace,
-                        chaos=drills) as stack:
+                        chaos=drills, overlay=overlay) as stack:
         if drills:
             timeline.say(f"chaos in the Broker: {drills}")
         code = 0
         if replay_file:
             code = reproduce(stack, records, timeline, timeout, namespace)
+        elif demo and scenario == "shadow":
+            code = shadow.run_shadow(stack, demo_ns, timeline, timeout)
         elif demo and scenario != "demo":
             code = run_scenario(stack, SCENARIOS[scenario], demo_ns, timeline, timeout)
         elif demo:

@@ -218,14 +218,15 @@ def resource_of(api_version: str, kind: str) -> Resource:
 def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], ping_interval: float,
                 work_dir: Path, group: str, cluster: LocalCluster | None = None,
                 namespace: str | None = None, monitoring: bool = True,
-                chaos: Chaos | None = None, audit: bool = False) -> Iterator[Stack]:
+                chaos: Chaos | None = None, audit: bool = False, overlay: str = "base") -> Iterator[Stack]:
     """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
     `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
     to one namespace (all namespaces otherwise). Without `monitoring`, no Alertmanager and no
     Prometheus are started (`make bench`: a scrape of the `metrics` target every second LISTs every
     Job, which would weigh on the figures). With `chaos`, the Broker drops, duplicates, holds back and
     delays deliveries (`localstack.eventing.chaos`). With `audit` (a cluster of its own), the audit log
-    records every request of every function (`LocalCluster.audit_entries`). A supervisor starts again any
+    records every request of every function (`LocalCluster.audit_entries`). `overlay` (of knative/) gives the
+    Triggers, the sources and, on a cluster of the stack's own, the roles. A supervisor starts again any
     function process, or the stack's own kube-apiserver, that dies."""
     say = timeline.say
     with contextlib.ExitStack() as stack:
@@ -239,8 +240,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             say(f"[1/5] using the API server at {cluster.url}")
         gw = cluster.gateway()
         stack.callback(gw.close)
-        docs = render("base")
-        apply_rbac(gw, docs)
+        docs = render(overlay)
+        if owned or overlay == "base":  # a cluster given (the test suite's, shared) keeps base's roles
+            apply_rbac(gw, docs)
         alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
         if alertmanager is not None:
             settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
@@ -258,13 +260,13 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         scrape_targets: list[ServedFunction] = []
         prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions,
                                       scrape_targets) if monitoring else None
-        say("[3/5] starting the Broker with the Triggers and delivery of knative/base")
+        say(f"[3/5] starting the Broker with the Triggers and delivery of knative/{overlay}")
         triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
         broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
                              on_outcome=timeline.outcome, on_publish=timeline.published, chaos=chaos)
         stack.callback(broker.close)
         broker.serve(broker_port)
-        say(f"[4/5] starting the ApiServerSources of knative/base → {broker_url}")
+        say(f"[4/5] starting the ApiServerSources of knative/{overlay} → {broker_url}")
         for src in (d for d in docs if d["kind"] == "ApiServerSource"):
             for res in src["spec"]["resources"]:
                 selector = label_selector(res.get("selector") or {})

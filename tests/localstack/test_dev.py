@@ -95,7 +95,7 @@ def test_each_verdict_scenario_ends_as_promised(cluster: LocalCluster, tmp_path:
 def test_an_unknown_scenario_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert dev.run(tmp_path, scenario="meltdown") == 2
     err = capsys.readouterr().err
-    assert "unknown scenario 'meltdown'; choose one of: demo, node-failure, stall, thresholds" in err
+    assert "unknown scenario 'meltdown'; choose one of: demo, node-failure, stall, thresholds, shadow" in err
 
 
 def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:

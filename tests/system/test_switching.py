@@ -1,0 +1,84 @@
+"""docs/switching.md followed end to end: deploy `overlays/observe` beside CRE (here the shadow scenario's stand-in
+for CRE's controller), record the parity checks and read them with `cre-fn parity`, then switch to manage mode as
+step 5 says, and the functions carry a Job on from the status CRE left."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.gateway import Gateway
+from functions.resources import PODS, TRAINJOBS, cre_jobs
+from localstack import dev
+from localstack.cluster.apiserver import LocalCluster
+from localstack.manifests import render
+from tests.support.docs import section
+from tests.support.world import World
+
+JOBS = cre_jobs("nvcre.nvidia.com")
+
+
+def test_step_1_the_observe_overlay_routes_every_managed_job_change_to_parity() -> None:
+    docs = render("overlays/observe")
+    settings = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "crefn-settings")
+    assert settings["data"]["CREFN_MODE"] == "observe" and settings["data"]["CREFN_PARITY_SETTLE_SECONDS"] == "60"
+    trigger = next(d for d in docs if d["kind"] == "Trigger" and d["metadata"]["name"] == "crefn-parity-jobs")
+    assert trigger["spec"]["subscriber"]["ref"]["name"] == "crefn-parity"
+    assert trigger["spec"]["filters"] == [
+        {"any": [{"exact": {"type": "dev.knative.apiserver.resource.add"}},
+                 {"exact": {"type": "dev.knative.apiserver.resource.update"}}]},
+        {"exact": {"kind": "Job", "apiversion": "nvcre.nvidia.com/v1alpha1"}}]
+    assert sum(2 ** (n - 1) for n in range(1, trigger["spec"]["delivery"]["retry"] + 1)) > 60  # outlasts the window
+    assert "crefn-parity-jobs" not in {d["metadata"]["name"] for d in render("base") if d["kind"] == "Trigger"}
+
+
+@pytest.mark.stack
+def test_observe_read_the_table_then_switch_and_the_functions_carry_on(
+        cluster: LocalCluster, gateway: Gateway, namespace: str, tmp_path: Path,
+        world: Callable[..., World]) -> None:
+    # steps 1-3: observe beside CRE, record, read the table
+    out = io.StringIO()
+    code = dev.run(tmp_path / "shadow", cluster=cluster, namespace=namespace, ping_interval=3600, out=out,
+                   scenario="shadow")
+    text = out.getvalue()
+    assert code == 0, text[-3000:]
+    assert "scenario shadow ended as expected: exactly the planted differences" in text
+    table = subprocess.run([sys.executable, "-m", "functions.cli", "parity", str(tmp_path / "shadow" / "events.jsonl")],
+                           capture_output=True, text=True, timeout=60)
+    assert table.returncode == 1, table.stderr
+    assert table.stdout.splitlines()[:2] == ["7 checks of CRE's verdicts, 3 differing",
+                                             "field                 checks   agree  differ  agreement"]
+    assert (f"  {namespace}/planted-restart  CRE InProgress/WorkloadRestarting: restartCount: CRE 1, functions 0"
+            in table.stdout)
+    events = gateway.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+    assert {e["involvedObject"]["name"] for e in events if e["reason"] == "VerdictsDiffer"} == {
+        "planted-restart", "planted-failure", "planted-pending"}
+    statuses = {j["metadata"]["name"]: j["status"] for j in gateway.list_all(JOBS, namespace)}
+    assert statuses["shadow-running"]["conditions"][0]["reason"] == "WorkloadRunning"  # as CRE wrote it
+
+    # step 5: CRE stopped (the stand-in is gone with the scenario), its running TrainJob and pods labelled, manage
+    assert "crefn.dev/attempt" in section("switching.md", "## Steps")
+    restarts = statuses["shadow-running"].get("restartCount", 0)
+    labels = {"metadata": {"labels": {"crefn.dev/managed": "true", "crefn.dev/attempt": str(restarts)}}}
+    gateway.patch(TRAINJOBS, namespace, "shadow-running-workload", labels)
+    for pod in gateway.list_all(PODS, namespace, "nvcre.nvidia.com/job=shadow-running"):
+        gateway.patch(PODS, namespace, pod["metadata"]["name"], labels)
+    w = world()
+    fail(gateway, namespace, "shadow-running-workload")
+    w.settle()
+    assert w.final("shadow-running") == ("Failed", "WorkloadFailed", 0), w.dump()
+    log = w.job("shadow-running")["status"]
+    assert log["conditions"][2]["message"] == "Workload TrainJob/shadow-running-workload failed: exit 1"
+    assert [n["name"] for n in log["failedNodes"]] == ["gpu-node-3"]  # where CRE's pod ran (nvcre.nvidia.com/job)
+
+
+def fail(gateway: Gateway, namespace: str, name: str) -> dict[str, Any]:
+    return gateway.patch(TRAINJOBS, namespace, name, {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "Failed", "message": "exit 1",
+         "lastTransitionTime": "2026-12-03T10:00:00Z"}]}}, status=True)
