@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     parity_settle_seconds: int = Field(default=60, ge=0)
     """Observe mode: how long after its inputs last changed a verdict of CRE's that differs from the functions'
     is taken as timing (CRE may not have seen them) rather than a divergence (`parity`)."""
+    parity_recheck_seconds: int = Field(default=120, ge=0)
+    """Observe mode: how long past the settle window the tick checks again a Job CRE wrote (a check whose event
+    was lost): about this many seconds of ticks (two of a minute by default)."""
     alertmanager_url: SecretStr | None = None
     alertmanager_bearer_token: SecretStr | None = None
     alertmanager_bearer_token_file: Path | None = None

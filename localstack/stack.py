@@ -41,8 +41,8 @@ STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apis
 class Ticker:
     """PingSource stand-in: a `dev.knative.sources.ping` event to `url` every `interval` seconds."""
 
-    def __init__(self, url: str, interval: float) -> None:
-        self.url, self.interval = url, interval
+    def __init__(self, url: str, interval: float, name: str = "crefn-resync") -> None:
+        self.url, self.interval, self.name = url, interval, name
         self._stop = threading.Event()
         self.ticks = 0
         threading.Thread(target=self._run, daemon=True, name="pingsource").start()
@@ -51,7 +51,7 @@ class Ticker:
         while not self._stop.wait(self.interval):
             record = {"attributes": {"specversion": "1.0", "id": f"tick-{self.ticks}",
                                      "type": "dev.knative.sources.ping", "datacontenttype": "application/json",
-                                     "source": "/apis/v1/namespaces/crefn-system/pingsources/crefn-resync"},
+                                     "source": f"/apis/v1/namespaces/crefn-system/pingsources/{self.name}"},
                       "data": {}}
             with contextlib.suppress(Unavailable):
                 send(self.url, record)
@@ -276,9 +276,11 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                 stack.callback(source_gw.close)
                 stack.callback(source.stop)
                 source.ready.wait(timeout=10)
-        say(f"[5/5] PingSource: resync every {ping_interval:g}s")
-        ticker = Ticker(functions["resync"].url, ping_interval)
-        stack.callback(ticker.stop)
+        pings = {d["metadata"]["name"]: d["spec"]["sink"]["ref"]["name"].removeprefix("crefn-")
+                 for d in docs if d["kind"] == "PingSource"}
+        say(f"[5/5] PingSource: {', '.join(pings.values())} every {ping_interval:g}s")
+        for name, target in pings.items():
+            stack.callback(Ticker(functions[target].url, ping_interval, name).stop)
         supervisor = Supervisor(functions, cluster if owned else None, timeline)
         stack.callback(supervisor.stop)
         yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,

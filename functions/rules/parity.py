@@ -6,7 +6,7 @@ What is compared, by CRE's True exclusive condition: a restart (`InProgress`/`Wo
 verdict; `WorkloadPending`, `WorkloadRunning`, `WorkloadSchedulingBlocked` and `WorkloadCompleted` against the
 phase `functions.rules.adapter` reads off the Job's TrainJob and, for a Running one, `functions.rules.running`.
 Other verdicts are not compared (`Unchecked`). A difference on inputs that changed less than the settle window
-ago is timing, not a divergence (`Settling`): CRE may not have seen them yet. The rule and its reasons:
+ago is timing, not a divergence (answered for a retry): CRE may not have seen them yet. The rule and its reasons:
 docs/switching.md#how-a-verdict-is-compared
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from events.emitted import JobRef, ParityCheckedData, ParityField
 from events.envelope import Envelope, to_outbound
 from events.objects import Pod, TrainJob
-from events.types import EventType, Phase, Reason
+from events.types import ATTEMPT_LABEL, EventType, Phase, Reason
 from functions.plan import Plan, nothing, wait_until
 from functions.rules.adapter import decide_phase
 from functions.rules.conditions import parse_rfc3339, rfc3339
@@ -90,6 +90,15 @@ def stored(state: JobState) -> dict[str, str]:
     }
 
 
+def attempt_pods(observed: Read) -> tuple[Pod, ...]:
+    """The pods of the Job's current attempt: those with its `crefn.dev/attempt` label when the pods carry one
+    (the functions' own, or CRE's labelled at the switch), else all the Job's (CRE's, which it replaces with
+    the TrainJob)."""
+    count = str(observed.state.job.status.restart_count)
+    labelled = [p for p in observed.pods if ATTEMPT_LABEL in p.metadata.labels]
+    return tuple(p for p in labelled if p.metadata.labels[ATTEMPT_LABEL] == count) if labelled else observed.pods
+
+
 def workload_phase(observed: Read) -> tuple[Phase, str] | None:
     """The adapter's phase of the Job's TrainJob and its name (None: no TrainJob of this Job): a TrainJob
     that is gone reads as failed, as the functions see a deleted one."""
@@ -117,10 +126,10 @@ def on_phase(observed: Read, phase: Phase, name: str, settings: Settings, now: d
     """What the functions write for the TrainJob's phase (`status`; a failed one: `restart`)."""
     state = observed.state
     if phase is Phase.FAILED:
-        return on_failure(state, observed.evidence, settings, observed.pods)
+        return on_failure(state, observed.evidence, settings, attempt_pods(observed))
     if phase is not Phase.RUNNING:
         return {"phase": PHASES[phase]}
-    running = decide_running(state, observed.pods, name, now)
+    running = decide_running(state, attempt_pods(observed), name, now)
     condition = running.condition or state.true_condition
     blocked = running.fields.get("schedulingBlockedSince", state.job.status.scheduling_blocked_since)
     started = running.fields.get("workloadStartTime", state.job.status.workload_start_time)
@@ -152,7 +161,7 @@ def shadow(observed: Read, settings: Settings, now: datetime) -> Shadow | Unchec
     found = workload_phase(observed)
     if verdict == FAILED:
         if found is None or found[0] is Phase.FAILED:
-            return Shadow(on_failure(state, observed.evidence, settings, observed.pods))
+            return Shadow(on_failure(state, observed.evidence, settings, attempt_pods(observed)))
         return Shadow(on_phase(observed, *found, settings, now))
     if verdict not in ON_THE_PHASE:
         return Unchecked(f"the verdict {verdict or '(none)'} is not one the functions compare")
@@ -169,7 +178,7 @@ def inputs_changed(observed: Read) -> datetime | None:
     times.append(parse_rfc3339(str((raw.get("metadata") or {}).get("creationTimestamp") or "")))
     times += [parse_rfc3339(str(c.get("lastTransitionTime") or ""))
               for c in (raw.get("status") or {}).get("conditions") or []]
-    for pod in observed.pods:
+    for pod in attempt_pods(observed):
         times += [c.last_transition_time for c in pod.status.conditions]
     since = observed.state.job.status.scheduling_blocked_since
     if since is not None:
@@ -219,6 +228,23 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     event = action_event(state, DIFFER_REASON, f"CRE's verdict {data.verdict} differs from the functions': {note}",
                          now, FUNCTION)
     return Plan((replace(event, observing=True),), reply=reply)
+
+
+def written_at(raw: Mapping[str, Any]) -> datetime | None:
+    """When the Job was last written, by anyone (its newest `managedFields` entry)."""
+    times = [parse_rfc3339(str(m.get("time") or "")) for m in (raw.get("metadata") or {}).get("managedFields") or []]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def recheck_due(raw: Mapping[str, Any], now: datetime, settings: Settings) -> bool:
+    """Whether the tick checks the Job again: CRE last wrote it at least the settle window ago, and at most
+    `parity_recheck_seconds` more (a check whose event was lost is made then; a later one was made, or lost for
+    good). A Job is so checked again by about `parity_recheck_seconds` / the tick's period ticks."""
+    written = written_at(raw)
+    settle, recheck = (timedelta(seconds=settings.parity_settle_seconds),
+                       timedelta(seconds=settings.parity_recheck_seconds))
+    return written is not None and settle <= now - written <= settle + recheck
 
 
 def input_versions(observed: Read) -> dict[str, str]:

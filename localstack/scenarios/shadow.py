@@ -144,6 +144,7 @@ def run_shadow(stack: Stack, namespace: str, timeline: Timeline, timeout: float,
 
 
 def stack_settings() -> dict[str, str]:
-    """The functions' settings for the scenario: observe mode and its short settle window."""
-    return {"CREFN_MODE": "observe", "CREFN_PARITY_SETTLE_SECONDS": SETTLE_SECONDS}
+    """The functions' settings for the scenario: observe mode, its short settle window, a recheck by two ticks."""
+    return {"CREFN_MODE": "observe", "CREFN_PARITY_SETTLE_SECONDS": SETTLE_SECONDS,
+            "CREFN_PARITY_RECHECK_SECONDS": "20"}
 

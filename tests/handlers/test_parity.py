@@ -9,16 +9,21 @@ import json
 import re
 import urllib.request
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.client import send
+from functions.codec import to_envelope
+from functions.context import Context
 from functions.gateway import Gateway
 from functions.resources import TRAINJOBS, cre_jobs
+from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import create_pod
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
-from tests.support.helpers import job_events
+from tests.support.helpers import Receiver, job_events
+from tests.support.world import ping
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 EARLIER = "2026-11-30T10:00:00Z"
@@ -145,3 +150,41 @@ def test_in_manage_mode_nothing_is_compared(
     answer = send(function.url, apiserver_record("update", job, JOBS, "https://api"))
     assert answer.status == 202
     assert "manage mode: the functions write the verdicts, there is nothing to compare" in function.log_path.read_text()
+
+
+def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it(
+        cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """No Job event reached `parity` (dropped): the tick lists the Jobs CRE wrote between the settle window and
+    the recheck window past it, checks each and posts the check to K_SINK. Written too recently, or too long
+    ago, it is left alone. The clock is the function's (injected); the write times are the API server's."""
+    from functions.handlers import parity
+
+    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    stamp = max(m["time"] for m in job["metadata"]["managedFields"])
+    written = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    sink = Receiver(default=202)
+    now = [written + timedelta(seconds=30)]
+    settings = Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url, mode="observe",
+                        parity_settle_seconds=60, parity_recheck_seconds=120)
+    ctx = Context(settings, gateway=cluster.gateway(), clock=lambda: now[0])
+
+    def ours() -> list[tuple[str, str]]:
+        return [(b["job"]["name"], b["result"]) for b in sink.bodies if b["job"]["namespace"] == namespace]
+
+    try:
+        parity.handle(to_envelope(ping()), ctx)
+        assert ours() == []  # 30 s after CRE's write: its own event is being checked
+        now[0] = written + timedelta(seconds=90)
+        outcome = parity.handle(to_envelope(ping()), ctx)
+        assert ours() == [("llm", "agree")] and "checks sent" in outcome.reason
+        assert sink.requests[-1][1]["ce-type"] == "dev.crefn.parity.checked"
+        now[0] = written + timedelta(seconds=181)
+        parity.handle(to_envelope(ping()), ctx)
+        assert ours() == [("llm", "agree")]  # past the recheck window
+        manage = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=ctx.gateway,
+                         clock=lambda: written + timedelta(seconds=90))
+        assert parity.handle(to_envelope(ping()), manage).reason.startswith("manage mode")
+        assert ours() == [("llm", "agree")]
+    finally:
+        sink.close()
+        ctx.gateway.close()

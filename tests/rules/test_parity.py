@@ -15,7 +15,7 @@ from functions.codec import to_envelope
 from functions.plan import RecordEvent, Wait
 from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.parity import Read, check_id, decide, stored
+from functions.rules.parity import Read, check_id, decide, recheck_due, stored, written_at
 from functions.settings import Settings
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import EARLIER, NOW, cond, job, pod, trainjob
@@ -243,3 +243,35 @@ def test_a_check_has_the_same_identity_whatever_else_changed_on_the_job() -> Non
     moved = job(exclusive("Failed", "WorkloadFailed"), restart_count=1)
     assert check_id(read(moved, None), values) != check_id(read(one, None), values)
     assert stored(one)["failureLog"] == "" and len(check_id(read(one, None), values)) == 16
+
+
+# -- the tick: a Job checked again between the settle window and the recheck window past it --------------------
+
+def written(at: str) -> dict[str, Any]:
+    return {"metadata": {"managedFields": [{"manager": "cre", "time": "2026-11-30T08:00:00Z"},
+                                           {"manager": "cre", "time": at}]}}
+
+
+@pytest.mark.parametrize(("seconds_ago", "due"), [(59, False), (60, True), (180, True), (181, False)],
+                         ids=["settling", "settled", "last-recheck", "past"])
+def test_the_tick_checks_a_job_written_between_the_settle_window_and_120_seconds_more(seconds_ago: int,
+                                                                                    due: bool) -> None:
+    """CREFN_PARITY_SETTLE_SECONDS 60 and CREFN_PARITY_RECHECK_SECONDS 120 (the defaults)."""
+    at = (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert recheck_due(written(at), NOW, OBSERVE) is due
+    assert written_at(written(at)) == NOW - timedelta(seconds=seconds_ago)
+
+
+def test_a_job_never_written_is_not_rechecked() -> None:
+    assert not recheck_due({"metadata": {}}, NOW, OBSERVE)
+
+
+def test_the_current_attempts_pods_decide_when_the_pods_carry_attempts() -> None:
+    """A restarted Job's earlier attempt ran on gpu-0: its current attempt (1) failed on gpu-1 alone."""
+    old = pod("a0", node="gpu-0", exits=[("trainer", 1, "Error")], phase="Failed", labels={"crefn.dev/attempt": "0"})
+    new = pod("a1", node="gpu-1", exits=[("trainer", 137, "OOMKilled")], phase="Failed",
+              labels={"crefn.dev/attempt": "1"})
+    state = job(exclusive("Failed", "WorkloadFailed"), checkpoint={"pvcName": "p", "maxRestarts": 1}, restart_count=1)
+    assert fields(checked(state, failed_trainjob(), (old, new)))["failedNodes"] == ("differ", "", "gpu-1")
+    assert fields(checked(state, failed_trainjob(), (old, new)))["failureLog"] == (
+        "differ", "", "OOMKilled a1 exit 137")
