@@ -42,11 +42,11 @@ class Settings(BaseSettings):
     restart_grace_seconds: int = Field(default=30, ge=0)
     require_checkpoint_evidence: bool = True
     parity_settle_seconds: int = Field(default=60, ge=0)
-    """Observe mode: how long after its inputs last changed a verdict of CRE's that differs from the functions'
-    is taken as timing (CRE may not have seen them) rather than a divergence (`parity`)."""
+    """Observe mode: how long a difference between CRE's verdict and the functions' must hold, nothing changed,
+    before it is reported (before, it is timing: CRE may not have acted yet) (`parity`)."""
     parity_recheck_seconds: int = Field(default=120, ge=0)
-    """Observe mode: how long past the settle window the tick checks again a Job CRE wrote (a check whose event
-    was lost): about this many seconds of ticks (two of a minute by default)."""
+    """Observe mode: how long past the settle window the tick checks again a Job made terminal (a check whose
+    event was lost); a Job not terminal is checked on every tick."""
     alertmanager_url: SecretStr | None = None
     alertmanager_bearer_token: SecretStr | None = None
     alertmanager_bearer_token_file: Path | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,7 +218,8 @@ def resource_of(api_version: str, kind: str) -> Resource:
 def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], ping_interval: float,
                 work_dir: Path, group: str, cluster: LocalCluster | None = None,
                 namespace: str | None = None, monitoring: bool = True,
-                chaos: Chaos | None = None, audit: bool = False, overlay: str = "base") -> Iterator[Stack]:
+                chaos: Chaos | None = None, audit: bool = False, overlay: str = "base",
+                parity_observer: Mapping[str, str] | None = None) -> Iterator[Stack]:
     """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
     `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
     to one namespace (all namespaces otherwise). Without `monitoring`, no Alertmanager and no
@@ -226,7 +227,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     Job, which would weigh on the figures). With `chaos`, the Broker drops, duplicates, holds back and
     delays deliveries (`localstack.eventing.chaos`). With `audit` (a cluster of its own), the audit log
     records every request of every function (`LocalCluster.audit_entries`). `overlay` (of knative/) gives the
-    Triggers, the sources and, on a cluster of the stack's own, the roles. A supervisor starts again any
+    Triggers, the sources and, on a cluster of the stack's own, the roles. `parity_observer` (its settings)
+    serves `parity` in observe mode beside the managing functions, with the observe overlay's Trigger and tick:
+    every verdict the functions write is compared with what they would write. A supervisor starts again any
     function process, or the stack's own kube-apiserver, that dies."""
     say = timeline.say
     with contextlib.ExitStack() as stack:
@@ -241,6 +244,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         gw = cluster.gateway()
         stack.callback(gw.close)
         docs = render(overlay)
+        if parity_observer is not None:
+            docs += [d for d in render("overlays/observe") if d["kind"] in ("Trigger", "PingSource")
+                     and d["metadata"]["name"].startswith("crefn-parity")]
         if owned or overlay == "base":  # a cluster given (the test suite's, shared) keeps base's roles
             apply_rbac(gw, docs)
         alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
@@ -254,6 +260,8 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         for target in TARGETS:
             env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user(f"crefn-{target}"))),
                    "K_SINK": broker_url}
+            if target == "parity" and parity_observer is not None:
+                env.update({**parity_observer, "CREFN_MODE": "observe"})
             served = ServedFunction(target, env, out_dir / f"function-{target}.log")
             functions[target] = served
             served.start()

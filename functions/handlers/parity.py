@@ -1,5 +1,6 @@
 """`parity`: in observe mode, CRE Job add/update → CRE's verdict against the functions' (`dev.crefn.parity.checked`);
-the PingSource tick → the same for every Job CRE wrote lately (a check whose event was lost, or still settling).
+the PingSource tick → the same for the Jobs not terminal or made so lately (a check whose event was lost, or
+which was still settling).
 
 Beside CRE, every change of a managed Job is CRE's (the functions write nothing). read: nothing in manage mode
 or for a delete; else the Job fresh (the event is a cue: its copy may be stale or forged; on the tick, as the
@@ -11,6 +12,10 @@ pods labelled with the Job, and the checkpoint evidence when it could change a r
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from events.emitted import JobRef, ParityCheckedData
@@ -49,8 +54,39 @@ def read(env: Envelope, ctx: Context) -> Observed:
     return Gone(seen.ref) if state is None else read_inputs(env, state, ctx)
 
 
+class Remembered:
+    """What this process remembers, bounded (a restarted process starts afresh: a difference waits its settle
+    window again, a check may be sent again): when each difference was first seen, and the checks sent."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size, self.lock = size, threading.Lock()
+        self.first: OrderedDict[str, datetime] = OrderedDict()
+        self.sent: OrderedDict[str, None] = OrderedDict()
+
+    def first_seen(self, key: str, now: datetime) -> datetime:
+        with self.lock:
+            seen = self.first.setdefault(key, now)
+            self._trim(self.first)
+            return seen
+
+    def newly_sent(self, check: str) -> bool:
+        with self.lock:
+            if check in self.sent:
+                return False
+            self.sent[check] = None
+            self._trim(self.sent)
+            return True
+
+    def _trim(self, kept: OrderedDict[str, Any]) -> None:
+        while len(kept) > self.size:
+            kept.popitem(last=False)
+
+
+REMEMBERED = Remembered()
+
+
 def read_inputs(env: Envelope, state: JobState, ctx: Context) -> Read:
-    """What CRE's verdict on the Job is decided on."""
+    """What CRE's verdict on the Job is decided on, and since when this process has seen the same difference."""
     ref = state.job.status.workload_ref
     trainjob = read_trainjob(ctx, state.ref.namespace, ref.name if ref else workload_name(state.ref.name))
     owner = parse_trainjob(trainjob).controller_owner() if trainjob is not None else None
@@ -59,8 +95,11 @@ def read_inputs(env: Envelope, state: JobState, ctx: Context) -> Read:
     evidence = None
     if ctx.settings.require_checkpoint_evidence and decide_restart(state, True, True).restart:
         evidence = has_checkpoint(read_goodputs(ctx, state, True), state.ref.name)
-    return Read(env, JobRef(name=state.ref.name, namespace=state.ref.namespace), state, trainjob,
-                read_job_pods(ctx, state), evidence)
+    observed = Read(env, JobRef(name=state.ref.name, namespace=state.ref.namespace), state, trainjob,
+                    read_job_pods(ctx, state), evidence)
+    now = ctx.clock()
+    key = rules.difference_key(observed, ctx.settings, now)
+    return replace(observed, first_seen=REMEMBERED.first_seen(key, now)) if key else observed
 
 
 def counted(outcome: Outcome | None, plan: Plan | None = None) -> None:
@@ -70,8 +109,9 @@ def counted(outcome: Outcome | None, plan: Plan | None = None) -> None:
 
 
 def tick(env: Envelope, ctx: Context) -> Outcome:
-    """Every Job CRE wrote within the recheck window, checked again from the watch cache's copy; each check
-    posted to `K_SINK` (a settling one waits for the next tick). 503 when a Job could not be checked."""
+    """Every Job not terminal, or made terminal within the recheck window, checked again from the watch cache's
+    copy; each check not sent yet by this process is posted to `K_SINK` (a settling one waits for the next
+    tick). 503 when a Job could not be checked."""
     if not ctx.settings.observe:
         return Outcome(None, MANAGE_MODE)
     now = ctx.clock()
@@ -80,13 +120,14 @@ def tick(env: Envelope, ctx: Context) -> Outcome:
     for raw in due:
         try:
             plan = decide(read_inputs(env, parse_job(raw, ctx.settings.cre_group), ctx), ctx.settings, now)
-            if plan.reply is not None:
+            data = plan.reply.data if plan.reply is not None else None
+            if plan.reply is not None and isinstance(data, ParityCheckedData) and REMEMBERED.newly_sent(data.check):
                 apply(Plan((*plan.effects, Send(plan.reply)), reason=plan.reason), ctx)
                 counted(None, plan)
                 sent += 1
         except CrefnError as e:
             failed.append(f"{name_of(raw)}: {e}")
-    reason = f"{len(due)} Jobs written lately, {sent} checks sent"
+    reason = f"{len(due)} Jobs to check, {sent} checks sent"
     if failed:
         raise Unavailable(f"{reason}, {len(failed)} failed: {'; '.join(failed[:3])}")
     return Outcome(None, reason)
@@ -101,5 +142,7 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if env.type == ApiServerType.PING.value:
         return tick(env, ctx)
     outcome = run(ctx, lambda: read(env, ctx), decide)
+    if outcome.reply is not None and isinstance(outcome.reply.data, ParityCheckedData):
+        REMEMBERED.newly_sent(outcome.reply.data.check)
     counted(outcome)
     return outcome

@@ -5,8 +5,8 @@ What is compared, by CRE's True exclusive condition: a restart (`InProgress`/`Wo
 (`Failed`/`WorkloadFailed`) against `functions.rules.restart.decide_restart` on the restart count before the
 verdict; `WorkloadPending`, `WorkloadRunning`, `WorkloadSchedulingBlocked` and `WorkloadCompleted` against the
 phase `functions.rules.adapter` reads off the Job's TrainJob and, for a Running one, `functions.rules.running`.
-Other verdicts are not compared (`Unchecked`). A difference on inputs that changed less than the settle window
-ago is timing, not a divergence (answered for a retry): CRE may not have seen them yet. The rule and its reasons:
+Other verdicts are not compared (`Unchecked`). A difference is a divergence once it has held, nothing changed, for
+the settle window; before, it is timing (answered for a retry): CRE may not have acted yet. The rule:
 docs/switching.md#how-a-verdict-is-compared
 """
 
@@ -30,7 +30,7 @@ from functions.rules.jobs import Gone, JobState, why_not_ours
 from functions.rules.kubeevents import action_event
 from functions.rules.pods import failed_container
 from functions.rules.restart import decide_restart
-from functions.rules.running import decide_running, scheduling_grace
+from functions.rules.running import decide_running
 from functions.rules.verdicts import group_nodes, placed_nodes
 from functions.settings import Settings
 
@@ -58,6 +58,8 @@ class Read:
     trainjob: Mapping[str, Any] | None
     pods: tuple[Pod, ...] = ()
     evidence: bool | None = None
+    first_seen: datetime | None = None
+    """When this process first saw the same difference on the same inputs (`difference_key`); None: now."""
 
 
 @dataclass(frozen=True)
@@ -170,21 +172,16 @@ def shadow(observed: Read, settings: Settings, now: datetime) -> Shadow | Unchec
     return Shadow(on_phase(observed, *found, settings, now))
 
 
-def inputs_changed(observed: Read) -> datetime | None:
-    """When what the verdict is decided on last changed: the TrainJob's conditions (or its creation), the pods'
-    conditions, and a scheduling grace that ran out."""
-    times: list[datetime | None] = []
-    raw = observed.trainjob or {}
-    times.append(parse_rfc3339(str((raw.get("metadata") or {}).get("creationTimestamp") or "")))
-    times += [parse_rfc3339(str(c.get("lastTransitionTime") or ""))
-              for c in (raw.get("status") or {}).get("conditions") or []]
-    for pod in attempt_pods(observed):
-        times += [c.last_transition_time for c in pod.status.conditions]
-    since = observed.state.job.status.scheduling_blocked_since
-    if since is not None:
-        times.append(since + scheduling_grace(observed.state))
-    known = [t for t in times if t is not None]
-    return max(known) if known else None
+def difference_key(observed: Read, settings: Settings, now: datetime) -> str:
+    """The identity of a difference ("" when the verdicts agree or are not compared): the Job's and its inputs'
+    resourceVersions with both verdicts. The same key later means nothing changed meanwhile: not the Job (CRE
+    did not write), not its TrainJob or pods, nor the functions' verdict (a grace that ran out changes it)."""
+    found = shadow(observed, settings, now)
+    if isinstance(found, Unchecked) or not any(f.result == "differ" for f in compare(observed, found.values)):
+        return ""
+    pods = sorted(p.metadata.resource_version for p in observed.pods)
+    body = json.dumps([observed.state.job.metadata.uid, input_versions(observed), pods, found.values], sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 def check_id(observed: Read, values: Mapping[str, str]) -> str:
@@ -211,12 +208,11 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return nothing(f"{state.where}: {found.why}")
     fields = compare(observed, found.values)
     differ = [f for f in fields if f.result == "differ"]
-    changed = inputs_changed(observed) if verdict_of(state) != RESTARTING else None  # a restart: on the spec
-    settle = timedelta(seconds=settings.parity_settle_seconds)
-    if differ and changed is not None and now - changed < settle:
-        return Plan((wait_until(f"{state.where}: {', '.join(f.field for f in differ)} differ on inputs that "
-                                f"changed at {rfc3339(changed)}: CRE may not have seen them yet", changed + settle,
-                                now),))
+    since = observed.first_seen or now
+    if differ and now - since < timedelta(seconds=settings.parity_settle_seconds):
+        return Plan((wait_until(f"{state.where}: {', '.join(f.field for f in differ)} differ since "
+                                f"{rfc3339(since)}, nothing changed since: CRE may not have acted yet",
+                                since + timedelta(seconds=settings.parity_settle_seconds), now),))
     data = ParityCheckedData(job=state.ref, check=check_id(observed, found.values), verdict=verdict_of(state),
                              result="differ" if differ else "agree", fields=list(fields),
                              inputs=input_versions(observed), observed_at=now)
@@ -230,21 +226,17 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     return Plan((replace(event, observing=True),), reply=reply)
 
 
-def written_at(raw: Mapping[str, Any]) -> datetime | None:
-    """When the Job was last written, by anyone (its newest `managedFields` entry)."""
-    times = [parse_rfc3339(str(m.get("time") or "")) for m in (raw.get("metadata") or {}).get("managedFields") or []]
-    known = [t for t in times if t is not None]
-    return max(known) if known else None
-
-
 def recheck_due(raw: Mapping[str, Any], now: datetime, settings: Settings) -> bool:
-    """Whether the tick checks the Job again: CRE last wrote it at least the settle window ago, and at most
-    `parity_recheck_seconds` more (a check whose event was lost is made then; a later one was made, or lost for
-    good). A Job is so checked again by about `parity_recheck_seconds` / the tick's period ticks."""
-    written = written_at(raw)
-    settle, recheck = (timedelta(seconds=settings.parity_settle_seconds),
-                       timedelta(seconds=settings.parity_recheck_seconds))
-    return written is not None and settle <= now - written <= settle + recheck
+    """Whether the tick checks the Job again: it is not terminal, or it became so (its terminal condition's
+    `lastTransitionTime`) at most the settle window and `parity_recheck_seconds` ago: a check whose event was
+    lost, or which was still settling, is made then."""
+    state = [c for c in (raw.get("status") or {}).get("conditions") or []
+             if c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"]
+    if not state:
+        return True
+    flipped = parse_rfc3339(str(state[0].get("lastTransitionTime") or ""))
+    window = timedelta(seconds=settings.parity_settle_seconds + settings.parity_recheck_seconds)
+    return flipped is not None and now - flipped <= window
 
 
 def input_versions(observed: Read) -> dict[str, str]:

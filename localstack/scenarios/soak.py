@@ -28,6 +28,7 @@ from typing import Any, Self, TextIO
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
 from functions.client import send
 from functions.errors import AlreadyExists, CrefnError
+from functions.paritytable import Table
 from functions.replay import read_recording
 from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
@@ -40,6 +41,9 @@ from localstack.trainer import apply_action
 NAMESPACE = "soak"
 GROUP = CRE_GROUP_DEFAULT
 DEFAULT_CHAOS = "drop=0.05,dup=0.2,reorder=0.2,delay=0-300ms"
+PARITY = {"CREFN_PARITY_SETTLE_SECONDS": "20", "CREFN_PARITY_RECHECK_SECONDS": "6"}
+"""`parity` beside the functions, in observe mode: a difference that holds 20 s, nothing changed, is a divergence;
+the tick (every 3 s) checks a Job made terminal twice more."""
 MALFORMED = 3
 
 
@@ -235,7 +239,7 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
         timeline.say(f"soak: {jobs} Jobs, seed {seed}, chaos {drills}, a function killed every {kill_every:g}s; "
                      f"event log and dead letters in {out_dir}")
         with start_stack(out_dir, QuietDeliveries(out), settings, ping_interval, work, GROUP, monitoring=False,
-                         chaos=drills) as stack:
+                         chaos=drills, parity_observer=PARITY) as stack:
             stack.gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace",
                                                     "metadata": {"name": NAMESPACE}})
             driver = Driver(stack, scripts, counts).start()
@@ -256,9 +260,10 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
             outcomes = list(stack.broker.outcomes)
             restarts = dict(stack.supervisor.restarts) if stack.supervisor else {}
     dead = read_recording(out_dir / "dead-letters.jsonl")  # what the recorder put on disk, read back
-    violations = check(scripts, final, creates, dead, lost)
+    parity = Table().add(read_recording(out_dir / "events.jsonl"))
+    violations = check(scripts, final, creates, dead, lost) + parity_violations(parity)
     table(out, scripts, final, counts, fates, outcomes, dead, restarts, quiet_at - started if quiet_at else None,
-          violations)
+          violations, parity)
     return 1 if violations or quiet_at is None else 0
 
 
@@ -314,6 +319,13 @@ def created(audited: list[dict[str, Any]], published: list[dict[str, Any]]) -> C
     return Counter({name: len(found) for name, found in uids.items()})
 
 
+def parity_violations(parity: Table) -> list[str]:
+    """The functions' verdicts, checked beside them by `parity` in observe mode: any that differs from what they
+    would write is a false divergence (they are both sides)."""
+    return [f"parity: {d.job.name} {d.verdict}: {f.field}: written {f.cre or '(none)'}, would write "
+            f"{f.functions or '(none)'}" for d in parity.differing() for f in d.fields if f.result == "differ"]
+
+
 def check(scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], creates: Counter[str],
           dead: list[dict[str, Any]], lost: int = 0) -> list[str]:
     violations = []
@@ -343,7 +355,7 @@ def check(scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], creat
 
 def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], counts: Counts, fates: Any,
           outcomes: list[Any], dead: list[dict[str, Any]], restarts: dict[str, int], quiescence_s: float | None,
-          violations: list[str]) -> None:
+          violations: list[str], parity: Table | None = None) -> None:
     per_lifecycle = Counter(o.name for o in scripts.values())
     ok = Counter(o.name for n, o in scripts.items() if n in final and state_of(final[n]) == o.expected)
     print("\nsoak summary", file=out)
@@ -359,6 +371,7 @@ def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str,
             ("kube-apiserver kills", counts.kills["kube-apiserver"]),
             ("restarts by the supervisor", sum(restarts.values())), ("Trainer actions", counts.actions),
             ("dead letters (on disk)", len(dead)),
+            ("parity checks, differing", f"{len(parity.checks)}, {len(parity.differing())}" if parity else "-"),
             ("time to quiescence (s)", round(quiescence_s, 1) if quiescence_s is not None else "timed out")]
     for label, value in rows:
         print(f"{label:<28} {value:>10}", file=out)

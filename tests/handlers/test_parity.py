@@ -73,8 +73,8 @@ def test_a_restart_cre_made_and_the_functions_would_not_is_reported(
         serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
     """No `spec.checkpoint`, yet CRE says `Restarting workload from checkpoint (restart 1/1)`: the functions would
     fail it. The answer says so field by field, the Job gets a Warning `VerdictsDiffer`, the counter counts it
-    once however often the event comes."""
-    url = served(serve, cluster, CREFN_MODE="observe")
+    once however often the event comes. (A settle window of 0: a difference is reported when first seen.)"""
+    url = served(serve, cluster, CREFN_MODE="observe", CREFN_PARITY_SETTLE_SECONDS="0")
     message = "Restarting workload from checkpoint (restart 1/1)"
     job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("InProgress", "WorkloadRestarting", message),
                                               "restartCount": 1})
@@ -126,8 +126,8 @@ def test_a_forged_copy_in_the_event_decides_nothing(
 def test_pods_of_the_job_decide_its_failed_nodes(
         serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
     """CRE attributed gpu-9; the Job's only pod ran on gpu-1 (`nvcre.nvidia.com/job=llm`): failedNodes differ.
-    The TrainJob was created a moment ago: first CRE is given the settle window (503, Retry-After), then, with a
-    window of 0, the difference is reported."""
+    Seen for the first time, the difference waits the settle window (503, Retry-After 60: CRE may not have acted
+    yet); with a window of 0 it is reported."""
     job_inputs_now = served(serve, cluster, CREFN_MODE="observe")
     url = served(serve, cluster, CREFN_MODE="observe", CREFN_PARITY_SETTLE_SECONDS="0")
     create_pod(gateway, namespace, "llm-workload-node-0-0", {"nvcre.nvidia.com/job": "llm"}, node="gpu-1")
@@ -136,8 +136,8 @@ def test_pods_of_the_job_decide_its_failed_nodes(
         "failedNodes": [{"name": "gpu-9", "reason": "WorkloadFailed", "message": "failed"}]})
     record = apiserver_record("update", job, JOBS, "https://api")
     waiting = send(job_inputs_now, record)
-    assert waiting.status == 503 and "CRE may not have seen them yet" in waiting.text
-    assert 50 <= int(waiting.headers["retry-after"]) <= 60
+    assert waiting.status == 503 and "CRE may not have acted yet" in waiting.text
+    assert int(waiting.headers["retry-after"]) == 60
     data = json.loads(send(url, record).body)
     assert {f["field"]: (f["cre"], f["functions"]) for f in data["fields"]}["failedNodes"] == ("gpu-9", "gpu-1")
 
@@ -152,18 +152,16 @@ def test_in_manage_mode_nothing_is_compared(
     assert "manage mode: the functions write the verdicts, there is nothing to compare" in function.log_path.read_text()
 
 
-def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it(
+def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it_once(
         cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
-    """No Job event reached `parity` (dropped): the tick lists the Jobs CRE wrote between the settle window and
-    the recheck window past it, checks each and posts the check to K_SINK. Written too recently, or too long
-    ago, it is left alone. The clock is the function's (injected); the write times are the API server's."""
+    """No Job event reached `parity` (dropped): the tick lists the managed Jobs not terminal, or made terminal within
+    the settle and recheck windows, checks each and posts a check this process has not sent to K_SINK."""
     from functions.handlers import parity
 
-    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
-    stamp = max(m["time"] for m in job["metadata"]["managedFields"])
-    written = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    flipped = datetime.strptime(EARLIER, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)  # its Failed condition's time
     sink = Receiver(default=202)
-    now = [written + timedelta(seconds=30)]
+    now = [flipped + timedelta(seconds=90)]
     settings = Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url, mode="observe",
                         parity_settle_seconds=60, parity_recheck_seconds=120)
     ctx = Context(settings, gateway=cluster.gateway(), clock=lambda: now[0])
@@ -172,19 +170,18 @@ def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it(
         return [(b["job"]["name"], b["result"]) for b in sink.bodies if b["job"]["namespace"] == namespace]
 
     try:
-        parity.handle(to_envelope(ping()), ctx)
-        assert ours() == []  # 30 s after CRE's write: its own event is being checked
-        now[0] = written + timedelta(seconds=90)
         outcome = parity.handle(to_envelope(ping()), ctx)
         assert ours() == [("llm", "agree")] and "checks sent" in outcome.reason
         assert sink.requests[-1][1]["ce-type"] == "dev.crefn.parity.checked"
-        now[0] = written + timedelta(seconds=181)
         parity.handle(to_envelope(ping()), ctx)
-        assert ours() == [("llm", "agree")]  # past the recheck window
-        manage = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=ctx.gateway,
-                         clock=lambda: written + timedelta(seconds=90))
-        assert parity.handle(to_envelope(ping()), manage).reason.startswith("manage mode")
+        assert ours() == [("llm", "agree")]  # sent once by this process
+        parity.REMEMBERED.sent.clear()  # as a restarted process
+        now[0] = flipped + timedelta(seconds=181)  # made terminal too long ago: not checked again
+        parity.handle(to_envelope(ping()), ctx)
         assert ours() == [("llm", "agree")]
+        manage = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=ctx.gateway,
+                         clock=lambda: flipped + timedelta(seconds=90))
+        assert parity.handle(to_envelope(ping()), manage).reason.startswith("manage mode")
     finally:
         sink.close()
         ctx.gateway.close()

@@ -4,7 +4,7 @@ not compared."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from functions.codec import to_envelope
 from functions.plan import RecordEvent, Wait
 from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
-from functions.rules.parity import Read, check_id, decide, recheck_due, stored, written_at
+from functions.rules.parity import Read, check_id, decide, difference_key, recheck_due, stored
 from functions.settings import Settings
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import EARLIER, NOW, cond, job, pod, trainjob
@@ -23,7 +23,7 @@ from tests.support.helpers import EARLIER, NOW, cond, job, pod, trainjob
 OBSERVE = Settings(mode="observe")
 CKPT = {"pvcName": "p", "maxRestarts": 2}
 LONG_AGO = "2026-11-30T09:00:00Z"
-"""Three hours before NOW: inputs this old are settled (the default window is 60 s)."""
+"""Three hours before NOW: when the workloads of these tests were created and changed."""
 
 
 def exclusive(true_type: str, reason: str, message: str = "m") -> list[dict[str, Any]]:
@@ -55,9 +55,14 @@ def oom_pod(node: str = "gpu-1") -> Pod:
     return pod("llm-workload-node-0-0", node=node, exits=[("trainer", 137, "OOMKilled")], phase="Failed")
 
 
-def read(state: JobState, raw: dict[str, Any] | None, pods: tuple[Pod, ...] = (), evidence: bool | None = None) -> Read:
+SETTLED = NOW - timedelta(hours=1)
+"""When a difference was first seen, in most tests: long enough ago (the default window is 60 s)."""
+
+
+def read(state: JobState, raw: dict[str, Any] | None, pods: tuple[Pod, ...] = (), evidence: bool | None = None,
+         first_seen: datetime | None = SETTLED) -> Read:
     cause = to_envelope(apiserver_record("update", state.raw, cre_jobs("nvcre.nvidia.com"), "https://api"))
-    return Read(cause, JobRef(name="llm", namespace="ns"), state, raw, pods, evidence)
+    return Read(cause, JobRef(name="llm", namespace="ns"), state, raw, pods, evidence, first_seen)
 
 
 def checked(state: JobState, raw: dict[str, Any] | None, pods: tuple[Pod, ...] = (), evidence: bool | None = None,
@@ -172,30 +177,46 @@ def test_running_while_pods_cannot_be_scheduled_past_the_grace_differs() -> None
         "workloadStartTime": ("agree", "unset", "unset"), "schedulingBlocked": ("agree", "set", "set")}
 
 
-# -- timing: a difference on inputs newer than the settle window is checked again later -------------------------
+# -- timing: a difference is a divergence once it has held, nothing changed, for the settle window ---------------
 
-def test_a_difference_on_a_trainjob_that_just_changed_is_retried_after_the_window() -> None:
-    """The TrainJob failed 10 s ago and CRE still says Running: CRE may not have seen it. 503, retry in 50 s."""
-    just = (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+def test_a_difference_first_seen_10_s_ago_is_retried_when_the_window_is_over() -> None:
+    """CRE says Failed while the functions would restart, first seen 10 s ago: CRE may not have acted yet.
+    503, retry in 50 s (CREFN_PARITY_SETTLE_SECONDS 60)."""
     state = job(exclusive("Failed", "WorkloadFailed"), checkpoint=CKPT)
-    plan = decide(read(state, failed_trainjob(at=just), (), evidence=True), OBSERVE, NOW)
+    plan = decide(read(state, failed_trainjob(), (), True, NOW - timedelta(seconds=10)), OBSERVE, NOW)
     assert plan.reply is None
     (wait,) = plan.effects
-    assert isinstance(wait, Wait) and wait.retry_after == 50 and "CRE may not have seen them yet" in wait.reason
+    assert isinstance(wait, Wait) and wait.retry_after == 50 and "CRE may not have acted yet" in wait.reason
 
 
-def test_an_agreement_on_fresh_inputs_is_reported_at_once() -> None:
-    just = (NOW - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+def test_a_difference_seen_for_the_first_time_waits_the_whole_window() -> None:
+    state = job(exclusive("Failed", "WorkloadFailed"), checkpoint=CKPT)
+    (wait,) = decide(read(state, failed_trainjob(), (), True, None), OBSERVE, NOW).effects
+    assert isinstance(wait, Wait) and wait.retry_after == 60
+
+
+def test_an_agreement_is_reported_at_once() -> None:
     state = job(exclusive("Failed", "WorkloadFailed"))
-    assert checked(state, failed_trainjob(at=just)).result == "agree"
+    assert checked(state, failed_trainjob()).result == "agree"
+    assert decide(read(state, failed_trainjob(), first_seen=None), OBSERVE, NOW).reply is not None
 
 
 def test_a_zero_window_reports_every_difference_at_once() -> None:
-    just = (NOW - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     state = job(exclusive("Failed", "WorkloadFailed"), checkpoint=CKPT)
-    data = checked(state, failed_trainjob(at=just), evidence=True,
-                   settings=Settings(mode="observe", parity_settle_seconds=0))
-    assert data.result == "differ"
+    plan = decide(read(state, failed_trainjob(), (), True, None), Settings(mode="observe", parity_settle_seconds=0),
+                  NOW)
+    assert plan.reply is not None and plan.reply.data.result == "differ"  # type: ignore[attr-defined]
+
+
+def test_the_difference_key_changes_with_any_input_and_with_the_functions_verdict() -> None:
+    """The same key means the same difference on the same Job, TrainJob and pods (their resourceVersions)."""
+    state = job(exclusive("Failed", "WorkloadFailed"), checkpoint=CKPT)
+    key = difference_key(read(state, failed_trainjob(), (), True), OBSERVE, NOW)
+    assert len(key) == 16 and key == difference_key(read(state, failed_trainjob(), (), True), OBSERVE, NOW)
+    moved = failed_trainjob()
+    moved["metadata"]["resourceVersion"] = "99"
+    assert difference_key(read(state, moved, (), True), OBSERVE, NOW) != key
+    assert difference_key(read(state, failed_trainjob(), (), False), OBSERVE, NOW) == ""  # now they agree
 
 
 # -- what is reported, and what is not compared ----------------------------------------------------------------
@@ -245,25 +266,20 @@ def test_a_check_has_the_same_identity_whatever_else_changed_on_the_job() -> Non
     assert stored(one)["failureLog"] == "" and len(check_id(read(one, None), values)) == 16
 
 
-# -- the tick: a Job checked again between the settle window and the recheck window past it --------------------
+# -- the tick: a Job not terminal, or made terminal within the settle and recheck windows, is checked again -------
 
-def written(at: str) -> dict[str, Any]:
-    return {"metadata": {"managedFields": [{"manager": "cre", "time": "2026-11-30T08:00:00Z"},
-                                           {"manager": "cre", "time": at}]}}
-
-
-@pytest.mark.parametrize(("seconds_ago", "due"), [(59, False), (60, True), (180, True), (181, False)],
-                         ids=["settling", "settled", "last-recheck", "past"])
-def test_the_tick_checks_a_job_written_between_the_settle_window_and_120_seconds_more(seconds_ago: int,
-                                                                                    due: bool) -> None:
-    """CREFN_PARITY_SETTLE_SECONDS 60 and CREFN_PARITY_RECHECK_SECONDS 120 (the defaults)."""
-    at = (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert recheck_due(written(at), NOW, OBSERVE) is due
-    assert written_at(written(at)) == NOW - timedelta(seconds=seconds_ago)
+def flipped(ago: int | None) -> dict[str, Any]:
+    if ago is None:
+        return {"status": {"conditions": exclusive("InProgress", "WorkloadRunning")}}
+    at = (NOW - timedelta(seconds=ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"status": {"conditions": [{**c, "lastTransitionTime": at} for c in exclusive("Failed", "WorkloadFailed")]}}
 
 
-def test_a_job_never_written_is_not_rechecked() -> None:
-    assert not recheck_due({"metadata": {}}, NOW, OBSERVE)
+@pytest.mark.parametrize(("ago", "due"), [(None, True), (0, True), (180, True), (181, False)],
+                         ids=["not-terminal", "just-failed", "last-recheck", "past"])
+def test_the_tick_checks_jobs_not_terminal_or_made_so_within_180_seconds(ago: int | None, due: bool) -> None:
+    """CREFN_PARITY_SETTLE_SECONDS 60 + CREFN_PARITY_RECHECK_SECONDS 120 (the defaults)."""
+    assert recheck_due(flipped(ago), NOW, OBSERVE) is due
 
 
 def test_the_current_attempts_pods_decide_when_the_pods_carry_attempts() -> None:
