@@ -102,8 +102,8 @@ def attempt_pods(observed: Read) -> tuple[Pod, ...]:
 
 
 def workload_phase(observed: Read) -> tuple[Phase, str] | None:
-    """The adapter's phase of the Job's TrainJob and its name (None: no TrainJob of this Job): a TrainJob
-    that is gone reads as failed, as the functions see a deleted one."""
+    """The adapter's phase of the Job's TrainJob and its name; None when the Job has no TrainJob of its own (for
+    a failure verdict, the functions take it as deleted: failed)."""
     if observed.trainjob is None:
         return None
     trainjob = TrainJob.model_validate(observed.trainjob)
