@@ -23,7 +23,7 @@ from localstack.cluster.pods import create_pod
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from tests.support.helpers import Receiver, job_events
-from tests.support.world import ping
+from tests.support.world import cache_caught_up, ping
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 EARLIER = "2026-11-30T10:00:00Z"
@@ -170,6 +170,7 @@ def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it_once(
         return [(b["job"]["name"], b["result"]) for b in sink.bodies if b["job"]["namespace"] == namespace]
 
     try:
+        cache_caught_up(gateway, namespace, (JOBS,))  # the tick lists from the API server's watch cache
         outcome = parity.handle(to_envelope(ping()), ctx)
         assert ours() == [("llm", "agree")] and "checks sent" in outcome.reason
         assert sink.requests[-1][1]["ce-type"] == "dev.crefn.parity.checked"

@@ -15,10 +15,11 @@ from functions.codec import to_envelope
 from functions.context import Context
 from functions.errors import Unavailable
 from functions.gateway import Gateway
+from functions.resources import TRAINJOBS as TRAINJOBS_LISTED
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import CountingGateway
-from tests.support.world import JOBS, Relay, World, phase_record, ping
+from tests.support.world import JOBS, Relay, World, cache_caught_up, phase_record, ping
 
 
 @pytest.mark.parametrize("sample", ["running", "failed", "complete", "suspended"])
@@ -120,6 +121,7 @@ def test_a_tick_lists_and_sends_only_where_jobs_drift(cluster: LocalCluster, gat
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=counting)
     try:
         envelope = to_envelope(ping())
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
         outcome = resync.handle(envelope, ctx)
         ours = [b for b in sink.bodies if b["job"]["namespace"] == namespace]
         assert ours == [] and "jobs" in outcome.reason  # in step: nothing to send
@@ -128,6 +130,7 @@ def test_a_tick_lists_and_sends_only_where_jobs_drift(cluster: LocalCluster, gat
 
         gateway.delete(TRAINJOBS, namespace, "job-3-workload")  # drift: the TrainJob is gone
         counting.calls.clear()
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
         resync.handle(envelope, ctx)
         ours = [b for b in sink.bodies if b["job"]["namespace"] == namespace]
         assert [(b["job"]["name"], b["phase"], b["reason"]) for b in ours] == [("job-3", "Failed", "WorkloadDeleted")]
@@ -167,15 +170,18 @@ def test_a_tick_lists_a_finished_job_no_more_and_the_sweep_does(cluster: LocalCl
         return [(b["job"]["name"], b.get("reason", "")) for b in sink.bodies if b["job"]["namespace"] == namespace]
 
     try:
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
         resync.handle(to_envelope(ping()), ctx)
         assert finished() == ("true", "true") and ours() == []
         # by hand: the Job running again, with a TrainJob that is gone (a listed Job would send Failed/deleted)
         gateway.patch(JOBS, namespace, "done", {"status": {"conditions": conditions}}, status=True)
         gateway.delete(TRAINJOBS, namespace, "done-workload")
         now[0] = datetime(2026, 12, 2, 10, 18, tzinfo=UTC)
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
         resync.handle(to_envelope(ping()), ctx)
         assert ours() == []  # not listed: the label excludes it
         now[0] = datetime(2026, 12, 2, 11, 0, 30, tzinfo=UTC)  # the sweep
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
         resync.handle(to_envelope(ping()), ctx)
         assert ours() == [("done", "WorkloadDeleted")]
         assert ((gateway.get(JOBS, namespace, "done") or {})["metadata"].get("labels") or {}).get(
@@ -215,6 +221,7 @@ def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gatew
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=f"http://127.0.0.1:{closed_port()}/"),
                   gateway=cluster.gateway())
     try:
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
         resync.handle(to_envelope(ping()), ctx)
         raise AssertionError("a tick that could not deliver was answered 202")
     except Unavailable as e:

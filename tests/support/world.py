@@ -16,6 +16,7 @@ import contextlib
 import functools
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -191,9 +192,11 @@ class World:
         raise AssertionError(f"did not settle: {self.dump()}")
 
     def tick(self, rounds: int = 3) -> None:
-        """Resync only: a PingSource tick, then deliver what it sent."""
+        """Resync only: a PingSource tick, then deliver what it sent (each tick once the API server's watch cache,
+        which the tick lists from, has this world's latest writes)."""
         assert self.resync_url, "no resync in this world"
         for _ in range(rounds):
+            cache_caught_up(self.gw, self.ns, (TRAINJOBS, self.jobs))
             answer = send(self.resync_url, ping())
             assert answer.status == 202, answer.text  # 503: some Job could not be handled or its event not delivered
             self.broker.drain()
@@ -233,6 +236,20 @@ class World:
 
     def dump(self) -> str:
         return json.dumps(self.broker.summary()[-30:], indent=1)
+
+
+def cache_caught_up(gw: Gateway, ns: str, resources: Sequence[Resource], timeout: float = 10) -> None:
+    """Wait until the API server's watch cache serves, for the namespace, the objects etcd holds (same names and
+    resourceVersions). resync lists from that cache: a tick right after a write may not see it yet, which the
+    next tick mends in a cluster, and a test that ticks once must not depend on."""
+    def listed(cached: bool) -> set[tuple[str, str, str]]:
+        return {(res.plural, o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                for res in resources for o in gw.list_all(res, ns, cached=cached)}
+
+    deadline = time.monotonic() + timeout
+    while listed(cached=True) != listed(cached=False):
+        assert time.monotonic() < deadline, f"the watch cache did not catch up with etcd in {ns} within {timeout}s"
+        time.sleep(0.05)
 
 
 def make_world(gw: Gateway, ns: str, urls: Mapping[str, str], poll: bool = True, group: str = GROUP,

@@ -38,7 +38,7 @@ from localstack.manifests import NAMESPACE as SA_NAMESPACE
 from localstack.manifests import kubectl, render, service_account_user
 from tests.conftest import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SERVICE_ACCOUNTS
 from tests.support.helpers import Receiver, missing
-from tests.support.world import Relay, World, ping
+from tests.support.world import Relay, World, cache_caught_up, ping
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 BANDWIDTH = bandwidth_measurements("nvcre.nvidia.com")
@@ -459,6 +459,7 @@ def test_namespaced_launches_in_a_tenant_namespace_and_names_the_refusal_elsewhe
             ' "jobs"'), refused.text
         assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
         sink = Receiver(default=202)
+        cache_caught_up(gateway, namespace, (JOBS,))  # resync lists from the API server's watch cache
         try:  # resync's LIST is cluster-wide: it meets the Job, is refused, names it and answers 503
             tick = send(served_as(serve, cluster, loaded, "resync", K_SINK=sink.url), ping())
         finally:
