@@ -14,7 +14,6 @@ Each metric and how it is read: docs/operating.md#metrics
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -126,19 +125,8 @@ def set_journal_bytes(path: str, size: int) -> None:
     process().journal_bytes.labels(path).set(size)
 
 
-_checked: OrderedDict[str, None] = OrderedDict()
-CHECKS_REMEMBERED = 10_000
-"""How many parity checks a process remembers, so that a redelivered one is not counted twice."""
-
-
-def count_parity(check: str, fields: Iterable[tuple[str, str]]) -> None:
-    """A parity check's fields, by result; a check counted already (the same `check`) is not counted again."""
-    with _made:
-        if check in _checked:
-            return
-        _checked[check] = None
-        while len(_checked) > CHECKS_REMEMBERED:
-            _checked.popitem(last=False)
+def count_parity(fields: Iterable[tuple[str, str]]) -> None:
+    """A parity check's fields, by result."""
     for field, result in fields:
         process().parity.labels(field, result).inc()
 

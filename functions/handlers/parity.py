@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from events.emitted import JobRef, ParityCheckedData
+from events.emitted import ParityCheckedData
 from events.envelope import Envelope, ResourceChange, parse_apiserver_event
 from events.types import MANAGED_LABEL, ApiServerType
 from functions.apply import apply, run
@@ -30,9 +30,9 @@ from functions.reads import cached_jobs, read_goodputs, read_job, read_job_pods,
 from functions.rules import parity as rules
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import Gone, JobState, parse_job
+from functions.rules.launch import owned_by
 from functions.rules.measurements import has_checkpoint
 from functions.rules.parity import Observed, Read, Skipped, decide, recheck_due
-from functions.rules.phase import parse_trainjob
 from functions.rules.restart import decide_restart
 
 FUNCTION = rules.FUNCTION
@@ -89,23 +89,24 @@ def read_inputs(env: Envelope, state: JobState, ctx: Context) -> Read:
     """What CRE's verdict on the Job is decided on, and since when this process has seen the same difference."""
     ref = state.job.status.workload_ref
     trainjob = read_trainjob(ctx, state.ref.namespace, ref.name if ref else workload_name(state.ref.name))
-    owner = parse_trainjob(trainjob).controller_owner() if trainjob is not None else None
-    if owner is None or owner.uid != state.job.metadata.uid:
+    if trainjob is not None and not owned_by(trainjob, state):
         trainjob = None
     evidence = None
     if ctx.settings.require_checkpoint_evidence and decide_restart(state, True, True).restart:
         evidence = has_checkpoint(read_goodputs(ctx, state, True), state.ref.name)
-    observed = Read(env, JobRef(name=state.ref.name, namespace=state.ref.namespace), state, trainjob,
-                    read_job_pods(ctx, state), evidence)
+    observed = Read(env, state, trainjob, read_job_pods(ctx, state), evidence)
     now = ctx.clock()
     key = rules.difference_key(observed, ctx.settings, now)
     return replace(observed, first_seen=REMEMBERED.first_seen(key, now)) if key else observed
 
 
-def counted(outcome: Outcome | None, plan: Plan | None = None) -> None:
-    reply = plan.reply if plan is not None else outcome.reply if outcome is not None else None
-    if reply is not None and isinstance(reply.data, ParityCheckedData):
-        count_parity(reply.data.check, [(f.field, f.result) for f in reply.data.fields])
+def first_report(plan: Plan | Outcome) -> ParityCheckedData | None:
+    """The check the plan or outcome replies with, when this process has not reported it before (then counted)."""
+    data = plan.reply.data if plan.reply is not None else None
+    if not isinstance(data, ParityCheckedData) or not REMEMBERED.newly_sent(data.check):
+        return None
+    count_parity([(f.field, f.result) for f in data.fields])
+    return data
 
 
 def tick(env: Envelope, ctx: Context) -> Outcome:
@@ -120,10 +121,8 @@ def tick(env: Envelope, ctx: Context) -> Outcome:
     for raw in due:
         try:
             plan = decide(read_inputs(env, parse_job(raw, ctx.settings.cre_group), ctx), ctx.settings, now)
-            data = plan.reply.data if plan.reply is not None else None
-            if plan.reply is not None and isinstance(data, ParityCheckedData) and REMEMBERED.newly_sent(data.check):
+            if plan.reply is not None and first_report(plan) is not None:
                 apply(Plan((*plan.effects, Send(plan.reply)), reason=plan.reason), ctx)
-                counted(None, plan)
                 sent += 1
         except CrefnError as e:
             failed.append(f"{name_of(raw)}: {e}")
@@ -142,7 +141,5 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if env.type == ApiServerType.PING.value:
         return tick(env, ctx)
     outcome = run(ctx, lambda: read(env, ctx), decide)
-    if outcome.reply is not None and isinstance(outcome.reply.data, ParityCheckedData):
-        REMEMBERED.newly_sent(outcome.reply.data.check)
-    counted(outcome)
+    first_report(outcome)  # a redelivery is answered again, and counted once
     return outcome

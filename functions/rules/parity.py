@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from events.emitted import JobRef, ParityCheckedData, ParityField
+from events.emitted import ParityCheckedData, ParityField
 from events.envelope import Envelope, to_outbound
 from events.objects import Pod, TrainJob
 from events.types import ATTEMPT_LABEL, EventType, Phase, Reason
@@ -53,7 +53,6 @@ class Read:
     evidence when it could change a restart decision (None: not read)."""
 
     cause: Envelope
-    job: JobRef
     state: JobState
     trainjob: Mapping[str, Any] | None
     pods: tuple[Pod, ...] = ()
@@ -201,7 +200,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Gone | Skipped):
         return nothing(observed.why)
     state = observed.state
-    if why := why_not_ours(state, observed.job, settings):
+    if why := why_not_ours(state, state.ref, settings):
         return nothing(why)
     found = shadow(observed, settings, now)
     if isinstance(found, Unchecked):

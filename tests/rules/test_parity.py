@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from events.emitted import JobRef, ParityCheckedData
+from events.emitted import ParityCheckedData
 from events.objects import Pod
 from functions.codec import to_envelope
 from functions.plan import RecordEvent, Wait
@@ -62,7 +62,7 @@ SETTLED = NOW - timedelta(hours=1)
 def read(state: JobState, raw: dict[str, Any] | None, pods: tuple[Pod, ...] = (), evidence: bool | None = None,
          first_seen: datetime | None = SETTLED) -> Read:
     cause = to_envelope(apiserver_record("update", state.raw, cre_jobs("nvcre.nvidia.com"), "https://api"))
-    return Read(cause, JobRef(name="llm", namespace="ns"), state, raw, pods, evidence, first_seen)
+    return Read(cause, state, raw, pods, evidence, first_seen)
 
 
 def checked(state: JobState, raw: dict[str, Any] | None, pods: tuple[Pod, ...] = (), evidence: bool | None = None,
