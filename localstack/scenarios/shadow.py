@@ -9,9 +9,7 @@ comparison works: docs/switching.md#how-a-verdict-is-compared
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from events.types import CRE_VERSION, job_label
@@ -39,7 +37,11 @@ class Planted:
     workload: str
     """`Running`, `Failed` (its pod OOMKilled on gpu-node-3), `Complete` or `Pending` (suspended)."""
     verdict: tuple[str, str, str]
-    status: dict[str, Any] = field(default_factory=dict)
+    restarts: int = 0
+    started: bool = False
+    """CRE wrote `workloadStartTime`."""
+    attributed: bool = False
+    """CRE wrote `failedNodes` (gpu-node-3) and the `failureLog` of the OOMKilled pod."""
     differs: tuple[str, ...] = ()
     evidence: bool = False
 
@@ -50,30 +52,24 @@ def exclusive(true_type: str, reason: str, message: str) -> list[dict[str, Any]]
              "observedGeneration": 1, "lastTransitionTime": stamp()} for t in ("InProgress", "Succeeded", "Failed")]
 
 
-OOM_LOG = {"podName": "{job}-workload-node-0-0", "nodeName": "gpu-node-3", "exitCode": 137, "reason": "OOMKilled",
-           "tail": "CUDA out of memory"}
 JOBS: tuple[Planted, ...] = (
     Planted("shadow-running", {}, "Running",
-            ("InProgress", "WorkloadRunning", "Workload TrainJob/{job}-workload is running"),
-            {"workloadStartTime": "now"}),
+            ("InProgress", "WorkloadRunning", "Workload TrainJob/{job}-workload is running"), started=True),
     Planted("shadow-failed", {}, "Failed",
-            ("Failed", "WorkloadFailed", "Workload TrainJob/{job}-workload failed: exit"),
-            {"failedNodes": [{"name": "gpu-node-3", "reason": "WorkloadFailed", "message": "failed"}],
-             "failureLog": OOM_LOG}),
+            ("Failed", "WorkloadFailed", "Workload TrainJob/{job}-workload failed: exit"), attributed=True),
     Planted("shadow-restarted", CHECKPOINT, "Failed",
-            ("InProgress", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/2)"),
-            {"restartCount": 1}),
+            ("InProgress", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/2)"), restarts=1),
     Planted("shadow-completed", {}, "Complete",
             ("Succeeded", "WorkloadCompleted", "Workload TrainJob/{job}-workload completed successfully"),
-            {"workloadStartTime": "now"}),
+            started=True),
     Planted("planted-restart", {}, "Failed",
-            ("InProgress", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/1)"),
-            {"restartCount": 1}, differs=("phase", "restartCount")),
+            ("InProgress", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/1)"), restarts=1,
+            differs=("phase", "restartCount")),
     Planted("planted-failure", CHECKPOINT, "Failed",
-            ("Failed", "WorkloadFailed", "Workload TrainJob/{job}-workload failed: exit"), {},
+            ("Failed", "WorkloadFailed", "Workload TrainJob/{job}-workload failed: exit"),
             differs=("phase", "restartCount"), evidence=True),
     Planted("planted-pending", {}, "Running",
-            ("InProgress", "WorkloadPending", "Workload TrainJob/{job}-workload is pending"), {},
+            ("InProgress", "WorkloadPending", "Workload TrainJob/{job}-workload is pending"),
             differs=("phase", "workloadStartTime")),
 )
 """`planted-failure` has a checkpoint, restarts left and checkpoint evidence: the functions would restart it."""
@@ -101,11 +97,16 @@ def play_cre(stack: Stack, namespace: str, planted: Planted) -> None:
             {"type": condition[0], "status": "True", "reason": condition[0], "message": condition[1],
              "lastTransitionTime": stamp()}]}}, status=True)
     true_type, reason, message = planted.verdict
-    status = json.loads(json.dumps(planted.status).replace("{job}", name).replace('"now"', json.dumps(stamp())))
-    status = {"conditions": exclusive(true_type, reason, message.format(job=name)), **status,
-              "workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": trainjob}}
-    if reason == "WorkloadRestarting":
-        del status["workloadRef"]  # CRE's restart clears it, as the functions' does
+    status: dict[str, Any] = {"conditions": exclusive(true_type, reason, message.format(job=name)),
+                              "restartCount": planted.restarts}
+    if reason != "WorkloadRestarting":  # CRE's restart clears it, as the functions' does
+        status["workloadRef"] = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": trainjob}
+    if planted.started:
+        status["workloadStartTime"] = stamp()
+    if planted.attributed:
+        status["failedNodes"] = [{"name": "gpu-node-3", "reason": "WorkloadFailed", "message": "failed"}]
+        status["failureLog"] = {"podName": pod, "nodeName": "gpu-node-3", "exitCode": 137, "reason": "OOMKilled",
+                                "tail": "CUDA out of memory"}
     gw.patch(cre_jobs(group), namespace, name, {"status": status}, status=True)
 
 
@@ -113,26 +114,25 @@ def reported(stack: Stack) -> Table:
     return Table().add(read_recording(stack.out_dir / "events.jsonl"))
 
 
-def run_shadow(stack: Stack, namespace: str, timeline: Timeline, timeout: float,
-               jobs: tuple[Planted, ...] = JOBS, check: Callable[[Stack], Table] = reported) -> int:
+def run_shadow(stack: Stack, namespace: str, timeline: Timeline, timeout: float) -> int:
     """Play CRE on each Job, wait until every verdict is checked, print the parity table; 0 when the differences
     reported are exactly the planted ones."""
-    for planted in jobs:
+    for planted in JOBS:
         kind = f"planted difference: {', '.join(planted.differs)}" if planted.differs else "both agree"
         timeline.say(f"shadow: CRE writes {'/'.join(planted.verdict[:2])} on {namespace}/{planted.name} ({kind})")
         play_cre(stack, namespace, planted)
-    names = {p.name for p in jobs}
+    names = {p.name for p in JOBS}
 
     def checked() -> set[str]:
-        return {d.job.name for d in check(stack).checks.values() if d.job.namespace == namespace} & names
+        return {d.job.name for d in reported(stack).checks.values() if d.job.namespace == namespace} & names
 
     wait_until(lambda: checked() == names and stack.quiet(), timeout, interval=0.5)
-    table = check(stack)
+    table = reported(stack)
     print("\nparity of CRE's verdicts with the functions' (cre-fn parity events.jsonl):", file=timeline.out)
     table.render(timeline.out)
     ours = [d for d in table.checks.values() if d.job.namespace == namespace]
     found = {(d.job.name, f.field) for d in ours for f in d.fields if f.result == "differ"}
-    planted_set = {(p.name, f) for p in jobs for f in p.differs}
+    planted_set = {(p.name, f) for p in JOBS for f in p.differs}
     missing = sorted(names - {d.job.name for d in ours})
     ok = found == planted_set and not missing
     if ok:

@@ -355,7 +355,7 @@ def check(scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], creat
 
 def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], counts: Counts, fates: Any,
           outcomes: list[Any], dead: list[dict[str, Any]], restarts: dict[str, int], quiescence_s: float | None,
-          violations: list[str], parity: Table | None = None) -> None:
+          violations: list[str], parity: Table) -> None:
     per_lifecycle = Counter(o.name for o in scripts.values())
     ok = Counter(o.name for n, o in scripts.items() if n in final and state_of(final[n]) == o.expected)
     print("\nsoak summary", file=out)
@@ -371,7 +371,7 @@ def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str,
             ("kube-apiserver kills", counts.kills["kube-apiserver"]),
             ("restarts by the supervisor", sum(restarts.values())), ("Trainer actions", counts.actions),
             ("dead letters (on disk)", len(dead)),
-            ("parity checks, differing", f"{len(parity.checks)}, {len(parity.differing())}" if parity else "-"),
+            ("parity checks, differing", f"{len(parity.checks)}, {len(parity.differing())}"),
             ("time to quiescence (s)", round(quiescence_s, 1) if quiescence_s is not None else "timed out")]
     for label, value in rows:
         print(f"{label:<28} {value:>10}", file=out)
