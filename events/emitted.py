@@ -83,6 +83,9 @@ class WorkloadPhaseData(EventData):
     failed_before: bool | None = Field(default=None, description="for a deleted TrainJob: whether its last state "
                                                                  "was Failed (its failure was reported then); "
                                                                  "absent when not known")
+    created: bool | None = Field(default=None, description="true for the TrainJob's creation, before anything has "
+                                                           "written its status: the function that created it "
+                                                           "decides its first phase; absent otherwise")
 
 
 class WorkloadCreatedData(EventData):

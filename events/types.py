@@ -65,6 +65,9 @@ TIMEOUT_ANNOTATION: Final = "crefn.dev/timeout-per-job"
 """A Job's wall-clock bound, a Go duration (written from a WorkloadRun's `orchestration.timeoutPerJob`)."""
 CONTROLLER_MANAGER: Final = "crefn.dev/controller"
 """The `manager` of the TrainJob runtime patch that labels the workload's pods."""
+FIRST_PHASE_ANNOTATION: Final = "crefn.dev/first-phase"
+"""On a TrainJob the functions created, `creator`: the function that created it decides its first phase, and
+`status` answers its creation's Running event unread."""
 
 
 def job_label(cre_group: str) -> str:

@@ -30,6 +30,7 @@ from functions.plan import (
     Create,
     Delete,
     Effect,
+    Followed,
     Label,
     Notify,
     Outcome,
@@ -53,6 +54,8 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
         apply_effect(effect, ctx, done)
         if done.refused:  # the rest of the plan was decided for a create that did not happen
             return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
+    if plan.then is not None and done.created is not None:
+        follow_created(plan.then, ctx, done)
     reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
     return Outcome(reply_for(plan, done.created), "; ".join(reasons), tuple(done.sent))
 
@@ -75,6 +78,22 @@ def filled(event: Outbound | None, created_ref: str, created: Mapping[str, Any] 
     return replace(event, data=event.data.model_copy(update={created_ref: ref}))
 
 
+def follow_created(then: Followed, ctx: Context, done: Applied) -> None:
+    """The effects decided on the object created and on what the plan's locked writes left; one that fails
+    stops them, and is reported in the reason (the plan stands). None is applied when they send an event
+    and `K_SINK` is not set: a write whose event cannot follow is left to the next decision that sees it."""
+    assert done.created is not None
+    effects = then.follow(done.created, done.written)
+    if not ctx.settings.k_sink and any(isinstance(e, Send) for e in effects):
+        done.reasons.append("not followed up: K_SINK is not set")
+        return
+    try:
+        for effect in effects:
+            apply_effect(effect, ctx, done)
+    except CrefnError as e:
+        done.reasons.append(f"not followed up: {e}")
+
+
 @dataclass
 class Applied:
     """What applying a plan has produced so far: what the effects had to say, the object created."""
@@ -83,6 +102,8 @@ class Applied:
     created: Mapping[str, Any] | None = None
     versions: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """The resourceVersion each locked write left an object at (the next locked write carries it)."""
+    written: dict[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """The object each locked write left, as the API server returned it."""
     refused: bool = False
     """A create was refused: its `refused` effects replaced the rest of the plan."""
     sent: list[str] = field(default_factory=list)
@@ -108,6 +129,7 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
                                     status=isinstance(effect, WriteStatus))
         if version:
             done.versions[key] = str((written.get("metadata") or {}).get("resourceVersion", ""))
+            done.written[key] = written
     elif isinstance(effect, Create):
         try:
             done.created = ctx.gateway.create(effect.res, effect.namespace, effect.body)

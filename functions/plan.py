@@ -4,7 +4,8 @@ A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply
 effects through the gateway and the HTTP client, in order, then the server answers with `reply`
 (200) or, without one, 202 and `reason`. A plan is plain data: two plans decided from the same reads
 compare equal, and its repr shows it whole. Effects: `WriteStatus`, `Annotate`, `Label`, `Create` (with its
-`Refusal`), `Delete`, `RecordEvent`, `Notify`, `Send` and `Wait`.
+`Refusal`), `Delete`, `RecordEvent`, `Notify`, `Send` and `Wait`; a plan that creates may say what follows
+on the object created (`Followed`).
 What each one does and how it is locked: docs/architecture.md#plans-and-effects
 """
 
@@ -69,6 +70,18 @@ class Refusal(Protocol):
     def follow(self, error: str) -> tuple[Effect, ...]: ...
 
 
+Written = Mapping[tuple[str, str, str], Mapping[str, Any]]
+"""The objects a plan's locked writes left, as the API server returned them, by (plural, namespace, name)."""
+
+
+class Followed(Protocol):
+    """What follows a plan whose `Create` succeeded, described by its fields: `follow(created, written)` gives
+    the effects decided on the object the create returned and on what the plan's locked writes left. They
+    are applied after the plan; their failure is reported in the answer's reason, the plan standing."""
+
+    def follow(self, created: Mapping[str, Any], written: Written) -> tuple[Effect, ...]: ...
+
+
 @dataclass(frozen=True)
 class Delete:
     res: Resource
@@ -121,6 +134,8 @@ class Plan:
     created_ref: str = ""
     """When set, the field of the reply's data (a `WorkloadRef`) that takes the name, uid and resourceVersion
     of the object the plan's `Create` returned (they exist only then); there is no reply without that object."""
+    then: Followed | None = None
+    """Decided once the plan's `Create` returned its object (`Followed`)."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from functions.resources import cre_goodput
 from functions.rules import phase as rules
 from functions.rules.adapter import WrongKind, check_trainjob
 from functions.rules.attempts import attempt_of, of_attempt, workload_name
-from functions.rules.phase import Gone, Observed, Seen, Skipped, decide, parse_trainjob
+from functions.rules.phase import Gone, Observed, Seen, Skipped, created_by_functions, decide, parse_trainjob
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset(t.value for t in ApiServerType if t is not ApiServerType.PING)
@@ -45,7 +45,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
             and change.object.get("apiVersion") == f"{group}/{CRE_VERSION}":
         return read_for_goodput(env, ctx, change.object)
     if not isinstance(change, ReferenceChange):
-        return Seen(env, parse_trainjob(change.object), change.verb == "delete")
+        return Seen(env, parse_trainjob(change.object), change.verb == "delete",
+                    change.verb == "add" and created_by_functions(change.object))
     ref = change.ref
     try:
         check_trainjob(ref.apiVersion, ref.kind)
@@ -53,7 +54,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
         raise PermanentError(str(e)) from None
     obj = read_trainjob(ctx, ref.namespace, ref.name)
     if obj is not None:
-        return Seen(env, parse_trainjob(obj))
+        return Seen(env, parse_trainjob(obj), added=change.verb == "add" and created_by_functions(obj))
     return Gone(env, ref, read_job_of_workload(ctx, ref.namespace, ref.name))
 
 

@@ -1,11 +1,12 @@
 """`status`: `workload.phase` Pending/Running/Succeeded → the Job's conditions (SPEC §5, §6.2).
 
 The event is a cue, never a verdict (a forged or stale `workload.phase` writes nothing the cluster does
-not say). read: the Job fresh; for a managed, non-terminal Job and an event naming its current
-attempt, that attempt's TrainJob (`<job>-workload`, its `crefn.dev/attempt` label `restartCount`,
-controlled by this Job) and the adapter's phase of it (`functions.rules.adapter`), and for a Running
-TrainJob the pods of its attempt (by label) and, for a Job with `spec.stallMultiplier` whose pods are
-not blocked, its GoodputMeasurement. decide: `functions.rules.status.decide` (a TrainJob failed on the
+not say). read: nothing for a Failed phase, or the creation of a Running TrainJob (its creator decided its
+first phase, `rules.first_phase_decided`); else the Job fresh; for a managed, non-terminal Job and an
+event naming its current attempt, that attempt's TrainJob (`<job>-workload`, its `crefn.dev/attempt`
+label `restartCount`, controlled by this Job) and the adapter's phase of it (`functions.rules.adapter`),
+and for a Running TrainJob the pods of its attempt (by label) and, for a Job with `spec.stallMultiplier`
+whose pods are not blocked, its GoodputMeasurement. decide: `functions.rules.status.decide` (a TrainJob failed on the
 read is `restart`'s, whose event reaches it through `phase`; a stalled workload is answered
 `dev.crefn.workload.stalled`, which `restart` decides on a fresh read).
 """
@@ -33,7 +34,7 @@ ACCEPTS = frozenset({EventType.WORKLOAD_PHASE.value})
 
 def read(env: Envelope, ctx: Context) -> Observed:
     data = parse_phase_event(env)
-    if data.phase is Phase.FAILED:
+    if data.phase is Phase.FAILED or rules.first_phase_decided(data):
         return Unread(env, data)
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:

@@ -21,26 +21,31 @@ from typing import Any, Literal
 
 from events.emitted import WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, Outbound, to_outbound
+from events.objects import TrainJob
 from events.types import (
     ATTEMPT_LABEL,
     CONTROLLER_MANAGER,
+    FIRST_PHASE_ANNOTATION,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     MANAGED_LABEL,
     TRAINJOB_API_VERSION,
     TRAINJOB_KIND,
     EventType,
+    Phase,
     Reason,
     job_label,
 )
-from functions.plan import Create, Delete, Effect, Plan, Wait, nothing
-from functions.resources import TRAINJOBS
+from functions.plan import Create, Delete, Effect, Plan, Send, Wait, Written, nothing
+from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules import grace
-from functions.rules.attempts import attempt_label, of_attempt, workload_name
+from functions.rules.adapter import decide_phase
+from functions.rules.attempts import attempt_label, of_attempt, workload_name, workload_ref_of
 from functions.rules.conditions import changes_condition, condition, decide_conditions
-from functions.rules.jobs import JobState, condition_changed, is_managed
+from functions.rules.jobs import JobState, condition_changed, is_managed, parse_job
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.pods import Capture, failure_log_field
+from functions.rules.status import decide_status
 from functions.rules.thresholds import go_quote
 from functions.rules.verdicts import condition_write, failed_nodes
 from functions.settings import Settings
@@ -85,7 +90,9 @@ def build_trainjob(state: JobState, name: str, cre_group: str,
         labels[MANAGED_LABEL] = "true"
     return {
         "apiVersion": TRAINJOB_API_VERSION, "kind": TRAINJOB_KIND,
-        "metadata": {"name": name, "namespace": job.metadata.namespace, "labels": labels, "ownerReferences": [{
+        "metadata": {"name": name, "namespace": job.metadata.namespace, "labels": labels,
+                     **({"annotations": {FIRST_PHASE_ANNOTATION: "creator"}} if decides_first_phase(state) else {}),
+                     "ownerReferences": [{
             "apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name, "uid": job.metadata.uid,
             "controller": True, "blockOwnerDeletion": True}]},
         "spec": with_pod_labels(dict(job.spec.workload.train_job or {}), job.metadata.name, job.status.restart_count,
@@ -178,7 +185,7 @@ def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, f
         created = create(observed, name, now, group, function, cause)
         plan = Plan((Delete(TRAINJOBS, job.metadata.namespace, name, uid), *created.effects),
                     reason=f"TrainJob {name} of an earlier attempt deleted; {created.reason}",
-                    reply=created.reply, created_ref=created.created_ref)
+                    reply=created.reply, created_ref=created.created_ref, then=created.then)
     else:
         plan = decide_existing(state, existing, name, now, group, function, cause, observed.capture)
     if settings.observe:
@@ -219,7 +226,50 @@ def create(observed: LaunchObserved, name: str, now: datetime, group: str, funct
     body = build_trainjob(state, name, group, observed.runtime_jobs)
     new = Create(TRAINJOBS, state.job.metadata.namespace, body, refused=create_refused(state, name, now, function))
     return Plan((new, *workload_ref_write(state, name, Reason.WORKLOAD_CREATED, message, now, group, function)),
-                reason=message, reply=workload_created(state, False, function, cause, body), created_ref="workload")
+                reason=message, reply=workload_created(state, False, function, cause, body), created_ref="workload",
+                then=FirstPhase(state.job.metadata.namespace, state.job.metadata.name, now, group, function, cause)
+                if decides_first_phase(state) else None)
+
+
+@dataclass(frozen=True)
+class FirstPhase:
+    """The first phase of the TrainJob just created, decided on the TrainJob as the create returned it and on
+    the Job as the launch's status write left it: what CRE's next reconcile decides, with the TrainJob in its
+    cache and no pod of the new attempt yet (`functions.rules.running`, no pods): `InProgress`/
+    `WorkloadRunning` with `workloadStartTime` (the write locked on that Job's resourceVersion) and its
+    `job.condition.changed`, sent. Nothing for a TrainJob the API server returned suspended (a webhook's
+    doing, say): `status` decides it from the create's event. Only for a Job without stall detection
+    (`decides_first_phase`); the TrainJob says so (`FIRST_PHASE_ANNOTATION`), and `status` answers its
+    creation's event unread when it is Running (`functions.rules.status.first_phase_decided`)."""
+
+    namespace: str
+    job: str
+    now: datetime
+    group: str
+    function: str
+    cause: Envelope | None
+
+    def follow(self, created: Mapping[str, Any], written: Written) -> tuple[Effect, ...]:
+        job = written.get((cre_jobs(self.group).plural, self.namespace, self.job))
+        trainjob = TrainJob.model_validate(created)
+        if job is None or decide_phase(trainjob).phase is not Phase.RUNNING:
+            return ()
+        state = parse_job(dict(job), self.group)
+        workload = workload_ref_of(trainjob)
+        decided = decide_status(state, Phase.RUNNING, workload.name, "", self.now, self.group, self.function)
+        if not isinstance(decided, tuple):
+            return ()
+        write, new = decided
+        if new is None or not changes_condition(state.true_condition, new):
+            return write.effects
+        return (*write.effects, Send(condition_changed(state, write.status, new, self.function, self.cause, workload)))
+
+
+def decides_first_phase(state: JobState) -> bool:
+    """Whether the creator decides the first phase of the Job's TrainJob: not with stall detection
+    (`spec.stallMultiplier`), whose running path reads the Job's GoodputMeasurement (one never reset can
+    show the workload stalled at once); `status` does, as for any TrainJob."""
+    return state.job.spec.stall_multiplier is None
 
 
 def creates(observed: LaunchObserved) -> bool:

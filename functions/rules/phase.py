@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.envelope import Envelope, ObjectReference, Outbound, first_error, to_outbound
 from events.objects import CreJob, TrainJob
-from events.types import JOB_KIND, EventType, Phase, job_label
+from events.types import FIRST_PHASE_ANNOTATION, JOB_KIND, EventType, Phase, job_label
 from functions.errors import PermanentError
 from functions.plan import Plan, nothing
 from functions.rules.adapter import PhaseResult, WrongKind, check_trainjob, decide_phase, deleted_phase
@@ -37,11 +37,13 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Seen:
-    """A TrainJob: the event's object (Resource mode) or read fresh; `deleted` for a delete event."""
+    """A TrainJob: the event's object (Resource mode) or read fresh; `deleted` for a delete event, `added` for
+    the add event of a TrainJob whose creator decides its first phase (`created_by_functions`)."""
 
     cause: Envelope
     trainjob: TrainJob
     deleted: bool = False
+    added: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,10 @@ def find_owner(trainjob: TrainJob, cre_group: str) -> str | None:
 
 
 def phase_event(job: str, workload: WorkloadRef, result: PhaseResult, now: datetime, function: str,
-                cause: Envelope | None, failed_before: bool | None = None) -> Outbound:
+                cause: Envelope | None, failed_before: bool | None = None, created: bool | None = None) -> Outbound:
     data = WorkloadPhaseData(job=JobRef(name=job, namespace=workload.namespace), workload=workload,
                              phase=result.phase, reason=result.reason, message=result.message, observed_at=now,
-                             failed_before=failed_before)
+                             failed_before=failed_before, created=created)
     return to_outbound(EventType.WORKLOAD_PHASE, function, workload.namespace, job, data, cause,
                        workloadphase=result.phase.value)
 
@@ -104,4 +106,17 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return Plan(reply=phase_event(owner, workload_ref_of(trainjob), deleted_phase(trainjob.metadata.name), now,
                                       FUNCTION, observed.cause, failed_before=failed))
     return Plan(reply=phase_event(owner, workload_ref_of(trainjob), decide_phase(trainjob), now, FUNCTION,
-                                  observed.cause))
+                                  observed.cause, created=just_created(observed)))
+
+
+def created_by_functions(obj: dict[str, Any]) -> bool:
+    """Whether the TrainJob says the function that created it decides its first phase (`crefn.dev/first-phase:
+    creator`, `functions.rules.launch.FirstPhase`); CRE's TrainJobs, or one made by hand, do not."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return isinstance(annotations, dict) and annotations.get(FIRST_PHASE_ANNOTATION) == "creator"
+
+
+def just_created(observed: Seen) -> bool | None:
+    """True for the add of a TrainJob with no condition yet (`created` in `workload.phase`); None otherwise."""
+    return True if observed.added and not observed.trainjob.status.conditions else None
+

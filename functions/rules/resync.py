@@ -54,7 +54,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     checks = check_sends(observed.listed, settings)
     plan = redrive(observed, settings, now)
     sent: tuple[Effect, ...] = (Send(plan.reply, plan.created_ref),) if plan.reply is not None else ()
-    return Plan((*label_writes(observed, settings), *checks, *plan.effects, *sent), reason=plan.reason)
+    return Plan((*label_writes(observed, settings), *checks, *plan.effects, *sent), reason=plan.reason, then=plan.then)
 
 
 def is_sweep(now: datetime) -> bool:

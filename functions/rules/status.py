@@ -37,7 +37,8 @@ FUNCTION = "status"
 
 @dataclass(frozen=True)
 class Unread:
-    """An event whose phase is Failed: `restart`'s, nothing was read (a Job gone is `Gone`)."""
+    """An event read nothing for: its phase is Failed (`restart`'s), or its creator decided it
+    (`first_phase_decided`). A Job gone is `Gone`."""
 
     cause: Envelope
     data: WorkloadPhaseData
@@ -118,10 +119,21 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
     return state.true_condition == condition_for(result.phase, workload.name, result.message)
 
 
+def first_phase_decided(data: WorkloadPhaseData) -> bool:
+    """Whether the event is the creation of a Running TrainJob (`created`): the function that created it wrote
+    its first phase from what the create returned (`functions.rules.launch.FirstPhase`). Nothing is read for
+    it; a forged one only skips work, and a first phase that was not written (its write lost a race) comes
+    back from the TrainJob's next change or the resync tick."""
+    return bool(data.created) and data.phase is Phase.RUNNING
+
+
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Gone):  # read only for an event that is not Failed
         return nothing(observed.why)
     data = observed.data
+    if first_phase_decided(data):
+        return nothing(f"TrainJob {data.workload.name} was just created: the function that created it decided "
+                       "its first phase")
     if isinstance(observed, Unread) or data.phase is Phase.FAILED:
         return nothing("phase Failed is handled by the restart function")
     if why := why_not_ours(observed.state, data.job, settings) or why_not_current(observed.state, data.workload):

@@ -24,11 +24,12 @@ from functions.rules.launch import (
     with_pod_labels,
 )
 from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from tests.support.helpers import EARLIER, annotate_nodes, job_events, missing
 from tests.support.inprocess import InProcessFunction
 from tests.support.webhook import DenyingWebhook
-from tests.support.world import JOBS, World, make_world, phase_record
+from tests.support.world import JOBS, Relay, World, make_world, phase_record
 
 # -- the decision (functions.rules.launch) --------------------------------------------------------
 
@@ -450,3 +451,41 @@ def test_a_dual_true_job_reads_failed(functions: Callable[..., dict[str, str]], 
     answer = send(urls["launch"], world.job_record())
     assert (answer.status, answer.text) == (202, "")  # terminal: Failed wins over InProgress
     assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
+
+
+def test_the_creator_writes_the_first_phase_and_status_answers_the_creation_unread(
+        functions: Callable[..., dict[str, str]], world: Callable[..., World], relay: Relay, namespace: str) -> None:
+    """launch decides the first phase of the TrainJob it created on what its create and status write returned
+    (CRE's next reconcile), and sends its `job.condition.changed`; the creation's `workload.phase`, through
+    `phase`, is answered 202 by `status` without a read."""
+    urls = functions()
+    w = world(urls)
+    w.create_job()
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.created", answer.text
+    status = w.job()["status"]
+    (running,) = [c for c in status["conditions"] if c["status"] == "True"]
+    assert (running["type"], running["reason"], running["message"]) == (
+        "InProgress", "WorkloadRunning", "Workload TrainJob/llm-workload is running")
+    assert status["workloadStartTime"] and status["workloadRef"]["name"] == "llm-workload"
+    (changed,) = [r for r in relay.received if r["attributes"]["type"] == "dev.crefn.job.condition.changed"]
+    assert changed["attributes"]["source"].endswith("/launch")
+    assert (changed["data"]["previous"]["reason"], changed["data"]["new"]["reason"]) == (
+        "WorkloadCreated", "WorkloadRunning")
+    tj = w.trainjob()
+    assert tj is not None
+    assert tj["metadata"]["annotations"] == {"crefn.dev/first-phase": "creator"}
+    created = send(urls["phase"], apiserver_record("add", tj, TRAINJOBS, "https://127.0.0.1")).event()
+    updated = send(urls["phase"], apiserver_record("update", tj, TRAINJOBS, "https://127.0.0.1")).event()
+    assert created is not None and created["data"]["created"] is True
+    assert updated is not None and updated["data"]["created"] is None
+    # the Job put back as before the first phase: status would write it on a read, and does not for the creation
+    created_text = "Workload TrainJob/llm-workload created and is starting"
+    conditions = [{**c, "reason": "WorkloadCreated", "message": created_text} if c["type"] == "InProgress" else c
+                  for c in status["conditions"]]
+    w.gw.patch(JOBS, namespace, "llm", {"status": {"conditions": conditions, "workloadStartTime": None}}, status=True)
+    before = w.job()["metadata"]["resourceVersion"]
+    assert send(urls["status"], created).status == 202
+    assert w.job()["metadata"]["resourceVersion"] == before
+    assert send(urls["status"], updated).status == 200
+    assert w.job()["status"]["workloadStartTime"]

@@ -68,7 +68,9 @@ def test_restart_grace_is_503_until_over_then_resync_launches(functions: Callabl
     relay.attach(w)
     assert send(urls["resync"], ping()).status == 202
     ours = [r for r in relay.received if r["attributes"]["namespace"] == namespace]
-    assert [r["attributes"]["type"] for r in ours] == ["dev.crefn.workload.created"]
+    # the launch, then its first phase (the TrainJob is Running to the adapter), as the event path does it
+    assert [r["attributes"]["type"] for r in ours] == ["dev.crefn.workload.created", "dev.crefn.job.condition.changed"]
+    assert ours[1]["data"]["new"]["reason"] == "WorkloadRunning"
     assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
 
 

@@ -29,13 +29,26 @@ def parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+CREATED = {"type": "InProgress", "status": "True", "reason": "WorkloadCreated",
+           "message": "Workload TrainJob/llm-workload created and is starting"}
+
+
 def launched(world: Callable[..., World], pods: Callable[[World], None] = lambda w: None) -> World:
-    """A Job whose TrainJob runs (a new TrainJob is Running to the adapter), with `pods` made first."""
+    """A Job whose TrainJob runs (a new TrainJob is Running to the adapter) and whose first Running sight is
+    `status`'s, on the events of `pods`, made then. `launch` writes the first phase of the TrainJob it
+    creates (no pod exists then); the Job is put back as it was before that write (`WorkloadCreated`, no
+    `workloadStartTime`), as for a TrainJob `status` has not seen yet (one adopted from CRE, say)."""
     w = world()
     w.create_job(max_restarts=0)
-    pods(w)
     w.settle()
     assert w.job()["status"]["workloadRef"]["name"] == "llm-workload"
+    assert "workloadStartTime" in w.job()["status"]  # launch's first phase: no pods, not blocked
+    conditions = [{**c, **CREATED} if c["type"] == "InProgress" else c for c in w.job()["status"]["conditions"]]
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"workloadStartTime": None, "conditions": conditions}}, status=True)
+    pods(w)
+    w.settle()
+    if reason(w.job()["status"])[0] == "WorkloadCreated":  # no pod event for status: the tick re-drives the Job
+        w.tick()
     return w
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from events.envelope import Envelope
 from functions.apply import reply_for
-from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
+from functions.plan import Create, Delete, Plan, RecordEvent, Send, Wait, WriteStatus
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.jobs import JobState
 from functions.rules.kubeevents import RefusalWarning
@@ -318,6 +318,7 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
         "name": "llm-workload", "namespace": "ns",
         "labels": {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
                    "crefn.dev/attempt": "2", "crefn.dev/managed": "true"},
+        "annotations": {"crefn.dev/first-phase": "creator"},
         "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
                              "uid": "job-uid", "controller": True, "blockOwnerDeletion": True}]}
     assert body["spec"]["runtimeRef"] == {"name": "t"}
@@ -357,3 +358,76 @@ def test_every_replicated_job_is_labelled(spec: dict[str, Any], names: list[str]
     assert [r["name"] for r in ours[0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == names
     assert len(patched["runtimePatches"]) == len([p for p in spec.get("runtimePatches", [])
                                                   if p["manager"] != "crefn.dev/controller"]) + 1
+
+
+# -- the first phase of a TrainJob just created ---------------------------------------------------
+
+CREATED_MESSAGE = "Workload TrainJob/llm-workload created and is starting"  # CRE's, verbatim
+RUNNING_MESSAGE = "Workload TrainJob/llm-workload is running"  # CRE's, verbatim
+
+
+def created_trainjob(suspend: bool = False) -> dict[str, Any]:
+    """The TrainJob as the API server returns it from the create: no status yet."""
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "llm-workload", "namespace": "ns", "uid": "new-uid", "resourceVersion": "77",
+                         "labels": {"crefn.dev/attempt": "1"}},
+            "spec": {"runtimeRef": {"name": "t"}, "suspend": suspend,
+                     "managedBy": "trainer.kubeflow.org/trainjob-controller"}}
+
+
+def written_job() -> dict[str, Any]:
+    """The Job as the launch's status write left it: workloadRef and InProgress/WorkloadCreated."""
+    raw = job(conditions=[cond("InProgress", "True", "WorkloadCreated", CREATED_MESSAGE)], restart_count=1,
+              workload_ref=True).raw
+    return {**raw, "metadata": {**raw["metadata"], "resourceVersion": "42"}}
+
+
+def written(raw: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {("jobs", "ns", "llm"): raw}
+
+
+def first_phase() -> Any:
+    plan = decide_launch(LaunchObserved(job(restart_count=1), None), Settings(), NOW, "launch", None)
+    assert plan.then is not None
+    return plan.then
+
+
+def test_a_creation_is_followed_by_its_first_phase_decided_on_what_the_writes_returned() -> None:
+    effects = first_phase().follow(created_trainjob(), written(written_job()))
+    write, send = effects
+    assert isinstance(write, WriteStatus) and isinstance(send, Send)
+    assert (write.res, write.namespace, write.name, write.resource_version) == (cre_jobs("nvcre.nvidia.com"), "ns",
+                                                                                 "llm", "42")
+    (running,) = [c for c in write.status["conditions"] if c["status"] == "True"]
+    assert (running["type"], running["reason"], running["message"]) == ("InProgress", "WorkloadRunning",
+                                                                          RUNNING_MESSAGE)
+    assert write.status["workloadStartTime"] == "2026-11-30T12:00:00Z"
+    data = send.event.data
+    assert send.event.type == "dev.crefn.job.condition.changed" and send.event.source.endswith("/launch")
+    assert (data.previous.reason, data.new.reason) == ("WorkloadCreated", "WorkloadRunning")
+    assert (data.workload.name, data.workload.uid, data.workload.attempt) == ("llm-workload", "new-uid", 1)
+
+
+@pytest.mark.parametrize(("created", "job_written"), [
+    (created_trainjob(suspend=True), written_job()),
+    (created_trainjob(), None),
+    ({**created_trainjob(), "status": {"conditions": [{"type": "Failed", "status": "True"}]}}, written_job()),
+], ids=["returned-suspended", "status-write-not-locked", "not-running"])
+def test_no_first_phase_but_running_and_none_without_the_written_job(created: dict[str, Any],
+                                                                       job_written: dict[str, Any] | None) -> None:
+    assert first_phase().follow(created, written(job_written) if job_written else {}) == ()
+
+
+def test_a_job_with_stall_detection_leaves_the_first_phase_to_status() -> None:
+    """Its running path reads the GoodputMeasurement, which the creator does not: no follow-up, no annotation."""
+    state = job(restart_count=1, spec={"stallMultiplier": 3})
+    plan = decide_launch(LaunchObserved(state, None), Settings(), NOW, "launch", None)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    assert plan.then is None and "annotations" not in create.body["metadata"]
+
+
+def test_every_creation_is_followed_and_nothing_else() -> None:
+    replaced = decide_launch(LaunchObserved(job(restart_count=1), trainjob("0")), Settings(), NOW, "launch", None)
+    adopted = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
+    assert replaced.then == first_phase()
+    assert adopted.then is None

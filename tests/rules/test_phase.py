@@ -87,3 +87,32 @@ def test_an_object_without_its_kind_is_rejected_saying_what_it_got(drop: str, er
     with pytest.raises(PermanentError) as raised:
         parse_trainjob(obj)
     assert str(raised.value) == error
+
+
+@pytest.mark.parametrize(("observed", "created"), [
+    (Seen(CAUSE, parse_trainjob(owned(CRE_JOB)), added=True), True),
+    (Seen(CAUSE, parse_trainjob(owned(CRE_JOB))), None),
+    (Seen(CAUSE, parse_trainjob({**owned(CRE_JOB), "status": {"conditions": [
+        {"type": "Suspended", "status": "False"}]}}), added=True), None),
+    (Seen(CAUSE, parse_trainjob(owned(CRE_JOB)), deleted=True), None),
+], ids=["added-without-conditions", "updated", "added-with-a-condition", "deleted"])
+def test_the_creation_of_a_trainjob_says_so(observed: Seen, created: bool | None) -> None:
+    """`created`: the add of a TrainJob nothing has written a condition on yet; absent otherwise."""
+    plan = decide(observed, Settings(), NOW)
+    assert plan.reply is not None
+    assert plan.reply.data.created is created
+    assert ("created" in plan.reply.data.model_dump(by_alias=True, exclude_none=True)) is (created is True)
+
+
+@pytest.mark.parametrize(("annotations", "ours"), [
+    ({"crefn.dev/first-phase": "creator"}, True),
+    ({"crefn.dev/first-phase": "someone"}, False),
+    ({}, False),
+], ids=["creator-decides", "other-value", "none"])
+def test_only_a_trainjob_saying_its_creator_decides_counts_as_created_by_the_functions(
+        annotations: dict[str, str], ours: bool) -> None:
+    from functions.rules.phase import created_by_functions
+
+    obj = owned(CRE_JOB)
+    obj["metadata"]["annotations"] = annotations
+    assert created_by_functions(obj) is ours

@@ -183,3 +183,23 @@ RUNNING_SHOWN = [("InProgress", "WorkloadRunning", "Workload TrainJob/llm-worklo
         "running-with-stall-detection-is-re-decided-each-tick", "pending-with-stall-detection-is-not"])
 def test_in_step_is_what_resync_skips(case: Callable[[], bool], expected: bool) -> None:
     assert case() is expected
+
+
+@pytest.mark.parametrize(("phase", "created", "unread"), [
+    ("Running", True, True),
+    ("Running", None, False),
+    ("Pending", True, False),
+    ("Succeeded", True, False),
+], ids=["created-running", "running", "created-suspended", "created-succeeded"])
+def test_the_creation_of_a_running_trainjob_is_its_creators_to_decide(phase: str, created: bool | None,
+                                                                        unread: bool) -> None:
+    """The first phase of a TrainJob the functions created is written by its creator
+    (`functions.rules.launch.FirstPhase`): its creation's Running event is answered unread."""
+    from functions.rules.status import Unread, decide, first_phase_decided
+
+    data = phase_data(phase).model_copy(update={"created": created})
+    assert first_phase_decided(data) is unread
+    if unread:
+        plan = decide(Unread(to_envelope(phase_record("ns", "llm", phase)), data), Settings(), NOW)
+        assert (plan.effects, plan.reply, plan.reason) == ((), None, "TrainJob llm-workload was just created: the "
+                                                           "function that created it decided its first phase")

@@ -232,13 +232,13 @@ def test_every_function_has_its_own_bound_role(overlay: str) -> None:
                 assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
 
 
-def test_resync_is_pinged_and_bound_to_the_broker() -> None:
+def test_resync_is_pinged_and_resync_and_launch_are_bound_to_the_broker() -> None:
     docs = RENDERED["base"]
     ping = of_kind(docs, "PingSource")[0]
     assert ping["spec"]["sink"]["ref"]["name"] == "crefn-resync"
-    binding = of_kind(docs, "SinkBinding")[0]
-    assert binding["spec"]["subject"]["name"] == "crefn-resync"
-    assert binding["spec"]["sink"]["ref"]["kind"] == "Broker"
+    bindings = {b["spec"]["subject"]["name"]: b["spec"]["sink"]["ref"] for b in of_kind(docs, "SinkBinding")}
+    broker = {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker", "name": "crefn"}
+    assert bindings == {"crefn-resync": broker, "crefn-launch": broker}
 
 
 def test_dead_letters_go_to_the_recorder() -> None:
@@ -544,7 +544,7 @@ def test_every_service_is_cluster_local(overlay: str) -> None:
         dict.fromkeys(services, "cluster-local")
 
 
-def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_resync() -> None:
+def test_the_broker_takes_events_only_from_the_projects_sources_triggers_resync_and_launch() -> None:
     docs = RENDERED[OIDC]
     (policy,) = of_kind(docs, "EventPolicy")
     assert policy["metadata"]["namespace"] == "crefn-system"
@@ -558,9 +558,11 @@ def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_res
                 if t["spec"]["broker"] == "crefn"}
     assert len(senders) == len(of_kind(docs, "ApiServerSource")) + len(of_kind(docs, "Trigger"))  # all to crefn
     assert admitted == senders
-    resync = by_name(docs, "Service")["crefn-resync"]["spec"]["template"]["spec"]["serviceAccountName"]
-    assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [service_account_user(resync)]
-    assert service_account_user(resync) == "system:serviceaccount:crefn-system:crefn-resync"
+    accounts = [by_name(docs, "Service")[name]["spec"]["template"]["spec"]["serviceAccountName"]
+                for name in ("crefn-resync", "crefn-launch")]
+    assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [service_account_user(a) for a in accounts]
+    assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [
+        "system:serviceaccount:crefn-system:crefn-resync", "system:serviceaccount:crefn-system:crefn-launch"]
     assert not of_kind(RENDERED["base"], "EventPolicy")
 
 
@@ -573,22 +575,22 @@ def test_every_trigger_asks_for_a_token_for_its_subscriber_alone() -> None:
     assert all("audience" not in t["spec"]["subscriber"] for t in of_kind(RENDERED["base"], "Trigger"))
 
 
-def test_resync_sends_its_token_projected_for_the_brokers_audience() -> None:
+def test_resync_and_launch_send_their_tokens_projected_for_the_brokers_audience() -> None:
     docs = RENDERED[OIDC]
     services = by_name(docs, "Service")
-    spec = services["crefn-resync"]["spec"]["template"]["spec"]
-    container = spec["containers"][0]
-    path = Path(env_of(services["crefn-resync"])["CREFN_OIDC_TOKEN_PATH"])
-    (mount,) = [m for m in container["volumeMounts"] if Path(m["mountPath"]) == path.parent]
-    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
-    assert mount["readOnly"] is True
-    assert volume["projected"]["sources"] == [{"serviceAccountToken": {
-        "audience": BROKER_AUDIENCE, "expirationSeconds": 3600, "path": path.name}}]
-    (binding,) = of_kind(docs, "SinkBinding")  # K_SINK, where resync posts, is that Broker
-    assert binding["spec"]["subject"]["name"] == "crefn-resync"
-    assert binding["spec"]["sink"]["ref"] == {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker",
-                                              "name": "crefn"}
-    assert [name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)] == ["crefn-resync"]
+    for name in ("crefn-resync", "crefn-launch"):
+        spec = services[name]["spec"]["template"]["spec"]
+        container = spec["containers"][0]
+        path = Path(env_of(services[name])["CREFN_OIDC_TOKEN_PATH"])
+        (mount,) = [m for m in container["volumeMounts"] if Path(m["mountPath"]) == path.parent]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+        assert mount["readOnly"] is True
+        assert volume["projected"]["sources"] == [{"serviceAccountToken": {
+            "audience": BROKER_AUDIENCE, "expirationSeconds": 3600, "path": path.name}}]
+    # K_SINK, where they post, is that Broker
+    assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} == {"crefn-resync", "crefn-launch"}
+    assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == \
+        {"crefn-resync", "crefn-launch"}
     assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], "Service").values())
 
 
