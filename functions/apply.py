@@ -49,15 +49,23 @@ Decide = Callable[[Observed, Settings, Any], Plan]
 
 
 def apply(plan: Plan, ctx: Context) -> Outcome:
+    done = effects_of(plan, ctx)
+    if done.refused:  # the rest of the plan was decided for a create that did not happen
+        return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
+    if plan.then is not None:
+        follow_up(plan.then, ctx, done, done)
+    reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
+    return Outcome(reply_for(plan, done.created), "; ".join(reasons), tuple(done.sent))
+
+
+def effects_of(plan: Plan, ctx: Context) -> Applied:
+    """The plan's effects applied in order, up to a create refused (the rest was decided for it)."""
     done = Applied([])
     for effect in plan.effects:
         apply_effect(effect, ctx, done)
-        if done.refused:  # the rest of the plan was decided for a create that did not happen
-            return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
-    if plan.then is not None and done.created is not None:
-        follow_created(plan.then, ctx, done)
-    reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
-    return Outcome(reply_for(plan, done.created), "; ".join(reasons), tuple(done.sent))
+        if done.refused:
+            break
+    return done
 
 
 def reply_for(plan: Plan, created: Mapping[str, Any] | None) -> Outbound | None:
@@ -78,20 +86,30 @@ def filled(event: Outbound | None, created_ref: str, created: Mapping[str, Any] 
     return replace(event, data=event.data.model_copy(update={created_ref: ref}))
 
 
-def follow_created(then: Followed, ctx: Context, done: Applied) -> None:
-    """The effects decided on the object created and on what the plan's locked writes left; one that fails
-    stops them, and is reported in the reason (the plan stands). None is applied when they send an event
-    and `K_SINK` is not set: a write whose event cannot follow is left to the next decision that sees it."""
-    assert done.created is not None
-    effects = then.follow(done.created, done.written)
-    if not ctx.settings.k_sink and any(isinstance(e, Send) for e in effects):
+def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> None:
+    """The plan decided on what `source`'s writes returned, applied, its answer sent to `K_SINK`, then what
+    follows it; what they did and their failure go into `done`'s reasons (the plan stands). Not applied when
+    it would send and `K_SINK` is not set: a write whose event cannot follow is left to the next decision
+    that sees it."""
+    plan = then.follow(source.created, source.written)
+    sink = ctx.settings.k_sink
+    if not sink and (plan.reply is not None or any(isinstance(e, Send) for e in plan.effects)):
         done.reasons.append("not followed up: K_SINK is not set")
         return
     try:
-        for effect in effects:
-            apply_effect(effect, ctx, done)
+        followed = effects_of(plan, ctx)
+        reply = None if followed.refused else reply_for(plan, followed.created)
+        if reply is not None:
+            assert sink
+            deliver(sink, reply, "K_SINK", token_file=ctx.settings.oidc_token_path)
+            followed.sent.append(reply.type)
     except CrefnError as e:
         done.reasons.append(f"not followed up: {e}")
+        return
+    done.sent.extend(followed.sent)
+    done.reasons.extend([plan.reason, *followed.reasons] if plan.reason else followed.reasons)
+    if plan.then is not None and not followed.refused:
+        follow_up(plan.then, ctx, followed, done)
 
 
 @dataclass

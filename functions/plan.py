@@ -4,8 +4,8 @@ A handler's `decide(observed, settings, now)` returns a `Plan`; `functions.apply
 effects through the gateway and the HTTP client, in order, then the server answers with `reply`
 (200) or, without one, 202 and `reason`. A plan is plain data: two plans decided from the same reads
 compare equal, and its repr shows it whole. Effects: `WriteStatus`, `Annotate`, `Label`, `Create` (with its
-`Refusal`), `Delete`, `RecordEvent`, `Notify`, `Send` and `Wait`; a plan that creates may say what follows
-on the object created (`Followed`).
+`Refusal`), `Delete`, `RecordEvent`, `Notify`, `Send` and `Wait`; a plan may say what follows, decided on
+what its writes returned (`Followed`).
 What each one does and how it is locked: docs/architecture.md#plans-and-effects
 """
 
@@ -75,11 +75,12 @@ Written = Mapping[tuple[str, str, str], Mapping[str, Any]]
 
 
 class Followed(Protocol):
-    """What follows a plan whose `Create` succeeded, described by its fields: `follow(created, written)` gives
-    the effects decided on the object the create returned and on what the plan's locked writes left. They
-    are applied after the plan; their failure is reported in the answer's reason, the plan standing."""
+    """What follows a plan, described by its fields: `follow(created, written)` gives the plan decided on the
+    object the plan's `Create` returned (None: none) and on what its locked writes left. It is applied after
+    the plan, and its answer is sent (`K_SINK`); its failure is reported in the answer's reason, the plan
+    standing."""
 
-    def follow(self, created: Mapping[str, Any], written: Written) -> tuple[Effect, ...]: ...
+    def follow(self, created: Mapping[str, Any] | None, written: Written) -> Plan: ...
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class Plan:
     """When set, the field of the reply's data (a `WorkloadRef`) that takes the name, uid and resourceVersion
     of the object the plan's `Create` returned (they exist only then); there is no reply without that object."""
     then: Followed | None = None
-    """Decided once the plan's `Create` returned its object (`Followed`)."""
+    """Decided once the plan is done, on what its writes returned (`Followed`)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 read: nothing when the event's Job is not to be launched (`why_not_launch`: unmanaged, terminal, or holding
 its workload: nothing to do on its account, and any later change that makes it need one comes as its own
-update event, or by the resync tick); else the Job fresh (the payload may be stale: the launch is decided on
+update event, or by the resync tick), or is being restarted with no grace to wait (`restart_launches`:
+`restart` launches the next attempt itself); else the Job fresh (the payload may be stale: the launch is decided on
 the fresh read) and, when it is to be launched, what the launch needs of the rest (`can_only_fail`: the
 attempt's pods; `creates`: the training runtime). The object holding the workload's name is not read first:
 the name is taken to be free, and the create says when it is not (AlreadyExists, a conflict): then the
@@ -23,7 +24,15 @@ from functions.reads import read_capture, read_job, read_runtime_jobs, read_trai
 from functions.rules import launch as rules
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
-from functions.rules.launch import LaunchObserved, Observed, can_only_fail, creates, decide, why_not_launch
+from functions.rules.launch import (
+    LaunchObserved,
+    Observed,
+    can_only_fail,
+    creates,
+    decide,
+    restart_launches,
+    why_not_launch,
+)
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value,
@@ -41,6 +50,8 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
         return Observed(env, seen.where, None, f"{seen.where} was deleted")
     if why := why_not_launch(seen, ctx.settings):  # the event's Job: no read for one that is not to be launched
         return Observed(env, seen.where, None, why)
+    if restart_launches(seen, ctx.settings, ctx.clock()):
+        return Observed(env, seen.where, None, f"{seen.where} is restarting: restart launches its next attempt")
     state = read_job(ctx, seen.ref.namespace, seen.ref.name)
     if state is None:
         return Observed(env, seen.where, None, f"{seen.where} is gone")

@@ -4,11 +4,11 @@
 read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a
 TrainJob that exists and has not failed on a fresh read is not restarted; the TrainJob is not read for
 the delete of an attempt whose restart is recorded, `rules.trainjob_wanted`), then only what can change
-the decision (`functions.rules.restart.goodputs_wanted`, `capture_wanted`): the Job's
-GoodputMeasurements (`functions.reads.read_goodputs`: one GET of `<job>-goodput`, else one LIST) — the
-checkpoint evidence, the stall re-check, the measurement a restart resets — and the attempt's pods.
-decide: `functions.rules.restart.decide`, the whole decision (the restart's steps, their order, a
-redelivery, a stall decided again, a failure).
+the decision (`functions.rules.restart.goodputs_wanted`, `capture_wanted`, `runtime_wanted`): the Job's
+GoodputMeasurements (`functions.reads.read_goodputs`) — checkpoint evidence, stall re-check, the reset —,
+the attempt's pods, and the training runtime for a next attempt the restart launches itself (`Relaunch`)
+when the failed TrainJob does not name its replicatedJobs. decide: `functions.rules.restart.decide`, the whole
+decision (the restart's steps, their order, a redelivery, a stall decided again, a failure).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_capture, read_goodputs, read_job, read_trainjob
+from functions.reads import read_capture, read_goodputs, read_job, read_runtime_jobs, read_trainjob
 from functions.rules import restart as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.measurements import goodput_of, has_checkpoint
@@ -52,6 +52,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
     capture_read, tail = rules.capture_wanted(observed, ctx.settings)
     if capture_read:
         observed = replace(observed, capture=read_capture(ctx, state, data.workload.attempt, tail=tail))
+    if rules.runtime_wanted(observed, ctx.settings):
+        observed = replace(observed, runtime_jobs=read_runtime_jobs(ctx, state))
     return observed
 
 

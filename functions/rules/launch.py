@@ -36,7 +36,7 @@ from events.types import (
     Reason,
     job_label,
 )
-from functions.plan import Create, Delete, Effect, Plan, Send, Wait, Written, nothing
+from functions.plan import Create, Delete, Effect, Plan, Wait, Written, nothing
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
@@ -146,6 +146,28 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
     return {**spec, "runtimePatches": [*others, ours]}
 
 
+def patched_jobs(trainjob: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """The replicatedJobs the functions' own runtime patch of a TrainJob labels (None: no such patch)."""
+    for patch in ((trainjob or {}).get("spec") or {}).get("runtimePatches") or []:
+        if isinstance(patch, dict) and patch.get("manager") == CONTROLLER_MANAGER:
+            template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+            names = tuple(str(r["name"]) for r in template.get("replicatedJobs") or [] if r.get("name"))
+            return names or None
+    return None
+
+
+def restart_launches(state: JobState, settings: Settings, now: datetime) -> bool:
+    """Whether the Job, as an event shows it, is being restarted with no grace to wait (none configured, none
+    recorded that is not over) and no workload yet: `restart` launches its next attempt itself
+    (`functions.rules.restart.Relaunch`), so `launch` answers the event unread. A forged one only skips work;
+    a relaunch that failed is the resync tick's (a Job without a workload), and so is one `restart` leaves
+    (a TrainJob held by a finalizer)."""
+    true, ends = state.true_condition, grace.end(state)
+    return (not settings.observe and true is not None and true.reason == Reason.WORKLOAD_RESTARTING
+            and state.job.status.workload_ref is None and not state.terminal
+            and not grace.length(state, settings.restart_grace_seconds) and (ends is None or ends <= now))
+
+
 def why_not_launch(state: JobState, settings: Settings) -> str:
     """Why the Job is not launched ("" when it is): unmanaged, terminal, or holding its workload."""
     if not is_managed(state.job.metadata.labels, settings):
@@ -249,20 +271,24 @@ class FirstPhase:
     function: str
     cause: Envelope | None
 
-    def follow(self, created: Mapping[str, Any], written: Written) -> tuple[Effect, ...]:
+    def follow(self, created: Mapping[str, Any] | None, written: Written) -> Plan:
         job = written.get((cre_jobs(self.group).plural, self.namespace, self.job))
+        if created is None or job is None:
+            return nothing("first phase: no TrainJob created, or no status write of the Job")
         trainjob = TrainJob.model_validate(created)
-        if job is None or decide_phase(trainjob).phase is not Phase.RUNNING:
-            return ()
+        result = decide_phase(trainjob)
+        if result.phase is not Phase.RUNNING:
+            return nothing(f"first phase: TrainJob {trainjob.metadata.name} is {result.phase.value}: status decides")
         state = parse_job(dict(job), self.group)
         workload = workload_ref_of(trainjob)
         decided = decide_status(state, Phase.RUNNING, workload.name, "", self.now, self.group, self.function)
         if not isinstance(decided, tuple):
-            return ()
+            return nothing(f"first phase: {state.where} shows TrainJob {workload.name} Running already")
         write, new = decided
         if new is None or not changes_condition(state.true_condition, new):
-            return write.effects
-        return (*write.effects, Send(condition_changed(state, write.status, new, self.function, self.cause, workload)))
+            return Plan(write.effects)
+        changed = condition_changed(state, write.status, new, self.function, self.cause, workload)
+        return Plan(write.effects, reply=changed)
 
 
 def decides_first_phase(state: JobState) -> bool:

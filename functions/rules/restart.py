@@ -6,14 +6,15 @@ maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of t
 `lastCheckpointStep > 0`). Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
 `Failed`/`WorkloadStalled`), its nodes attributed (`functions.rules.verdicts`) and its failure log captured
 (`functions.rules.pods`). `decide(observed, settings, now)` is the `restart` function's whole decision;
-`goodputs_wanted` and `capture_wanted` tell its read which reads can change it. A restart is four steps, each
-safe to repeat: grace annotation (none when the grace is 0), status write (the commit point, `restart_write`),
-TrainJob delete, GoodputMeasurement reset. The steps, redeliveries and stalls decided again:
-docs/functions.md#restart-step-by-step
+`goodputs_wanted`, `capture_wanted` and `runtime_wanted` tell its read which reads can change it. A restart
+is four steps, each safe to repeat: grace annotation (none when the grace is 0), status write (the commit
+point, `restart_write`), TrainJob delete, GoodputMeasurement reset; with no grace, then the next attempt
+(`Relaunch`). The steps, redeliveries and stalls decided again: docs/functions.md#restart-step-by-step
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,13 +23,14 @@ from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData
 from events.envelope import Envelope, to_outbound
 from events.objects import TrainJob
 from events.types import EventType, Phase, Reason
-from functions.plan import Delete, Effect, Plan, nothing
-from functions.resources import TRAINJOBS
+from functions.plan import Delete, Effect, Plan, Written, nothing
+from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
 from functions.rules.attempts import is_recorded
 from functions.rules.conditions import changes_condition, condition, decide_conditions
-from functions.rules.jobs import JobState, condition_changed, why_not_current, why_not_ours
+from functions.rules.jobs import JobState, condition_changed, parse_job, why_not_current, why_not_ours
+from functions.rules.launch import LaunchObserved, decide_launch, patched_jobs, why_not_launch
 from functions.rules.measurements import GoodputMeasurement, reset_goodput
 from functions.rules.pods import Capture, failure_info, failure_log_field
 from functions.rules.running import decide_running
@@ -53,6 +55,9 @@ class Observed:
     """The attempt's pods and failed container (its log tail only for a failure to record)."""
     goodput: GoodputMeasurement | None = None
     """The Job's GoodputMeasurement: the stall re-check's input, and what a restart resets."""
+    runtime_jobs: tuple[str, ...] | None = None
+    """The training runtime's replicatedJobs, read for a relaunch when the failed attempt's TrainJob does
+    not name them (`runtime_wanted`)."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +201,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     assert state is not None
     if is_recorded(state.job, data.workload):
         return Plan(finish_restart(observed, state, now, settings),
-                    reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded")
+                    reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded",
+                    then=relaunch(observed, state, now, settings, committing=False))
     if why := why_not_current(state, data.workload):
         return nothing(why)
     if isinstance(data, WorkloadStalledData):
@@ -250,7 +256,7 @@ def restart(observed: Observed, state: JobState, now: datetime, settings: Settin
     reset = (reset_goodput(observed.goodput, settings.cre_group, now),) if observed.goodput else ()
     return Plan((*locked, *commit.effects, *delete_failed(observed), *reset),
                 reply=to_outbound(EventType.JOB_RESTARTED, FUNCTION, state.ref.namespace, state.ref.name, restarted,
-                                  observed.cause))
+                                  observed.cause), then=relaunch(observed, state, now, settings))
 
 
 def finish_restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> tuple[Effect, ...]:
@@ -270,3 +276,61 @@ def delete_failed(observed: Observed) -> tuple[Effect, ...]:
         return ()
     workload = observed.data.workload
     return (Delete(TRAINJOBS, workload.namespace, workload.name, trainjob["metadata"]["uid"]),)
+
+
+def relaunches(state: JobState, trainjob: dict[str, Any] | None, settings: Settings) -> bool:
+    """Whether the restart launches the next attempt itself: no grace to wait (`functions.rules.grace.length`),
+    not observing, and no finalizer holding the failed attempt's TrainJob, whose name the next one takes
+    (background deletion frees it at once otherwise). `launch` answers the restart's commit unread on the
+    same terms (`functions.rules.launch.restart_launches`)."""
+    held = bool(trainjob and (trainjob.get("metadata") or {}).get("finalizers"))
+    return not settings.observe and not grace.length(state, settings.restart_grace_seconds) and not held
+
+
+def relaunch(observed: Observed, state: JobState, now: datetime, settings: Settings,
+             committing: bool = True) -> Relaunch | None:
+    """The next attempt launched by the restart (`relaunches`): after its commit (which clears `workloadRef`),
+    or after a restart recorded before whose next attempt has no workload yet."""
+    if not relaunches(state, observed.trainjob, settings) or (
+            not committing and state.job.status.workload_ref is not None):
+        return None
+    return Relaunch(state, settings, now, observed.cause, observed.runtime_jobs or patched_jobs(observed.trainjob))
+
+
+def runtime_wanted(observed: Observed, settings: Settings) -> bool:
+    """Whether the training runtime is to be read: the restart relaunches (a restart to make, or one recorded
+    whose next attempt has no workload yet) and the failed attempt's TrainJob does not name its replicatedJobs
+    (gone, or not created by the functions)."""
+    state = observed.state
+    assert state is not None
+    if not relaunches(state, observed.trainjob, settings) or patched_jobs(observed.trainjob) is not None:
+        return False
+    if is_recorded(state.job, observed.data.workload):
+        return state.job.status.workload_ref is None
+    return decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart
+
+
+@dataclass(frozen=True)
+class Relaunch:
+    """The next attempt, launched by the restart itself (`relaunches`) once its plan is done, decided as
+    `launch` decides it (`functions.rules.launch.decide_launch`: the TrainJob created, `workloadRef` and
+    `WorkloadCreated` written, then its first phase) on the Job as the restart's commit left it (as read,
+    for a restart recorded before). The name is taken to be free (the plan deleted the failed attempt's
+    TrainJob); the TrainJob's replicatedJobs are those the failed attempt's own runtime patch names, else
+    the training runtime's, read. Its `workload.created` is sent. A create that fails (refused, the name
+    taken) is reported in the answer, and the resync tick launches the Job, which has no workload."""
+
+    state: JobState
+    settings: Settings
+    now: datetime
+    cause: Envelope | None
+    runtime_jobs: tuple[str, ...] | None
+
+    def follow(self, created: Mapping[str, Any] | None, written: Written) -> Plan:
+        ref = self.state.ref
+        raw = written.get((cre_jobs(self.settings.cre_group).plural, ref.namespace, ref.name))
+        state = parse_job(dict(raw), self.settings.cre_group) if raw is not None else self.state
+        if why := why_not_launch(state, self.settings):
+            return nothing(f"next attempt: {why}")
+        return decide_launch(LaunchObserved(state, None, runtime_jobs=self.runtime_jobs), self.settings, self.now,
+                             FUNCTION, self.cause)

@@ -489,3 +489,27 @@ def test_the_creator_writes_the_first_phase_and_status_answers_the_creation_unre
     assert w.job()["metadata"]["resourceVersion"] == before
     assert send(urls["status"], updated).status == 200
     assert w.job()["status"]["workloadStartTime"]
+
+
+def test_without_k_sink_the_first_phase_is_left_to_the_tick(world: Callable[..., World], cluster: LocalCluster,
+                                                            namespace: str) -> None:
+    """A first phase whose event cannot be sent is not written: the Job shows WorkloadCreated, the answer
+    says why, and the tick (which does send) writes it."""
+    from functions.codec import to_envelope
+    from functions.context import Context
+    from functions.handlers import launch
+    from functions.settings import Settings
+
+    w = world()
+    w.create_job()
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=0))
+    assert not ctx.settings.k_sink
+    outcome = launch.handle(to_envelope(w.job_record()), ctx)
+    assert outcome.reply is not None and outcome.reply.type == "dev.crefn.workload.created"
+    assert "not followed up: K_SINK is not set" in outcome.reason
+    status = w.job()["status"]
+    (true,) = [c for c in status["conditions"] if c["status"] == "True"]
+    assert true["reason"] == "WorkloadCreated" and "workloadStartTime" not in status
+    w.tick()
+    (true,) = [c for c in w.job()["status"]["conditions"] if c["status"] == "True"]
+    assert true["reason"] == "WorkloadRunning"

@@ -32,7 +32,7 @@ from tests.support.stall import (
     stalled_record,
     stalled_training,
 )
-from tests.support.world import JOBS, World, make_world, phase_record
+from tests.support.world import JOBS, Relay, World, make_world, phase_record
 
 
 def test_object_gone_is_202(functions: Callable[..., dict[str, str]], namespace: str) -> None:
@@ -139,6 +139,49 @@ def test_a_restart_with_no_grace_writes_none_and_launch_never_waits_for_it(world
     assert not [t for t in waits if "not yet written" in t], waits
 
 
+def test_a_restart_with_no_grace_launches_the_next_attempt_itself(world: Callable[..., World], relay: Relay) -> None:
+    """One function for the transition: the restart's plan, then the next attempt on the Job its commit left
+    (created, recorded, its first phase), its events sent; `launch` answers the commit's update unread."""
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    w.settle()
+    relay.attach(w)
+    before = len(w.resynced)  # what launch sent for the first attempt (its first phase)
+    w.trainer("fail")
+    w.settle()
+    status = w.job()["status"]
+    assert status["restartCount"] == 1 and status["workloadRef"]["name"] == "llm-workload"
+    (true,) = [c for c in status["conditions"] if c["status"] == "True"]
+    assert (true["reason"], true["message"]) == ("WorkloadRunning", "Workload TrainJob/llm-workload is running")
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+    sent = [(r["attributes"]["source"], r["attributes"]["type"]) for r in w.resynced[before:]]
+    assert sent == [("/crefn/restart", "dev.crefn.workload.created"),
+                    ("/crefn/restart", "dev.crefn.job.condition.changed")]
+    assert [r["data"]["workload"]["attempt"] for r in w.resynced[before:]] == [1, 1]
+    assert ("crefn-restart-failures", "dev.crefn.job.restarted") in w.replies()
+    assert [a.reply["data"]["attempt"] for a in w.answers("launch") if a.reply] == [0]  # the first attempt only
+
+
+def test_a_trainjob_held_by_a_finalizer_leaves_the_next_attempt_to_the_tick(world: Callable[..., World],
+                                                                             gateway: Gateway, namespace: str) -> None:
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    w.settle()
+    gateway.patch(TRAINJOBS, namespace, "llm-workload", {"metadata": {"finalizers": ["example.com/hold"]}})
+    w.trainer("fail")
+    w.settle()
+    status, held = w.job()["status"], w.trainjob() or {}
+    assert status["restartCount"] == 1 and "workloadRef" not in status
+    assert held["metadata"]["labels"]["crefn.dev/attempt"] == "0" and held["metadata"].get("deletionTimestamp")
+    gateway.patch(TRAINJOBS, namespace, "llm-workload", {"metadata": {"finalizers": None}})
+    w.settle()
+    w.tick()
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+    assert w.job()["status"]["workloadRef"]["name"] == "llm-workload"
+
+
 @pytest.mark.parametrize("grace", [30, 0], ids=["grace-30s", "no-grace"])
 def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_grace(
         world: Callable[..., World], cluster: LocalCluster, functions: Callable[..., dict[str, str]],
@@ -169,8 +212,13 @@ def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_g
     assert committed == (grace == 0)
     assert not committed or grace == 0 or "crefn.dev/restart-not-before" in job["metadata"].get("annotations", {})
     assert isinstance(first, WriteStatus) == (grace == 0)
-    answer = send(functions(CREFN_RESTART_GRACE_SECONDS=str(grace))["launch"], w.job_record())
+    urls = functions(CREFN_RESTART_GRACE_SECONDS=str(grace))
+    answer = send(urls["launch"], w.job_record())
     assert answer.status != 503, answer.text  # never "restart recorded, its grace period not yet written"
+    if grace == 0:  # Knative delivers the failure again: the recorded restart is finished, the next attempt launched
+        assert send(urls["restart"], failed).status == 202
+        assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+        assert w.job()["status"]["workloadRef"]["name"] == "llm-workload"
 
 
 def test_a_restart_resets_the_goodputs_stall_state_after_its_commit(world: Callable[..., World]) -> None:

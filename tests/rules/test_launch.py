@@ -11,7 +11,7 @@ import pytest
 
 from events.envelope import Envelope
 from functions.apply import reply_for
-from functions.plan import Create, Delete, Plan, RecordEvent, Send, Wait, WriteStatus
+from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.jobs import JobState
 from functions.rules.kubeevents import RefusalWarning
@@ -393,17 +393,17 @@ def first_phase() -> Any:
 
 
 def test_a_creation_is_followed_by_its_first_phase_decided_on_what_the_writes_returned() -> None:
-    effects = first_phase().follow(created_trainjob(), written(written_job()))
-    write, send = effects
-    assert isinstance(write, WriteStatus) and isinstance(send, Send)
+    plan = first_phase().follow(created_trainjob(), written(written_job()))
+    (write,) = plan.effects
+    assert isinstance(write, WriteStatus) and plan.reply is not None
     assert (write.res, write.namespace, write.name, write.resource_version) == (cre_jobs("nvcre.nvidia.com"), "ns",
                                                                                  "llm", "42")
     (running,) = [c for c in write.status["conditions"] if c["status"] == "True"]
     assert (running["type"], running["reason"], running["message"]) == ("InProgress", "WorkloadRunning",
                                                                           RUNNING_MESSAGE)
     assert write.status["workloadStartTime"] == "2026-11-30T12:00:00Z"
-    data = send.event.data
-    assert send.event.type == "dev.crefn.job.condition.changed" and send.event.source.endswith("/launch")
+    data = plan.reply.data
+    assert plan.reply.type == "dev.crefn.job.condition.changed" and plan.reply.source.endswith("/launch")
     assert (data.previous.reason, data.new.reason) == ("WorkloadCreated", "WorkloadRunning")
     assert (data.workload.name, data.workload.uid, data.workload.attempt) == ("llm-workload", "new-uid", 1)
 
@@ -415,7 +415,8 @@ def test_a_creation_is_followed_by_its_first_phase_decided_on_what_the_writes_re
 ], ids=["returned-suspended", "status-write-not-locked", "not-running"])
 def test_no_first_phase_but_running_and_none_without_the_written_job(created: dict[str, Any],
                                                                        job_written: dict[str, Any] | None) -> None:
-    assert first_phase().follow(created, written(job_written) if job_written else {}) == ()
+    plan = first_phase().follow(created, written(job_written) if job_written else {})
+    assert (plan.effects, plan.reply) == ((), None)
 
 
 def test_a_job_with_stall_detection_leaves_the_first_phase_to_status() -> None:

@@ -4,6 +4,7 @@ verdict written once with its Event and failure log."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -194,3 +195,80 @@ def test_a_delete_after_a_failure_is_decided_unread(reason: str, failed_before: 
                                                   name="llm-workload", namespace="ns", attempt=0),
                              observed_at=datetime(2026, 12, 2, tzinfo=UTC), failed_before=failed_before)
     assert reported_before(data) is reported
+
+
+# -- the next attempt, launched by the restart itself when there is no grace to wait --------------
+
+NO_GRACE = Settings(restart_grace_seconds=0)
+OURS = {"manager": "crefn.dev/controller", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+    {"name": "launcher"}, {"name": "node"}]}}}}
+
+
+def restarting(settings: Settings, failed: dict[str, Any]) -> Any:
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    observed = Observed(env, parse_phase_event(env), job(RUNNING, checkpoint=CKPT, workload_ref=True), failed,
+                        evidence=True, capture=Capture((), None))
+    return decide(observed, settings, NOW)
+
+
+def with_patch(tj: dict[str, Any], finalizers: list[str] | None = None) -> dict[str, Any]:
+    meta = {**tj["metadata"], **({"finalizers": finalizers} if finalizers else {})}
+    return {**tj, "metadata": meta, "spec": {**tj["spec"], "runtimePatches": [OURS]}}
+
+
+@pytest.mark.parametrize(("settings", "failed", "relaunched"), [
+    (NO_GRACE, with_patch(trainjob(TJ_FAILED)), True),
+    (Settings(), with_patch(trainjob(TJ_FAILED)), False),
+    (NO_GRACE, with_patch(trainjob(TJ_FAILED), ["example.com/hold"]), False),
+    (Settings(restart_grace_seconds=0, mode="observe"), with_patch(trainjob(TJ_FAILED)), False),
+], ids=["no-grace", "grace-30s", "held-by-a-finalizer", "observe"])
+def test_the_restart_launches_the_next_attempt_only_with_no_grace_and_its_name_free(
+        settings: Settings, failed: dict[str, Any], relaunched: bool) -> None:
+    plan = restarting(settings, failed)
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.restarted"
+    assert (plan.then is not None) is relaunched
+    if relaunched:
+        assert plan.then.runtime_jobs == ("launcher", "node")  # the failed attempt's own patch names them
+
+
+def test_the_next_attempt_is_decided_on_the_job_as_the_commit_left_it() -> None:
+    from functions.plan import Create
+
+    then = restarting(NO_GRACE, with_patch(trainjob(TJ_FAILED))).then
+    committed = job([cond("InProgress", "True", "WorkloadRestarting", "Restarting workload from checkpoint "
+                          "(restart 1/2)")], checkpoint=CKPT, restart_count=1).raw
+    committed = {**committed, "metadata": {**committed["metadata"], "resourceVersion": "9"}}
+    plan = then.follow(None, {("jobs", "ns", "llm"): committed})
+    create, recorded = plan.effects[0], plan.effects[1]
+    assert isinstance(create, Create) and create.body["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+    (patch,) = create.body["spec"]["runtimePatches"]
+    assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
+        "launcher", "node"]
+    assert isinstance(recorded, WriteStatus) and recorded.resource_version == "9"
+    (true,) = [c for c in recorded.status["conditions"] if c["status"] == "True"]
+    assert (true["reason"], true["message"]) == ("WorkloadCreated",
+                                                 "Workload TrainJob/llm-workload created and is starting")
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.workload.created"
+    assert plan.reply.source == "/crefn/restart" and plan.then is not None  # then its first phase
+    recorded_already = {**committed, "status": {**committed["status"], "workloadRef": {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload"}}}
+    assert then.follow(None, {("jobs", "ns", "llm"): recorded_already}).effects == ()
+
+
+@pytest.mark.parametrize(("copy", "unread"), [
+    (job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint=CKPT, restart_count=1), True),
+    (job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint=CKPT, restart_count=1,
+         spec={"goodputMeasurement": {"sampleInterval": "30s"}}), False),
+    (job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint=CKPT, restart_count=1,
+         workload_ref=True), False),
+    (job([cond("InProgress", "True", "WorkloadCreated", "")]), False),
+], ids=["restarting", "restarting-with-a-grace", "next-attempt-recorded", "not-restarting"])
+def test_launch_leaves_a_restart_with_no_grace_to_the_restart(copy: JobState, unread: bool) -> None:
+    from functions.rules.launch import restart_launches
+
+    assert restart_launches(copy, NO_GRACE, NOW) is unread
+    assert restart_launches(copy, Settings(restart_grace_seconds=0, mode="observe"), NOW) is False
+    graced = replace(copy, job=copy.job.model_copy(update={"metadata": copy.job.metadata.model_copy(update={
+        "annotations": {"crefn.dev/restart-not-before": "2026-11-30T12:10:00Z"}})}))
+    assert restart_launches(graced, NO_GRACE, NOW) is False  # a grace recorded (another setting): launch waits
+    assert restart_launches(graced, NO_GRACE, NOW + timedelta(minutes=11)) is unread

@@ -238,7 +238,7 @@ def test_resync_is_pinged_and_resync_and_launch_are_bound_to_the_broker() -> Non
     assert ping["spec"]["sink"]["ref"]["name"] == "crefn-resync"
     bindings = {b["spec"]["subject"]["name"]: b["spec"]["sink"]["ref"] for b in of_kind(docs, "SinkBinding")}
     broker = {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker", "name": "crefn"}
-    assert bindings == {"crefn-resync": broker, "crefn-launch": broker}
+    assert bindings == {"crefn-resync": broker, "crefn-launch": broker, "crefn-restart": broker}
 
 
 def test_dead_letters_go_to_the_recorder() -> None:
@@ -368,7 +368,8 @@ def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads
     assert {name: rights_of(role) for name, role in roles.items() if not name.endswith("-cluster")} == \
         {name: rights_of(role) for name, role in by_name(base, "ClusterRole").items()}
     cluster_wide = {b["metadata"]["name"]: b for b in of_kind(docs, "ClusterRoleBinding")}
-    assert set(cluster_wide) == {"crefn-metrics", "crefn-launch-cluster", "crefn-resync-cluster",
+    assert set(cluster_wide) == {"crefn-metrics", "crefn-launch-cluster", "crefn-restart-cluster",
+                                 "crefn-resync-cluster",
                                  "crefn-nodehealth-cluster", "crefn-apiserversource-cluster",
                                  "crefn-workloadrun-cluster"}
     for binding in cluster_wide.values():
@@ -544,7 +545,7 @@ def test_every_service_is_cluster_local(overlay: str) -> None:
         dict.fromkeys(services, "cluster-local")
 
 
-def test_the_broker_takes_events_only_from_the_projects_sources_triggers_resync_and_launch() -> None:
+def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_the_functions_that_post() -> None:
     docs = RENDERED[OIDC]
     (policy,) = of_kind(docs, "EventPolicy")
     assert policy["metadata"]["namespace"] == "crefn-system"
@@ -559,10 +560,11 @@ def test_the_broker_takes_events_only_from_the_projects_sources_triggers_resync_
     assert len(senders) == len(of_kind(docs, "ApiServerSource")) + len(of_kind(docs, "Trigger"))  # all to crefn
     assert admitted == senders
     accounts = [by_name(docs, "Service")[name]["spec"]["template"]["spec"]["serviceAccountName"]
-                for name in ("crefn-resync", "crefn-launch")]
+                for name in ("crefn-resync", "crefn-launch", "crefn-restart")]
     assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [service_account_user(a) for a in accounts]
     assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [
-        "system:serviceaccount:crefn-system:crefn-resync", "system:serviceaccount:crefn-system:crefn-launch"]
+        "system:serviceaccount:crefn-system:crefn-resync", "system:serviceaccount:crefn-system:crefn-launch",
+        "system:serviceaccount:crefn-system:crefn-restart"]
     assert not of_kind(RENDERED["base"], "EventPolicy")
 
 
@@ -575,10 +577,10 @@ def test_every_trigger_asks_for_a_token_for_its_subscriber_alone() -> None:
     assert all("audience" not in t["spec"]["subscriber"] for t in of_kind(RENDERED["base"], "Trigger"))
 
 
-def test_resync_and_launch_send_their_tokens_projected_for_the_brokers_audience() -> None:
+def test_resync_launch_and_restart_send_their_tokens_projected_for_the_brokers_audience() -> None:
     docs = RENDERED[OIDC]
     services = by_name(docs, "Service")
-    for name in ("crefn-resync", "crefn-launch"):
+    for name in ("crefn-resync", "crefn-launch", "crefn-restart"):
         spec = services[name]["spec"]["template"]["spec"]
         container = spec["containers"][0]
         path = Path(env_of(services[name])["CREFN_OIDC_TOKEN_PATH"])
@@ -588,9 +590,9 @@ def test_resync_and_launch_send_their_tokens_projected_for_the_brokers_audience(
         assert volume["projected"]["sources"] == [{"serviceAccountToken": {
             "audience": BROKER_AUDIENCE, "expirationSeconds": 3600, "path": path.name}}]
     # K_SINK, where they post, is that Broker
-    assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} == {"crefn-resync", "crefn-launch"}
-    assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == \
-        {"crefn-resync", "crefn-launch"}
+    posting = {"crefn-resync", "crefn-launch", "crefn-restart"}
+    assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} == posting
+    assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == posting
     assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], "Service").values())
 
 

@@ -64,7 +64,7 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("launch", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
     ("status", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("status", "list jobs", lambda gw, ns: gw.list_all(JOBS, ns)),
-    ("restart", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
+    ("restart", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
     ("resync", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
     ("apiserversource", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("workloadrun", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
@@ -89,6 +89,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("status", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("status", "get trainjobs", lambda gw, ns: gw.get(TRAINJOBS, ns, "x")),
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
+    ("restart", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),  # the next attempt
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("resync", "list trainjobs in all namespaces", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("resync", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),
