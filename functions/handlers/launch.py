@@ -1,15 +1,14 @@
 """`launch`: CRE Job add/update → create or adopt the Job's TrainJob (SPEC §5).
 
 read: nothing when the event's Job is not to be launched (`why_not_launch`: unmanaged, terminal, or holding
-its workload: nothing to do on its account, and any later change that makes it need one comes as its own
-update event, or by the resync tick), or is being restarted with no grace to wait (`restart_launches`:
-`restart` launches the next attempt itself); else the Job fresh (the payload may be stale: the launch is decided on
-the fresh read) and, when it is to be launched, what the launch needs of the rest (`can_only_fail`: the
-attempt's pods; `creates`: the training runtime). The object holding the workload's name is not read first:
-the name is taken to be free, and the create says when it is not (AlreadyExists, a conflict): then the
-launch is read and decided again as any handler's after a conflict (`functions.apply.run`), the name read
-too — adopt, replace an earlier attempt, wait for one terminating, or fail on a collision. One GET fewer in
-the usual case, where the name is free. decide: `functions.rules.launch.decide`. A delete event is answered 202.
+its workload; a later change that makes it need one comes as its own event, or by the resync tick), is being
+restarted with no grace to wait (`restart_launches`: `restart` launches the next attempt itself), or shows a
+restart grace not over (`grace_on_copy`: 503 with Retry-After, retried by Knative); else the Job fresh (the
+launch is decided on the fresh read) and what the launch needs of the rest (`can_only_fail`: the attempt's
+pods; `creates`: the training runtime). The object holding the workload's name is not read first: the name
+is taken to be free, and the create says when it is not (AlreadyExists, a conflict): then the launch is read
+and decided again as after any conflict (`functions.apply.run`), the name read too — adopt, replace an
+earlier attempt, wait for one terminating, or fail on a collision. decide: `functions.rules.launch.decide`.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from functions.rules.launch import (
     can_only_fail,
     creates,
     decide,
+    grace_on_copy,
     restart_launches,
     why_not_launch,
 )
@@ -52,6 +52,8 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
         return Observed(env, seen.where, None, why)
     if restart_launches(seen, ctx.settings, ctx.clock()):
         return Observed(env, seen.where, None, f"{seen.where} is restarting: restart launches its next attempt")
+    if waiting := grace_on_copy(seen, ctx.settings, ctx.clock()):
+        return Observed(env, seen.where, None, wait=waiting)
     state = read_job(ctx, seen.ref.namespace, seen.ref.name)
     if state is None:
         return Observed(env, seen.where, None, f"{seen.where} is gone")
@@ -61,7 +63,7 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
     launch = LaunchObserved(state, existing)
     if can_only_fail(launch):
         launch = LaunchObserved(state, existing, read_capture(ctx, state, tail=state.job.status.failure_log is None))
-    elif creates(launch):
+    elif creates(launch) and not grace_on_copy(state, ctx.settings, ctx.clock()):  # else it waits: no runtime
         launch = LaunchObserved(state, existing, runtime_jobs=read_runtime_jobs(ctx, state))
     return Observed(env, seen.where, launch)
 

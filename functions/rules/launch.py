@@ -76,8 +76,10 @@ class Observed:
     cause: Envelope
     where: str
     launch: LaunchObserved | None
-    """None: nothing to launch, for `reason`."""
+    """None: nothing to launch, for `reason`, or not yet (`wait`)."""
     reason: str = ""
+    wait: Wait | None = None
+    """The restart grace the event's Job shows, not over (`grace_on_copy`): nothing was read."""
 
 
 def build_trainjob(state: JobState, name: str, cre_group: str,
@@ -181,9 +183,19 @@ def why_not_launch(state: JobState, settings: Settings) -> str:
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     """The `launch` function's decision: its Job's launch, or the reason there is none."""
+    if observed.wait is not None:
+        return Plan((observed.wait,))
     if observed.launch is None:
         return nothing(observed.reason)
     return decide_launch(observed.launch, settings, now, FUNCTION, observed.cause)
+
+
+def grace_on_copy(seen: JobState, settings: Settings, now: datetime) -> Wait | None:
+    """The wait for a restart grace the event's Job shows not over (`functions.rules.grace.wait`): answered
+    without a read, retried by Knative until it is over. A wait changes nothing: a forged or stale one only
+    holds back this delivery; the Job's later updates (its grace edited, say) come as events of their own,
+    and the resync tick launches what is left. None in observe mode, or when there is none."""
+    return None if settings.observe else grace.wait(seen, now, settings.restart_grace_seconds)
 
 
 def decide_launch(observed: LaunchObserved, settings: Settings, now: datetime, function: str,

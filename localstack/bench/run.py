@@ -222,6 +222,7 @@ def main() -> int:
         lifecycle_figures(rows, sequential, burst)
     if "calls" in chosen:
         restart_call_figures(rows, int(os.environ.get("BENCH_CALL_RESTARTS", "5")))
+        restart_call_figures(rows, int(os.environ.get("BENCH_CALL_RESTARTS", "5")), grace=3)
     if "tick" in chosen:
         history_figures(rows, int(os.environ.get("BENCH_TICK_RUNNING", "150")),
                         int(os.environ.get("BENCH_TICK_FINISHED", "2850")))

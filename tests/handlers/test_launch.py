@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from functions.client import send
+from functions.errors import NotYet
 from functions.gateway import Gateway
 from functions.resources import TRAINING_RUNTIMES, TRAINJOBS
 from functions.rules.launch import (
@@ -513,3 +514,35 @@ def test_without_k_sink_the_first_phase_is_left_to_the_tick(world: Callable[...,
     w.tick()
     (true,) = [c for c in w.job()["status"]["conditions"] if c["status"] == "True"]
     assert true["reason"] == "WorkloadRunning"
+
+
+def test_a_restart_grace_the_event_shows_is_waited_for_without_a_read(world: Callable[..., World],
+                                                                      cluster: LocalCluster, namespace: str) -> None:
+    """Knative retries the 503 until the grace is over: no retry reads anything (the runtime neither); the
+    one after it reads the Job fresh and launches."""
+    from functions.codec import to_envelope
+    from functions.context import Context
+    from functions.handlers import launch
+    from functions.settings import Settings
+    from tests.support.helpers import CountingGateway
+
+    w = world()
+    w.create_job()
+    w.settle()
+    ends = datetime.now(UTC) + timedelta(minutes=10)
+    w.gw.patch(JOBS, namespace, "llm", {"metadata": {"annotations": {
+        "crefn.dev/restart-not-before": ends.strftime("%Y-%m-%dT%H:%M:%SZ")}}})
+    w.gw.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None}}, status=True)
+    w.gw.delete(TRAINJOBS, namespace, "llm-workload")  # as the restart does
+    record = w.job_record()
+    counting = CountingGateway(cluster.gateway())
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=30), gateway=counting)
+    with pytest.raises(NotYet) as waited:
+        launch.handle(to_envelope(record), ctx)
+    assert "restart grace not over" in str(waited.value) and 540 < (waited.value.retry_after or 0) <= 600
+    assert counting.calls == []
+    later = Context(Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=30), gateway=counting,
+                    clock=lambda: ends + timedelta(seconds=1))
+    outcome = launch.handle(to_envelope(record), later)
+    assert outcome.reply is not None and outcome.reply.type == "dev.crefn.workload.created"
+    assert [m for m, path in counting.calls if path.endswith("/jobs/llm")] == ["GET"]

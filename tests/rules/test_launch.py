@@ -432,3 +432,15 @@ def test_every_creation_is_followed_and_nothing_else() -> None:
     adopted = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
     assert replaced.then == first_phase()
     assert adopted.then is None
+
+
+def test_a_grace_the_event_shows_is_a_wait_decided_without_a_read() -> None:
+    from functions.rules.launch import grace_on_copy
+
+    copy = job(annotations={"crefn.dev/restart-not-before": LATER}, restart_count=1)
+    waiting = grace_on_copy(copy, Settings(), NOW)
+    assert waiting is not None and waiting.retry_after == 10
+    assert decide(Observed(None, copy.where, None, wait=waiting), Settings(), NOW).effects == (waiting,)  # type: ignore[arg-type]
+    assert grace_on_copy(copy, Settings(), NOW + timedelta(seconds=11)) is None
+    assert grace_on_copy(copy, Settings(mode="observe"), NOW) is None
+    assert grace_on_copy(job(), Settings(), NOW) is None
