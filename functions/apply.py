@@ -1,15 +1,15 @@
 """Plans performed, and the one helper for optimistic concurrency.
 
 `apply(plan)` performs a plan's effects in order through the gateway, the alert sinks and the HTTP
-client, then gives the answer. Locked writes of one object chain: each carries the resourceVersion the
-previous one left. A create the API refuses for good (admission, quota, validation) is followed by the
-effects the plan gave for that case instead of the rest of the plan; an Event whose name is taken is
-recorded already; a `Delete` whose object is gone or whose uid precondition fails is done. In observe
-mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed; the reply, alerts and
-sends happen as in manage mode. `run(read, decide)` is every handler's loop: read fresh, decide,
-apply; when the world changed under the handler (`Conflict`: a stale resourceVersion, a name taken by
-a create), it reads again and decides once more, then lets the conflict through (409, Knative
-retries). `run_each` is `run` for each Job of an event about several, one Job's error kept with it.
+client, then what follows it (`then`, decided on what the writes answered: `follow_up`), then gives the
+answer. Locked writes of one object chain: each carries the resourceVersion the previous one left. A create
+the API refuses for good is followed by the effects the plan gave for that case instead of the rest; an
+Event whose name is taken is recorded already; a `Delete` whose object is gone or whose uid precondition
+fails is done. In observe mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed;
+the reply, alerts and sends happen as in manage mode. `run(read, decide)` is every handler's loop: read
+fresh, decide, apply; when the world changed under the handler (`Conflict`: a stale resourceVersion, a
+name taken by a create), it reads again and decides once more, then lets the conflict through (409,
+Knative retries). `run_each` is `run` for each Job of an event about several, one Job's error kept with it.
 """
 
 from __future__ import annotations
