@@ -1,14 +1,14 @@
-"""Launching a Job's workload (SPEC §5 `launch`), shared by the `launch` and `resync` functions.
+"""Launching a Job's workload (SPEC §5 `launch`), shared by `launch`, `resync` and `restart`.
 
 `decide` is the `launch` function's decision; `decide_launch` the launch of a Job that needs one,
-which `resync` uses too. Whether a Job needs one (`why_not_launch`) is asked once per Job read: by
-the reader, which reads nothing more for a Job that does not.
-
+which `resync` and a relaunching `restart` use too. Whether a Job needs one (`why_not_launch`) is asked
+once per Job read: by the reader, which reads nothing more for a Job that does not.
 A managed, non-terminal Job without `workloadRef` gets the TrainJob `<job>-workload` built from
 `spec.workload.trainJob` (attempt label `restartCount`, owned by the Job); then `workloadRef` and
-`InProgress`/`WorkloadCreated` are written. An existing `<job>-workload` is adopted, replaced or a
-conflict; a create the API refuses is a Warning Event and a retry (`create_refused`). Before the
-restart grace is over it waits (`functions.rules.grace`). Observe mode: nothing.
+`InProgress`/`WorkloadCreated` are written, then its first phase (`FirstPhase`). An existing
+`<job>-workload` is adopted, replaced or a conflict; a create the API refuses is a Warning Event and a
+retry (`create_refused`). Before the restart grace is over it waits (`functions.rules.grace`). Observe
+mode: nothing.
 Adoption, conflicts and their texts: docs/functions.md#launch-and-adoption
 """
 
