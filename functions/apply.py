@@ -54,8 +54,12 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
         return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
     if plan.then is not None:
         follow_up(plan.then, ctx, done, done)
-    reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
-    return Outcome(reply_for(plan, done.created), "; ".join(reasons), tuple(done.sent))
+    return Outcome(reply_for(plan, done.created), "; ".join(reasons_of(plan, done)), tuple(done.sent))
+
+
+def reasons_of(plan: Plan, done: Applied) -> list[str]:
+    """The plan's reason, then what its effects had to say."""
+    return [plan.reason, *done.reasons] if plan.reason else done.reasons
 
 
 def effects_of(plan: Plan, ctx: Context) -> Applied:
@@ -92,22 +96,19 @@ def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> N
     it would send and `K_SINK` is not set: a write whose event cannot follow is left to the next decision
     that sees it."""
     plan = then.follow(source.created, source.written)
-    sink = ctx.settings.k_sink
-    if not sink and (plan.reply is not None or any(isinstance(e, Send) for e in plan.effects)):
+    if not ctx.settings.k_sink and (plan.reply is not None or any(isinstance(e, Send) for e in plan.effects)):
         done.reasons.append("not followed up: K_SINK is not set")
         return
     try:
         followed = effects_of(plan, ctx)
         reply = None if followed.refused else reply_for(plan, followed.created)
         if reply is not None:
-            assert sink
-            deliver(sink, reply, "K_SINK", token_file=ctx.settings.oidc_token_path)
-            followed.sent.append(reply.type)
+            apply_effect(Send(reply), ctx, followed)
     except CrefnError as e:
         done.reasons.append(f"not followed up: {e}")
         return
     done.sent.extend(followed.sent)
-    done.reasons.extend([plan.reason, *followed.reasons] if plan.reason else followed.reasons)
+    done.reasons.extend(reasons_of(plan, followed))
     if plan.then is not None and not followed.refused:
         follow_up(plan.then, ctx, followed, done)
 

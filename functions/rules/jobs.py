@@ -26,7 +26,7 @@ from events.envelope import Envelope, Outbound, first_error, to_outbound
 from events.objects import CreJob
 from events.types import CRE_VERSION, JOB_KIND, MANAGED_LABEL, WORKLOADRUN_KIND, EventType
 from functions.errors import PermanentError
-from functions.plan import WriteStatus
+from functions.plan import WriteStatus, Written
 from functions.resources import cre_jobs
 from functions.rules.attempts import current_workload_ref, is_current, stale
 from functions.rules.conditions import is_terminal, true_exclusive
@@ -84,6 +84,12 @@ def parse_job(raw: dict[str, Any], cre_group: str) -> JobState:
 
 def is_managed(labels: Mapping[str, str], settings: Settings) -> bool:
     return settings.manage_all or labels.get(MANAGED_LABEL) == "true"
+
+
+def as_written(written: Written, cre_group: str, namespace: str, name: str) -> JobState | None:
+    """The Job as a plan's locked writes left it, from the API server's answer (None: no such write)."""
+    raw = written.get((cre_jobs(cre_group).plural, namespace, name))
+    return parse_job(dict(raw), cre_group) if raw is not None else None
 
 
 def write_status(state: JobState, status: Mapping[str, Any], cre_group: str) -> WriteStatus:

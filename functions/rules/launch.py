@@ -37,12 +37,12 @@ from events.types import (
     job_label,
 )
 from functions.plan import Create, Delete, Effect, Plan, Wait, Written, nothing
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.resources import TRAINJOBS
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
 from functions.rules.attempts import attempt_label, of_attempt, workload_name, workload_ref_of
 from functions.rules.conditions import changes_condition, condition, decide_conditions
-from functions.rules.jobs import JobState, condition_changed, is_managed, parse_job
+from functions.rules.jobs import JobState, as_written, condition_changed, is_managed
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.pods import Capture, failure_log_field
 from functions.rules.status import decide_status
@@ -124,10 +124,7 @@ def replicated_jobs(spec: Mapping[str, Any], runtime_jobs: tuple[str, ...] | Non
     workers) and, for a runtime whose name says MPI, its `launcher`."""
     if runtime_jobs:
         return list(dict.fromkeys(runtime_jobs))
-    names: list[str] = []
-    for patch in spec.get("runtimePatches") or []:
-        template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
-        names += [str(r["name"]) for r in template.get("replicatedJobs") or [] if r.get("name")]
+    names = [name for patch in spec.get("runtimePatches") or [] for name in patch_jobs(patch)]
     if names:
         return list(dict.fromkeys(names))
     runtime = str((spec.get("runtimeRef") or {}).get("name", ""))
@@ -148,13 +145,17 @@ def with_pod_labels(spec: dict[str, Any], job: str, attempt: int, cre_group: str
     return {**spec, "runtimePatches": [*others, ours]}
 
 
+def patch_jobs(patch: Mapping[str, Any]) -> list[str]:
+    """The replicatedJobs a TrainJob's runtime patch names."""
+    template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+    return [str(r["name"]) for r in template.get("replicatedJobs") or [] if r.get("name")]
+
+
 def patched_jobs(trainjob: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     """The replicatedJobs the functions' own runtime patch of a TrainJob labels (None: no such patch)."""
     for patch in ((trainjob or {}).get("spec") or {}).get("runtimePatches") or []:
         if isinstance(patch, dict) and patch.get("manager") == CONTROLLER_MANAGER:
-            template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
-            names = tuple(str(r["name"]) for r in template.get("replicatedJobs") or [] if r.get("name"))
-            return names or None
+            return tuple(patch_jobs(patch)) or None
     return None
 
 
@@ -284,14 +285,13 @@ class FirstPhase:
     cause: Envelope | None
 
     def follow(self, created: Mapping[str, Any] | None, written: Written) -> Plan:
-        job = written.get((cre_jobs(self.group).plural, self.namespace, self.job))
-        if created is None or job is None:
+        state = as_written(written, self.group, self.namespace, self.job)
+        if created is None or state is None:
             return nothing("first phase: no TrainJob created, or no status write of the Job")
         trainjob = TrainJob.model_validate(created)
         result = decide_phase(trainjob)
         if result.phase is not Phase.RUNNING:
             return nothing(f"first phase: TrainJob {trainjob.metadata.name} is {result.phase.value}: status decides")
-        state = parse_job(dict(job), self.group)
         workload = workload_ref_of(trainjob)
         decided = decide_status(state, Phase.RUNNING, workload.name, "", self.now, self.group, self.function)
         if not isinstance(decided, tuple):

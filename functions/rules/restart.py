@@ -24,12 +24,12 @@ from events.envelope import Envelope, to_outbound
 from events.objects import TrainJob
 from events.types import EventType, Phase, Reason
 from functions.plan import Delete, Effect, Plan, Written, nothing
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.resources import TRAINJOBS
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
 from functions.rules.attempts import is_recorded
 from functions.rules.conditions import changes_condition, condition, decide_conditions
-from functions.rules.jobs import JobState, condition_changed, parse_job, why_not_current, why_not_ours
+from functions.rules.jobs import JobState, as_written, condition_changed, why_not_current, why_not_ours
 from functions.rules.launch import LaunchObserved, decide_launch, patched_jobs, why_not_launch
 from functions.rules.measurements import GoodputMeasurement, reset_goodput
 from functions.rules.pods import Capture, failure_info, failure_log_field
@@ -328,8 +328,7 @@ class Relaunch:
 
     def follow(self, created: Mapping[str, Any] | None, written: Written) -> Plan:
         ref = self.state.ref
-        raw = written.get((cre_jobs(self.settings.cre_group).plural, ref.namespace, ref.name))
-        state = parse_job(dict(raw), self.settings.cre_group) if raw is not None else self.state
+        state = as_written(written, self.settings.cre_group, ref.namespace, ref.name) or self.state
         if why := why_not_launch(state, self.settings):
             return nothing(f"next attempt: {why}")
         return decide_launch(LaunchObserved(state, None, runtime_jobs=self.runtime_jobs), self.settings, self.now,
