@@ -226,7 +226,25 @@ def start(pod: Pod, workdir: Path, binds: Sequence[Path], etc: Path) -> subproce
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the pod: `unshare` ignores SIGTERM while it waits, and its death kills the namespace's first
-    process (`--kill-child`), and with it every other."""
+    """Kill the pod: its first process (pid 1 of its namespace: its death kills every other), then `unshare`,
+    which ignores SIGTERM while it waits. `--kill-child` alone is not enough: the parent-death signal it sets is
+    cleared when the pod drops to the image's user, so the pod would outlive `unshare`."""
+    first = descendants(proc.pid)
+    if first:
+        kill = [] if os.geteuid() == 0 else ["sudo", "-n"]
+        subprocess.run([*kill, "kill", "-KILL", *map(str, first)], check=False, capture_output=True)
     proc.kill()
     proc.wait(timeout=10)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (`sudo`, `unshare`, the pod), from /proc."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue  # gone meanwhile
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
