@@ -52,7 +52,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     capture_read, tail = rules.capture_wanted(observed, ctx.settings)
     if capture_read:
         observed = replace(observed, capture=read_capture(ctx, state, data.workload.attempt, tail=tail))
-    if rules.runtime_wanted(observed, ctx.settings):
+    if rules.runtime_wanted(observed, ctx.settings, ctx.clock()):
         observed = replace(observed, runtime_jobs=read_runtime_jobs(ctx, state))
     return observed
 

@@ -41,6 +41,13 @@ def end(state: JobState) -> datetime | None:
     return parse_rfc3339(state.job.metadata.annotations.get(ANNOTATION, ""))
 
 
+def none_to_wait(state: JobState, now: datetime, default_seconds: int) -> bool:
+    """Whether a restart of the Job leaves nothing to wait for: no grace configured (`length`) and none
+    recorded that is not over (one written under another setting is still kept)."""
+    ends = end(state)
+    return not length(state, default_seconds) and (ends is None or ends <= now)
+
+
 def recorded(state: JobState, trainjob: dict[str, Any] | None) -> bool:
     """Whether the Job's grace is this restart's: present, and later than the creation of the failed
     attempt's TrainJob (`trainjob`; None: gone or replaced). An earlier restart's grace was over before

@@ -165,10 +165,10 @@ def restart_launches(state: JobState, settings: Settings, now: datetime) -> bool
     (`functions.rules.restart.Relaunch`), so `launch` answers the event unread. A forged one only skips work;
     a relaunch that failed is the resync tick's (a Job without a workload), and so is one `restart` leaves
     (a TrainJob held by a finalizer)."""
-    true, ends = state.true_condition, grace.end(state)
+    true = state.true_condition
     return (not settings.observe and true is not None and true.reason == Reason.WORKLOAD_RESTARTING
             and state.job.status.workload_ref is None and not state.terminal
-            and not grace.length(state, settings.restart_grace_seconds) and (ends is None or ends <= now))
+            and grace.none_to_wait(state, now, settings.restart_grace_seconds))
 
 
 def why_not_launch(state: JobState, settings: Settings) -> str:

@@ -278,32 +278,33 @@ def delete_failed(observed: Observed) -> tuple[Effect, ...]:
     return (Delete(TRAINJOBS, workload.namespace, workload.name, trainjob["metadata"]["uid"]),)
 
 
-def relaunches(state: JobState, trainjob: dict[str, Any] | None, settings: Settings) -> bool:
-    """Whether the restart launches the next attempt itself: no grace to wait (`functions.rules.grace.length`),
-    not observing, and no finalizer holding the failed attempt's TrainJob, whose name the next one takes
-    (background deletion frees it at once otherwise). `launch` answers the restart's commit unread on the
-    same terms (`functions.rules.launch.restart_launches`)."""
+def relaunches(state: JobState, trainjob: dict[str, Any] | None, settings: Settings, now: datetime) -> bool:
+    """Whether the restart launches the next attempt itself: no grace to wait (`functions.rules.grace.none_to_wait`:
+    none configured, none recorded under another setting that is not over), not observing, and no finalizer
+    holding the failed attempt's TrainJob, whose name the next one takes (background deletion frees it at
+    once otherwise). `launch` answers the restart's commit unread on the same terms
+    (`functions.rules.launch.restart_launches`), and launches it itself otherwise."""
     held = bool(trainjob and (trainjob.get("metadata") or {}).get("finalizers"))
-    return not settings.observe and not grace.length(state, settings.restart_grace_seconds) and not held
+    return not settings.observe and grace.none_to_wait(state, now, settings.restart_grace_seconds) and not held
 
 
 def relaunch(observed: Observed, state: JobState, now: datetime, settings: Settings,
              committing: bool = True) -> Relaunch | None:
     """The next attempt launched by the restart (`relaunches`): after its commit (which clears `workloadRef`),
     or after a restart recorded before whose next attempt has no workload yet."""
-    if not relaunches(state, observed.trainjob, settings) or (
+    if not relaunches(state, observed.trainjob, settings, now) or (
             not committing and state.job.status.workload_ref is not None):
         return None
     return Relaunch(state, settings, now, observed.cause, observed.runtime_jobs or patched_jobs(observed.trainjob))
 
 
-def runtime_wanted(observed: Observed, settings: Settings) -> bool:
+def runtime_wanted(observed: Observed, settings: Settings, now: datetime) -> bool:
     """Whether the training runtime is to be read: the restart relaunches (a restart to make, or one recorded
     whose next attempt has no workload yet) and the failed attempt's TrainJob does not name its replicatedJobs
     (gone, or not created by the functions)."""
     state = observed.state
     assert state is not None
-    if not relaunches(state, observed.trainjob, settings) or patched_jobs(observed.trainjob) is not None:
+    if not relaunches(state, observed.trainjob, settings, now) or patched_jobs(observed.trainjob) is not None:
         return False
     if is_recorded(state.job, observed.data.workload):
         return state.job.status.workload_ref is None

@@ -12,7 +12,7 @@ import pytest
 
 from events.envelope import parse_phase_event
 from functions.codec import to_envelope
-from functions.plan import RecordEvent, WriteStatus
+from functions.plan import Delete, RecordEvent, WriteStatus
 from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.pods import Capture
@@ -229,6 +229,24 @@ def test_the_restart_launches_the_next_attempt_only_with_no_grace_and_its_name_f
     assert (plan.then is not None) is relaunched
     if relaunched:
         assert plan.then.runtime_jobs == ("launcher", "node")  # the failed attempt's own patch names them
+
+
+@pytest.mark.parametrize(("ends", "relaunched"), [
+    (NOW + timedelta(seconds=20), False), (NOW - timedelta(seconds=1), True), (None, True),
+], ids=["grace-recorded-not-over", "grace-recorded-over", "none-recorded"])
+def test_a_redelivered_restart_keeps_a_grace_recorded_under_another_setting(ends: Any, relaunched: bool) -> None:
+    """The restart was committed with a grace of 30 s; the grace is now 0 and the failure is delivered
+    again: the next attempt waits for the recorded grace (`launch` creates it then), as `launch` does."""
+    committed = job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint=CKPT, restart_count=1)
+    if ends is not None:
+        committed = replace(committed, job=committed.job.model_copy(update={
+            "metadata": committed.job.metadata.model_copy(update={
+                "annotations": {"crefn.dev/restart-not-before": ends.strftime("%Y-%m-%dT%H:%M:%SZ")}})}))
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    observed = Observed(env, parse_phase_event(env), committed, with_patch(trainjob(TJ_FAILED)), evidence=True)
+    plan = decide(observed, NO_GRACE, NOW)
+    assert plan.effects and isinstance(plan.effects[0], Delete)  # the failed attempt is deleted either way
+    assert (plan.then is not None) is relaunched
 
 
 def test_the_next_attempt_is_decided_on_the_job_as_the_commit_left_it() -> None:
