@@ -42,8 +42,11 @@ BENCH_RESTARTS ?= 100
 BENCH_BURST ?= 1000
 BENCH_JSON ?=
 BENCH_ROWS ?=
+## BENCH_PROFILE=FILE: the API server's CPU profile during the burst, written to FILE and summarised.
+BENCH_PROFILE ?=
 bench: venv deps kube-apiserver
 	@BENCH_JOBS=$(BENCH_JOBS) BENCH_RESTARTS=$(BENCH_RESTARTS) BENCH_BURST=$(BENCH_BURST) BENCH_JSON=$(BENCH_JSON) BENCH_ROWS=$(BENCH_ROWS) \
+		BENCH_PROFILE=$(BENCH_PROFILE) \
 		$(PY) -m localstack.bench
 
 ## Hostile events at volume: FUZZ_EXAMPLES generated events per function on the real API server (make test runs 50).

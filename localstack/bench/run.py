@@ -219,7 +219,7 @@ def main() -> int:
         resync_figures(rows, jobs)
     sequential, burst = int(os.environ.get("BENCH_RESTARTS", "100")), int(os.environ.get("BENCH_BURST", "1000"))
     if sequential and "lifecycle" in chosen:
-        lifecycle_figures(rows, sequential, burst)
+        lifecycle_figures(rows, sequential, burst, os.environ.get("BENCH_PROFILE", ""))
     if "calls" in chosen:
         restart_call_figures(rows, int(os.environ.get("BENCH_CALL_RESTARTS", "5")))
         restart_call_figures(rows, int(os.environ.get("BENCH_CALL_RESTARTS", "5")), grace=3)

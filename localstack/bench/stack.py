@@ -26,6 +26,7 @@ from typing import Any
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL
 from functions.resources import TRAINJOBS, cre_jobs
 from functions.rules.attempts import workload_name
+from localstack.bench.apiprofile import Capture
 from localstack.eventing.apisource import WatchSource
 from localstack.scenarios.demo import create_job
 from localstack.stack import start_stack
@@ -134,7 +135,7 @@ def api_requests(stack: Any) -> int:
     return total
 
 
-def profile(stack: Any, before: tuple[dict[str, float], int], burst: int) -> str:
+def profile_of(stack: Any, before: tuple[dict[str, float], int], burst: int) -> str:
     """Where the burst's CPU went (seconds, the largest first) and the API calls per restart."""
     (cpu, requests), (cpu_after, requests_after) = before, snapshot(stack)
     spent = {name: seconds - cpu.get(name, 0.0) for name, seconds in cpu_after.items()}
@@ -195,7 +196,9 @@ def api_floor(stack: Any, creates: Creates, n: int = 50) -> list[float]:
     return times
 
 
-def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -> None:
+def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int, profile: str = "") -> None:
+    """The latencies and the burst (with `profile`, a file: the API server's CPU profile during the burst,
+    written there and summarised, `localstack.bench.apiprofile`)."""
     with tempfile.TemporaryDirectory(prefix="crefn-bench-") as tmp, open(os.devnull, "w") as quiet:
         out = Path(tmp) / "out"
         out.mkdir()
@@ -218,7 +221,8 @@ def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -
                 if seen is None:
                     raise SystemExit(f"Job {name}: no next attempt within 30 s of its failure")
                 restarted.append(seen - started)
-            burst_s, once, restarts, spent = burst_figures(stack, creates, burst) if burst else (0.0, True, True, "")
+            burst_s, once, restarts, spent = burst_figures(stack, creates, burst, profile) if burst \
+                else (0.0, True, True, "")
             source.stop()
     floor_ms = statistics.median(floor) * 1000
     for label, values in (("Job created → TrainJob", launched), ("TrainJob Failed → next TrainJob", restarted)):
@@ -232,23 +236,30 @@ def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int) -
                      "note": f"one create per attempt: {once}; restartCount 1 each: {restarts}; {spent}"})
 
 
-def burst_figures(stack: Any, creates: Creates, burst: int) -> tuple[float, bool, bool, str]:
-    """Fail `burst` running TrainJobs at once; seconds until every Job has its next attempt."""
+def burst_figures(stack: Any, creates: Creates, burst: int, profile: str = "") -> tuple[float, bool, bool, str]:
+    """Fail `burst` running TrainJobs at once; seconds until every Job has its next attempt (with `profile`,
+    the API server's CPU profiled meanwhile)."""
     say(f"burst: {burst} Jobs launched and running ...")
     names = [f"burst-{i}" for i in range(burst)]
     launch_running(stack, creates, names)
     say(f"burst: failing {burst} TrainJobs at once ...")
     before = snapshot(stack)
+    capture = Capture(stack.cluster, int(os.environ.get("BENCH_PROFILE_SECONDS", "30"))).start() if profile else None
     started = time.monotonic()
     for name in names:
         apply_action(stack.gateway, {"metadata": {"namespace": NAMESPACE, "name": workload_name(name)}}, "fail")
+    written = time.monotonic() - started
+    say(f"burst: {burst} TrainJobs failed in {written:.1f} s (the bench's writes, one after the other)")
     prefix = "burst-"
     done = wait_until(lambda: len(creates.count("1", prefix)) >= burst, timeout=300, interval=0.05)
     elapsed = time.monotonic() - started
     if not done:
         say(f"burst: only {len(creates.count('1', prefix))}/{burst} replaced within 300 s")
-    spent = profile(stack, before, burst)
+    spent = f"the failures written in {written:.1f} s, the last replaced {elapsed - written:.1f} s after; " \
+            + profile_of(stack, before, burst)
     say(f"burst: {spent}")
+    if capture is not None:
+        print(capture.finish(Path(profile).resolve()), flush=True)
     stack.broker.wait_idle(timeout=60, quiet=1.0)
     counted = creates.count("1", prefix)
     once = len(counted) == burst and set(counted.values()) == {1} and not creates.count("2", prefix)

@@ -217,7 +217,7 @@ class LocalCluster:
             f"--service-account-signing-key-file={sa_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--enable-priority-and-fairness=false",
-            "--profiling=false",
+            "--profiling=true",  # Go's profiler, for the admin only: `make bench BENCH_PROFILE=FILE`
             "--allow-privileged=true",
             "--kubelet-preferred-address-types=InternalIP",
             f"--audit-policy-file={self._audit_policy()}", f"--audit-log-path={self.audit_log}",
@@ -346,6 +346,11 @@ class LocalCluster:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def apiserver_binary(self) -> str:
+        """The kube-apiserver binary this cluster runs (what reads its profiles)."""
+        return self._apiserver_argv[0] if self._apiserver_argv else find_kube_apiserver(progress=False)
 
     @property
     def ca_file(self) -> Path:
