@@ -2,8 +2,10 @@
 (SPEC §5, §6.3; CRE's stall detection).
 
 read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a
-TrainJob that exists and has not failed on a fresh read is not restarted; the TrainJob is not read for
-the delete of an attempt whose restart is recorded, `rules.trainjob_wanted`), then only what can change
+TrainJob that exists and has not failed on a fresh read is not restarted; one that is not the Job's own,
+`<job>-workload` in its namespace and controlled by it, is not read further nor acted on,
+`rules.why_not_its_workload`; the TrainJob is not read for the delete of an attempt whose restart is
+recorded, `rules.trainjob_wanted`), then only what can change
 the decision (`functions.rules.restart.goodputs_wanted`, `capture_wanted`, `runtime_wanted`): the Job's
 GoodputMeasurements (`functions.reads.read_goodputs`) — checkpoint evidence, stall re-check, the reset —,
 the attempt's pods, and the training runtime for a next attempt the restart launches itself (`Relaunch`)
@@ -38,13 +40,15 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if not rules.is_failure(data) or rules.reported_before(data):
         return observed
     state = read_job(ctx, data.job.namespace, data.job.name)
-    if state is None:
-        return observed
-    trainjob = read_trainjob(ctx, data.workload.namespace, data.workload.name) \
+    if state is None or rules.why_not_its_workload(state, data.workload, None):
+        return replace(observed, state=state)
+    trainjob = read_trainjob(ctx, state.ref.namespace, data.workload.name) \
         if rules.trainjob_wanted(data, state) else None
     if not of_attempt(trainjob, data.workload.attempt):
         trainjob = None
     observed = replace(observed, state=state, trainjob=trainjob)
+    if rules.why_not_its_workload(state, data.workload, trainjob):
+        return observed
     goodputs_read, as_evidence = rules.goodputs_wanted(observed, ctx.settings)
     goodputs = read_goodputs(ctx, state, as_evidence) if goodputs_read else ()
     observed = replace(observed, evidence=has_checkpoint(goodputs, state.ref.name) if as_evidence else None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadStalledData
+from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadRef, WorkloadStalledData
 from events.envelope import Envelope, to_outbound
 from events.objects import TrainJob
 from events.types import EventType, Phase, Reason
@@ -27,10 +27,10 @@ from functions.plan import Delete, Effect, Plan, Written, nothing
 from functions.resources import TRAINJOBS
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
-from functions.rules.attempts import is_recorded
+from functions.rules.attempts import is_recorded, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, as_written, condition_changed, why_not_current, why_not_ours
-from functions.rules.launch import LaunchObserved, decide_launch, patched_jobs, why_not_launch
+from functions.rules.launch import LaunchObserved, decide_launch, owned_by, patched_jobs, why_not_launch
 from functions.rules.measurements import GoodputMeasurement, reset_goodput
 from functions.rules.pods import Capture, failure_info, failure_log_field
 from functions.rules.running import decide_running
@@ -149,6 +149,18 @@ def restart_write(state: JobState, now: datetime, group: str, function: str) -> 
     return write
 
 
+def why_not_its_workload(state: JobState, workload: WorkloadRef, trainjob: dict[str, Any] | None) -> str:
+    """Why the event's workload is not the Job's own TrainJob ("" when it is): another namespace than the Job's,
+    another name than `<job>-workload`, or a TrainJob the Job does not control. An event naming another's
+    TrainJob (forged, or of another Job of the same name) changes nothing: nothing of it is read or deleted."""
+    where = f"TrainJob {workload.namespace}/{workload.name}"
+    if workload.namespace not in ("", state.ref.namespace) or workload.name != workload_name(state.ref.name):
+        return f"{where} is not the workload of {state.where}"
+    if trainjob is not None and not owned_by(trainjob, state):
+        return f"{where} is not controlled by {state.where}"
+    return ""
+
+
 def is_failure(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     """Whether the event is this function's: a stall, or the phase `Failed` (the rest is `status`'s)."""
     return not isinstance(data, WorkloadPhaseData) or data.phase is Phase.FAILED
@@ -199,6 +211,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if why := why_not_ours(state, data.job, settings):
         return nothing(why)
     assert state is not None
+    if why := why_not_its_workload(state, data.workload, observed.trainjob):
+        return nothing(why)
     if is_recorded(state.job, data.workload):
         return Plan(finish_restart(observed, state, now, settings),
                     reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded",
@@ -275,7 +289,8 @@ def delete_failed(observed: Observed) -> tuple[Effect, ...]:
     if trainjob is None or trainjob["metadata"].get("deletionTimestamp"):
         return ()
     workload = observed.data.workload
-    return (Delete(TRAINJOBS, workload.namespace, workload.name, trainjob["metadata"]["uid"]),)
+    meta = trainjob["metadata"]
+    return (Delete(TRAINJOBS, meta["namespace"], workload.name, meta["uid"]),)
 
 
 def relaunches(state: JobState, trainjob: dict[str, Any] | None, settings: Settings, now: datetime) -> bool:

@@ -290,3 +290,24 @@ def test_launch_leaves_a_restart_with_no_grace_to_the_restart(copy: JobState, un
         "annotations": {"crefn.dev/restart-not-before": "2026-11-30T12:10:00Z"}})}))
     assert restart_launches(graced, NO_GRACE, NOW) is False  # a grace recorded (another setting): launch waits
     assert restart_launches(graced, NO_GRACE, NOW + timedelta(minutes=11)) is unread
+
+
+@pytest.mark.parametrize(("namespace", "name", "owned", "why"), [
+    ("team-b", "llm-workload", True, "TrainJob team-b/llm-workload is not the workload of Job ns/llm"),
+    ("ns", "other-workload", True, "TrainJob ns/other-workload is not the workload of Job ns/llm"),
+    ("ns", "llm-workload", False, "TrainJob ns/llm-workload is not controlled by Job ns/llm"),
+], ids=["another-namespace", "another-name", "not-controlled-by-the-job"])
+def test_a_failure_naming_a_trainjob_not_the_jobs_own_changes_nothing(
+        namespace: str, name: str, owned: bool, why: str) -> None:
+    """Also on the path of a restart already recorded, whose last step deletes the TrainJob the event names."""
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    data = parse_phase_event(env)
+    data = data.model_copy(update={"workload": data.workload.model_copy(update={"namespace": namespace,
+                                                                                "name": name})})
+    failed = trainjob(TJ_FAILED)
+    if not owned:
+        failed["metadata"]["ownerReferences"][0]["uid"] = "another-jobs-uid"
+    recorded = job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint=CKPT, restart_count=1)
+    for state in (recorded, job(RUNNING, checkpoint=CKPT, workload_ref=True)):
+        plan = decide(Observed(env, data, state, failed, evidence=True, capture=Capture((), None)), Settings(), NOW)
+        assert (plan.effects, plan.reply, plan.then, plan.reason) == ((), None, None, why)

@@ -219,9 +219,12 @@ def annotate_nodes(gateway: Gateway, namespace: str, nodes: str, job: str = "llm
 
 def trainjob(conditions: list[dict[str, str]] | None = None, uid: str = "tj-uid",
              created: str = "2026-11-30T11:00:00Z") -> dict[str, Any]:
-    """The attempt's TrainJob as read."""
+    """The attempt's TrainJob as read: controlled by the Job `job()` makes."""
+    owner = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm", "uid": "job-uid",
+             "controller": True}
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": {"name": "llm-workload", "namespace": "ns", "uid": uid, "creationTimestamp": created},
+            "metadata": {"name": "llm-workload", "namespace": "ns", "uid": uid, "creationTimestamp": created,
+                         "ownerReferences": [owner]},
             "spec": {"runtimeRef": {"name": "t"}}, "status": {"conditions": conditions or []}}
 
 

@@ -108,6 +108,38 @@ def test_forged_events_change_nothing(functions: Callable[..., dict[str, str]], 
     assert gateway.get(TRAINJOBS, namespace, "never-was-workload") is None
 
 
+def test_a_forged_failure_naming_another_namespaces_trainjob_deletes_nothing(
+        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> None:
+    """A managed Job whose restart is recorded (restartCount 1), and a failure of "its" attempt 0 that names
+    a TrainJob of the same name and attempt label in another tenant's namespace: `restart` reads nothing
+    of it and deletes nothing (it once took the TrainJob from the event's namespace and deleted it as the
+    recorded restart's last step)."""
+    urls = functions()
+    other = f"{namespace[:50]}-other"
+    gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    _, victim = tenant_job(gateway, other)
+    gateway.create(JOBS, namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}},
+                 "checkpoint": {"pvcName": "p", "maxRestarts": 3}}})
+    job = gateway.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "conditions": [
+        {"type": "InProgress", "status": "True", "reason": "WorkloadRestarting",
+         "message": "Restarting workload from checkpoint (restart 1/3)",
+         "lastTransitionTime": "2026-11-29T10:00:00Z"}]}}, status=True)
+    failed = phase_record(namespace, "llm", "Failed")
+    failed["data"]["workload"].update(namespace=other, uid=victim["metadata"]["uid"])
+    before = writes(urls["restart"])
+    answer = send(urls["restart"], failed)
+    assert answer.status == 202, answer.text
+    assert writes(urls["restart"]) == before
+    assert (gateway.get(TRAINJOBS, other, "llm-workload") or {}).get("metadata", {}).get("uid") == \
+        victim["metadata"]["uid"]
+    assert (gateway.get(JOBS, namespace, "llm") or {})["metadata"]["resourceVersion"] == \
+        job["metadata"]["resourceVersion"]
+    gateway.delete(JOBS, other, "llm")
+
+
 # -- through the local stack's Broker, about the project's own Jobs ---------------------------
 
 RUNS = cre_workloadruns(GROUP)
