@@ -1,16 +1,13 @@
 """`restart`: `workload.phase` Failed or `workload.stalled` → checkpoint restart, or the Job fails
 (SPEC §5, §6.3; CRE's stall detection).
 
-read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a
-TrainJob that exists and has not failed on a fresh read is not restarted; one that is not the Job's own,
-`<job>-workload` in its namespace and controlled by it, is not read further nor acted on,
-`rules.why_not_its_workload`; the TrainJob is not read for the delete of an attempt whose restart is
-recorded, `rules.trainjob_wanted`), then only what can change
-the decision (`functions.rules.restart.goodputs_wanted`, `capture_wanted`, `runtime_wanted`): the Job's
-GoodputMeasurements (`functions.reads.read_goodputs`) — checkpoint evidence, stall re-check, the reset —,
-the attempt's pods, and the training runtime for a next attempt the restart launches itself (`Relaunch`)
-when the failed TrainJob does not name its replicatedJobs. decide: `functions.rules.restart.decide`, the whole
-decision (the restart's steps, their order, a redelivery, a stall decided again, a failure).
+read: the Job and the attempt's TrainJob fresh (an event may be stale, duplicated or forged: a TrainJob
+not the Job's own is not acted on, `rules.why_not_its_workload`; one that has not failed on a fresh read
+is not restarted; none is read for the delete of an attempt whose restart is recorded,
+`rules.trainjob_wanted`), then only what can change the decision (`goodputs_wanted`, `capture_wanted`,
+`runtime_wanted`): the Job's GoodputMeasurements — checkpoint evidence, stall re-check, the reset —, the
+attempt's pods, and the training runtime for a next attempt `restart` launches itself (`Relaunch`) when
+the failed TrainJob does not name its replicatedJobs. decide: `functions.rules.restart.decide`.
 """
 
 from __future__ import annotations

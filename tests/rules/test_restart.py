@@ -292,17 +292,17 @@ def test_launch_leaves_a_restart_with_no_grace_to_the_restart(copy: JobState, un
     assert restart_launches(graced, NO_GRACE, NOW + timedelta(minutes=11)) is unread
 
 
-@pytest.mark.parametrize(("namespace", "name", "owned", "why"), [
+@pytest.mark.parametrize(("ns", "name", "owned", "why"), [
     ("team-b", "llm-workload", True, "TrainJob team-b/llm-workload is not the workload of Job ns/llm"),
     ("ns", "other-workload", True, "TrainJob ns/other-workload is not the workload of Job ns/llm"),
     ("ns", "llm-workload", False, "TrainJob ns/llm-workload is not controlled by Job ns/llm"),
 ], ids=["another-namespace", "another-name", "not-controlled-by-the-job"])
 def test_a_failure_naming_a_trainjob_not_the_jobs_own_changes_nothing(
-        namespace: str, name: str, owned: bool, why: str) -> None:
+        ns: str, name: str, owned: bool, why: str) -> None:
     """Also on the path of a restart already recorded, whose last step deletes the TrainJob the event names."""
     env = to_envelope(phase_record("ns", "llm", "Failed"))
     data = parse_phase_event(env)
-    data = data.model_copy(update={"workload": data.workload.model_copy(update={"namespace": namespace,
+    data = data.model_copy(update={"workload": data.workload.model_copy(update={"namespace": ns,
                                                                                 "name": name})})
     failed = trainjob(TJ_FAILED)
     if not owned:
