@@ -20,6 +20,7 @@ from functions.context import Context
 from functions.errors import Conflict, PermanentError
 from functions.plan import Outcome
 from functions.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
+from functions.rules import grace
 from functions.rules import launch as rules
 from functions.rules.attempts import workload_name
 from functions.rules.jobs import parse_job
@@ -50,7 +51,7 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
         return Observed(env, seen.where, None, f"{seen.where} was deleted")
     if why := why_not_launch(seen, ctx.settings):  # the event's Job: no read for one that is not to be launched
         return Observed(env, seen.where, None, why)
-    if restart_launches(seen, ctx.settings, ctx.clock()):
+    if restart_launches(seen, ctx.settings):
         return Observed(env, seen.where, None, f"{seen.where} is restarting: restart launches its next attempt")
     if waiting := grace_on_copy(seen, ctx.settings, ctx.clock()):
         return Observed(env, seen.where, None, wait=waiting)
@@ -63,7 +64,7 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
     launch = LaunchObserved(state, existing)
     if can_only_fail(launch):
         launch = LaunchObserved(state, existing, read_capture(ctx, state, tail=state.job.status.failure_log is None))
-    elif creates(launch) and not grace_on_copy(state, ctx.settings, ctx.clock()):  # else it waits: no runtime
+    elif creates(launch) and grace.wait(state, ctx.clock(), ctx.settings.restart_grace_seconds) is None:
         launch = LaunchObserved(state, existing, runtime_jobs=read_runtime_jobs(ctx, state))
     return Observed(env, seen.where, launch)
 

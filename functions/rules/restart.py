@@ -297,8 +297,9 @@ def relaunches(state: JobState, trainjob: dict[str, Any] | None, settings: Setti
     """Whether the restart launches the next attempt itself: no grace to wait (`functions.rules.grace.none_to_wait`:
     none configured, none recorded under another setting that is not over), not observing, and no finalizer
     holding the failed attempt's TrainJob, whose name the next one takes (background deletion frees it at
-    once otherwise). `launch` answers the restart's commit unread on the same terms
-    (`functions.rules.launch.restart_launches`), and launches it itself otherwise."""
+    once otherwise). `launch` answers the restart's commit unread only when the Job carries no grace at all
+    (`functions.rules.launch.restart_launches`); else it reads the Job once any grace is over and launches
+    what `restart` left."""
     held = bool(trainjob and (trainjob.get("metadata") or {}).get("finalizers"))
     return not settings.observe and grace.none_to_wait(state, now, settings.restart_grace_seconds) and not held
 

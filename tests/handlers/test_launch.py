@@ -546,3 +546,37 @@ def test_a_restart_grace_the_event_shows_is_waited_for_without_a_read(world: Cal
     outcome = launch.handle(to_envelope(record), later)
     assert outcome.reply is not None and outcome.reply.type == "dev.crefn.workload.created"
     assert [m for m, path in counting.calls if path.endswith("/jobs/llm")] == ["GET"]
+
+
+def test_a_grace_recorded_under_another_setting_is_launched_by_launch_once_over(
+        world: Callable[..., World], cluster: LocalCluster, namespace: str) -> None:
+    """The grace set to 0 while a restart waited: `restart` leaves the next attempt to `launch`
+    (`functions.rules.grace.none_to_wait`), which waits for the recorded grace unread, then reads the Job and
+    launches it, rather than answering "restart launches it" as for a Job with no grace at all."""
+    from functions.codec import to_envelope
+    from functions.context import Context
+    from functions.handlers import launch
+    from functions.settings import Settings
+    from tests.support.helpers import CountingGateway
+
+    w = world()
+    w.create_job()
+    w.settle()
+    ends = datetime.now(UTC) + timedelta(seconds=20)
+    w.gw.patch(JOBS, namespace, "llm", {"metadata": {"annotations": {
+        "crefn.dev/restart-not-before": ends.strftime("%Y-%m-%dT%H:%M:%SZ")}}})
+    w.gw.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None, "conditions": [
+        {"type": "InProgress", "status": "True", "reason": "WorkloadRestarting",
+         "message": "Restarting workload from checkpoint (restart 1/2)",
+         "lastTransitionTime": "2026-11-30T10:00:00Z"}]}}, status=True)
+    w.gw.delete(TRAINJOBS, namespace, "llm-workload")  # as the restart does
+    record = w.job_record()
+    counting = CountingGateway(cluster.gateway())
+    settings = Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=0)
+    with pytest.raises(NotYet) as waited:
+        launch.handle(to_envelope(record), Context(settings, gateway=counting))
+    assert "restart grace not over" in str(waited.value) and counting.calls == []
+    later = Context(settings, gateway=counting, clock=lambda: ends + timedelta(seconds=1))
+    outcome = launch.handle(to_envelope(record), later)
+    assert outcome.reply is not None and outcome.reply.type == "dev.crefn.workload.created"
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"

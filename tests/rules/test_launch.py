@@ -444,3 +444,9 @@ def test_a_grace_the_event_shows_is_a_wait_decided_without_a_read() -> None:
     assert grace_on_copy(copy, Settings(), NOW + timedelta(seconds=11)) is None
     assert grace_on_copy(copy, Settings(mode="observe"), NOW) is None
     assert grace_on_copy(job(), Settings(), NOW) is None
+    # a restart recorded whose grace is not written: the copy would say "wait" forever, the Job is read
+    unwritten = job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint={"pvcName": "p",
+                    "maxRestarts": 2}, restart_count=1)
+    assert grace_on_copy(unwritten, Settings(), NOW) is None
+    assert decide_launch(LaunchObserved(unwritten, None), Settings(), NOW, "launch", None).effects == (
+        Wait("restart recorded, its grace period not yet written"),)  # on the fresh read: a 503, read again
