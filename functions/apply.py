@@ -19,9 +19,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from pydantic import ValidationError
+
 from events.envelope import Outbound
 from functions.alertsinks import configured_sinks, notify
 from functions.client import deliver
+from functions.codec import one_line
 from functions.context import Context
 from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError
 from functions.plan import (
@@ -92,21 +95,29 @@ def filled(event: Outbound | None, created_ref: str, created: Mapping[str, Any] 
 
 def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> None:
     """The plan decided on what `source`'s writes returned, applied, its answer sent to `K_SINK`, then what
-    follows it; what they did and their failure go into `done`'s reasons (the plan stands). Not applied when
-    it would send and `K_SINK` is not set: a write whose event cannot follow is left to the next decision
-    that sees it."""
-    plan = then.follow(source.created, source.written)
+    follows it; what they did and their failure go into `done`'s reasons, never an error (the plan stands:
+    a decision that fails stops here, an effect that fails stops the rest, an answer not sent still lets
+    what follows its writes follow). Not applied when it would send and `K_SINK` is not set: a write whose
+    event cannot follow is left to the next decision that sees it."""
+    try:
+        plan = then.follow(source.created, source.written)
+    except (CrefnError, ValidationError) as e:  # what the writes answered could not be read
+        done.reasons.append(f"not followed up: {one_line(str(e))}")
+        return
     if not ctx.settings.k_sink and (plan.reply is not None or any(isinstance(e, Send) for e in plan.effects)):
         done.reasons.append("not followed up: K_SINK is not set")
         return
     try:
         followed = effects_of(plan, ctx)
-        reply = None if followed.refused else reply_for(plan, followed.created)
-        if reply is not None:
-            apply_effect(Send(reply), ctx, followed)
-    except CrefnError as e:
-        done.reasons.append(f"not followed up: {e}")
+    except CrefnError as e:  # the effects before it stand; the next decision that sees them goes on
+        done.reasons.append(f"follow-up stopped: {e}")
         return
+    reply = None if followed.refused else reply_for(plan, followed.created)
+    if reply is not None:
+        try:
+            apply_effect(Send(reply), ctx, followed)
+        except CrefnError as e:  # its writes are done: what follows them still follows
+            followed.reasons.append(f"its event not sent: {e}")
     done.sent.extend(followed.sent)
     done.reasons.extend(reasons_of(plan, followed))
     if plan.then is not None and not followed.refused:

@@ -113,6 +113,43 @@ def test_a_send_posts_to_k_sink_and_is_told_in_the_outcome() -> None:
         sink.close()
 
 
+def test_a_follow_up_that_fails_is_told_in_the_answer_and_what_it_did_stands() -> None:
+    """Its answer not sent (K_SINK answers 503): what follows its writes still follows; its decision failing
+    (what the writes answered unreadable): told, the plan standing, no error escaping."""
+    from dataclasses import dataclass as frozen_data
+    from typing import Any
+
+    from events.emitted import JobCheckData, JobRef
+    from events.envelope import to_outbound
+    from functions.errors import PermanentError
+    from tests.support.helpers import Receiver
+
+    event = to_outbound("dev.crefn.job.check", "resync", "ns", "llm",
+                        JobCheckData(job=JobRef(name="llm", namespace="ns"), attempt=0, checks=[]), None)
+
+    @frozen_data(frozen=True)
+    class Then:
+        plan: Plan | None
+
+        def follow(self, created: Any, written: Any) -> Plan:
+            if self.plan is None:
+                raise PermanentError("unreadable Job nvcre.nvidia.com ns/llm")
+            return self.plan
+
+    sink = Receiver(default=503)
+    try:
+        ctx = Context(Settings(k_sink=sink.url))
+        nested = Plan((), reason="its first phase decided")
+        outcome = apply(Plan((), reason="restarted", then=Then(Plan((), reply=event, reason="created",
+                                                                       then=Then(nested)))), ctx)
+        assert outcome.reason.startswith("restarted; created; its event not sent: ")
+        assert outcome.reason.endswith("; its first phase decided") and outcome.sent == ()
+        failing = apply(Plan((), reason="restarted", then=Then(None)), ctx)
+        assert failing.reason == "restarted; not followed up: unreadable Job nvcre.nvidia.com ns/llm"
+    finally:
+        sink.close()
+
+
 def test_several_jobs_each_run_one_error_kept_with_its_job_and_one_reply_per_answer() -> None:
     from events.emitted import JobRef
     from events.envelope import to_outbound
