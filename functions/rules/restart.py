@@ -311,7 +311,22 @@ def relaunch(observed: Observed, state: JobState, now: datetime, settings: Setti
     if not relaunches(state, observed.trainjob, settings, now) or (
             not committing and state.job.status.workload_ref is not None):
         return None
-    return Relaunch(state, settings, now, observed.cause, observed.runtime_jobs or patched_jobs(observed.trainjob))
+    jobs = observed.runtime_jobs or own_patch_jobs(observed.trainjob, state)
+    return Relaunch(state, settings, now, observed.cause, jobs)
+
+
+def own_patch_jobs(trainjob: dict[str, Any] | None, state: JobState) -> tuple[str, ...] | None:
+    """The replicatedJobs the failed attempt's own runtime patch names, when that attempt ran the training
+    runtime the Job names now; None otherwise (none, or the Job's `runtimeRef` edited since: the runtime is
+    read, as `launch` reads it)."""
+    def runtime(ref: Any) -> tuple[str, str]:
+        ref = ref if isinstance(ref, dict) else {}
+        return str(ref.get("name") or ""), "TrainingRuntime" if ref.get("kind") == "TrainingRuntime" else "Cluster"
+
+    ran = ((trainjob or {}).get("spec") or {}).get("runtimeRef")
+    if runtime(ran) != runtime((state.job.spec.workload.train_job or {}).get("runtimeRef")):
+        return None
+    return patched_jobs(trainjob)
 
 
 def runtime_wanted(observed: Observed, settings: Settings, now: datetime) -> bool:
@@ -320,7 +335,7 @@ def runtime_wanted(observed: Observed, settings: Settings, now: datetime) -> boo
     (gone, or not created by the functions)."""
     state = observed.state
     assert state is not None
-    if not relaunches(state, observed.trainjob, settings, now) or patched_jobs(observed.trainjob) is not None:
+    if not relaunches(state, observed.trainjob, settings, now) or own_patch_jobs(observed.trainjob, state) is not None:
         return False
     if is_recorded(state.job, observed.data.workload):
         return state.job.status.workload_ref is None

@@ -312,3 +312,22 @@ def test_a_failure_naming_a_trainjob_not_the_jobs_own_changes_nothing(
     for state in (recorded, job(RUNNING, checkpoint=CKPT, workload_ref=True)):
         plan = decide(Observed(env, data, state, failed, evidence=True, capture=Capture((), None)), Settings(), NOW)
         assert (plan.effects, plan.reply, plan.then, plan.reason) == ((), None, None, why)
+
+
+def test_a_runtime_edited_since_the_failed_attempt_is_read_for_the_next_one() -> None:
+    """The failed attempt's own runtime patch names the replicatedJobs only of the runtime it ran: with the
+    Job's `runtimeRef` edited since, the runtime is read, as `launch` reads it."""
+    from functions.rules.restart import own_patch_jobs, runtime_wanted
+
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    running = job(RUNNING, checkpoint=CKPT, workload_ref=True)
+    failed = with_patch(trainjob(TJ_FAILED))
+    assert own_patch_jobs(failed, running) == ("launcher", "node")
+    edited = job(RUNNING, checkpoint=CKPT, workload_ref=True,
+                 spec={"workload": {"trainJob": {"runtimeRef": {"name": "t", "kind": "TrainingRuntime"}}}})
+    assert own_patch_jobs(failed, edited) is None
+    observed = Observed(env, parse_phase_event(env), edited, failed, evidence=True, capture=Capture((), None))
+    assert runtime_wanted(observed, NO_GRACE, NOW) is True
+    assert runtime_wanted(replace(observed, state=running), NO_GRACE, NOW) is False
+    plan = decide(observed, NO_GRACE, NOW)
+    assert plan.then is not None and plan.then.runtime_jobs is None  # the launch names the usual ones
