@@ -176,7 +176,7 @@ def reported_before(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
 def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
     """Whether the attempt's TrainJob can change the decision: not for the delete of an attempt whose restart
     is recorded — that delete is the restart's own last step, and what a forged one would leave undone
-    (an earlier attempt's TrainJob) `launch` deletes when it finds it."""
+    (an earlier attempt's TrainJob) `launch` or the resync tick deletes when it finds it."""
     deleted = isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
     return not (deleted and is_recorded(state.job, data.workload))
 
@@ -348,9 +348,10 @@ class Relaunch:
     `launch` decides it (`functions.rules.launch.decide_launch`: the TrainJob created, `workloadRef` and
     `WorkloadCreated` written, then its first phase) on the Job as the restart's commit left it (as read,
     for a restart recorded before). The name is taken to be free (the plan deleted the failed attempt's
-    TrainJob); the TrainJob's replicatedJobs are those the failed attempt's own runtime patch names, else
-    the training runtime's, read. Its `workload.created` is sent. A create that fails (refused, the name
-    taken) is reported in the answer, and the resync tick launches the Job, which has no workload."""
+    TrainJob, or found it gone); the TrainJob's replicatedJobs are those the failed attempt's own runtime
+    patch names (`own_patch_jobs`), else the training runtime's, read. Its `workload.created` is sent. A
+    create that fails (refused, the name taken) is reported in the answer, and the resync tick launches (or
+    adopts) for the Job, which has no workload."""
 
     state: JobState
     settings: Settings
