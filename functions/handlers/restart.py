@@ -41,9 +41,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return replace(observed, state=state)
     trainjob = read_trainjob(ctx, state.ref.namespace, data.workload.name) \
         if rules.trainjob_wanted(data, state) else None
-    if not of_attempt(trainjob, data.workload.attempt):
-        trainjob = None
-    observed = replace(observed, state=state, trainjob=trainjob)
+    held_by = None if trainjob is None or of_attempt(trainjob, data.workload.attempt) else trainjob
+    observed = replace(observed, state=state, trainjob=None if held_by else trainjob, held_by=held_by)
     if rules.why_not_its_workload(state, data.workload, trainjob):
         return observed
     goodputs_read, as_evidence = rules.goodputs_wanted(observed, ctx.settings)

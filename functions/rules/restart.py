@@ -48,7 +48,10 @@ class Observed:
     data: WorkloadPhaseData | WorkloadStalledData
     state: JobState | None = None
     trainjob: dict[str, Any] | None = None
-    """The attempt's TrainJob (None: gone, or its name now held by another attempt)."""
+    """The attempt's TrainJob (None: gone, or its name now held by another attempt, `held_by`)."""
+    held_by: dict[str, Any] | None = None
+    """The TrainJob holding the name when it is not the event's attempt's (another attempt label, or none):
+    that attempt was not seen deleted."""
     evidence: bool | None = None
     """Checkpoint evidence, read only when it can change the decision."""
     capture: Capture | None = None
@@ -221,6 +224,9 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return nothing(why)
     if isinstance(data, WorkloadStalledData):
         return decide_stalled(observed, data, state, settings, now)
+    if observed.held_by is not None:
+        return nothing(f"stale: TrainJob {data.workload.name} is not attempt {data.workload.attempt} on a fresh "
+                       "read")
     failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob)
     if failure is None:
         return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")

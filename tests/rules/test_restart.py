@@ -331,3 +331,19 @@ def test_a_runtime_edited_since_the_failed_attempt_is_read_for_the_next_one() ->
     assert runtime_wanted(replace(observed, state=running), NO_GRACE, NOW) is False
     plan = decide(observed, NO_GRACE, NOW)
     assert plan.then is not None and plan.then.runtime_jobs is None  # the launch names the usual ones
+
+
+@pytest.mark.parametrize("label", ["3", None], ids=["another-attempt", "unlabelled (CRE's, after a switch)"])
+def test_a_name_held_by_another_attempts_trainjob_is_not_a_deleted_one(label: str | None) -> None:
+    """A failure naming the current attempt while `<job>-workload` holds a TrainJob of another attempt (or of
+    none): not seen deleted, so neither a restart nor a failure (a forged attempt number once made it both)."""
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    held = trainjob()  # running, controlled by the Job
+    if label is not None:
+        held["metadata"]["labels"] = {"crefn.dev/attempt": label}
+    for checkpoint in (CKPT, None):
+        state = job(RUNNING, checkpoint=checkpoint, workload_ref=True)
+        plan = decide(Observed(env, parse_phase_event(env), state, None, held_by=held, evidence=True,
+                               capture=Capture((), None)), Settings(), NOW)
+        assert (plan.effects, plan.reply, plan.then) == ((), None, None)
+        assert plan.reason == "stale: TrainJob llm-workload is not attempt 0 on a fresh read"

@@ -140,6 +140,38 @@ def test_a_forged_failure_naming_another_namespaces_trainjob_deletes_nothing(
     gateway.delete(JOBS, other, "llm")
 
 
+def test_a_forged_attempt_number_does_not_make_a_running_unlabelled_trainjob_a_deleted_one(
+        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> None:
+    """A managed Job running CRE's TrainJob (no attempt label: switched from CRE), and a failure of "attempt
+    0" (what `phase` never sends for it: it sends no attempt): the name is held by a TrainJob that is not
+    that attempt's, which is not a deleted one. Nothing is written, the Job neither failed nor restarted."""
+    urls = functions()
+    job = gateway.create(JOBS, namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}},
+                 "checkpoint": {"pvcName": "p", "maxRestarts": 3}}})
+    trainjob = gateway.create(TRAINJOBS, namespace, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "llm-workload", "labels": {"nvcre.nvidia.com/job": "llm"},
+                     "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                                          "uid": job["metadata"]["uid"], "controller": True}]},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}}})
+    job = gateway.patch(JOBS, namespace, "llm", {"status": {
+        "workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                        "namespace": namespace},
+        "conditions": [{"type": "InProgress", "status": "True", "reason": "WorkloadRunning",
+                        "message": "Workload TrainJob/llm-workload is running",
+                        "lastTransitionTime": "2026-11-29T10:00:00Z"}]}}, status=True)
+    before = writes(urls["restart"])
+    answer = send(urls["restart"], phase_record(namespace, "llm", "Failed", attempt=0))
+    assert answer.status == 202, answer.text
+    assert writes(urls["restart"]) == before
+    assert (gateway.get(JOBS, namespace, "llm") or {})["metadata"]["resourceVersion"] == \
+        job["metadata"]["resourceVersion"]
+    assert (gateway.get(TRAINJOBS, namespace, "llm-workload") or {})["metadata"]["uid"] == trainjob["metadata"]["uid"]
+
+
 # -- through the local stack's Broker, about the project's own Jobs ---------------------------
 
 RUNS = cre_workloadruns(GROUP)
