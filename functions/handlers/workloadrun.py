@@ -28,6 +28,7 @@ from functions.errors import PermanentError
 from functions.plan import Outcome
 from functions.reads import read_job, read_nodes, read_object, read_workloadrun
 from functions.rules import workloadrun as rules
+from functions.rules.conditions import true_exclusive
 from functions.rules.due import awaiting_validation
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.runspec import InvalidSpec
@@ -105,8 +106,8 @@ def read_mirror(env: Envelope, ctx: Context) -> Observed:
 
 def read_deleted(seen: JobState, ctx: Context) -> Observed:
     """A Job delete event (anyone can post one), acted on only when it is about the run's Job (named after
-    the run, `functions.rules.translate`) and that Job is gone on a fresh read, or the Job holding the
-    name now is another one (another uid, not controlled by the run)."""
+    the run, `functions.rules.translate`), the run has recorded its Job (a condition), and that Job is gone
+    on a fresh read, or the Job holding the name now is another one (another uid, not controlled by the run)."""
     ran = seen.job.controller_owner()
     if ran is None or ran.kind != WORKLOADRUN_KIND:
         return read_owner(seen, None, ctx)  # no run's Job: skipped there, with nothing read
@@ -130,6 +131,8 @@ def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observ
     raw = read_workloadrun(ctx, ns, owner.name)
     if raw is None or raw["metadata"].get("uid") != owner.uid:
         return Skipped(where, f"{where} is gone")
+    if current is None and true_exclusive((raw.get("status") or {}).get("conditions") or []) is None:
+        return Skipped(where, f"{where} has recorded no Job yet: a delete of one is not its Job's")
     cond = deleted() if current is None else mirrored(owner.name, seen.job.metadata.name, current.conditions,
                                                       awaiting_validation(current))
     if cond is None:

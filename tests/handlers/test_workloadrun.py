@@ -195,6 +195,28 @@ def test_a_job_delete_event_fails_its_run(functions: Callable[..., dict[str, str
     assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowDeleted", "Workflow was deleted")
 
 
+def test_a_forged_delete_of_a_job_the_run_never_recorded_fails_nothing(
+        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> None:
+    """Before the run has built its Job, a delete event of "its Job" (the run's uid in the ownerReference,
+    which anyone who can read the run knows) cannot be about a Job it created: the run stays buildable, and
+    its add then builds it."""
+    from functions.client import send
+    from localstack.eventing.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    forged = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+              "metadata": {"name": "wr", "namespace": namespace, "uid": "forged-uid", "ownerReferences": [
+                  {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun", "name": "wr",
+                   "uid": run["metadata"]["uid"], "controller": True}]}}
+    answer = send(urls["workloadrun"], apiserver_record("delete", forged, JOBS, gateway.host))
+    assert answer.status == 202, answer.text
+    assert ((gateway.get(RUNS, namespace, "wr") or {}).get("status") or {}).get("conditions") is None
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    assert gateway.get(JOBS, namespace, "wr") is not None
+    assert run_condition(gateway, namespace, "InProgress")[:2] == ("True", "WorkflowCreated")
+
+
 @pytest.mark.parametrize(("job_conditions", "expected"), [
     ([("InProgress", "True", "WorkloadRunning", "Workload TrainJob/wr-workload is running")],
      ("InProgress", "WorkflowCreated", "Workflow wr created; Job wr: WorkloadRunning: "
