@@ -11,7 +11,7 @@ resolves only once the Job is gone. The cases: docs/functions.md#claims-of-event
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from events.emitted import (
@@ -29,6 +29,7 @@ from functions.rules.alerting import (
     HARDWARE,
     RESTARTED,
     VALIDATION,
+    Restated,
     Status,
     held_states,
     left_states,
@@ -38,6 +39,8 @@ from functions.rules.alerting import (
 from functions.rules.jobs import JobState
 
 Claim = tuple[str, Status]
+DECISION_WINDOW = timedelta(hours=1)
+"""How recent a state a decision event announces (`on_decision`)."""
 Decision = JobConditionChangedData | JobRestartedData | JobHardwareFailedData | JobValidationData
 
 
@@ -68,9 +71,19 @@ def firing(state: JobState, now: datetime) -> list[AlertData]:
 
 
 def on_decision(state: JobState, claims: frozenset[Claim], now: datetime) -> list[AlertData]:
-    """The claimed alerts as the stored Job says them: those it holds, and the resolves of states it left."""
-    stated = [*firing(state, now), *(a for a, _ in left_states(state, now))]
-    return [a for a in stated if (a.alertname, a.status) in claims]
+    """The claimed alerts as the stored Job says them: those it holds, and the resolves of states it left.
+    Announced only for a state that began, or was left, within `DECISION_WINDOW` (a state held since a time
+    not known counts as new; a resolve of a state not known to be left, as old); an older one is `Restated`
+    (Alertmanager, and PagerDuty for a resolve: no new page). A decision event comes within seconds, and
+    Knative's retries of it end well within the window; a replayed or forged one about an older state pages
+    no one again."""
+    def fresh(at: datetime | None, held: bool) -> bool:
+        return held if at is None else now - at <= DECISION_WINDOW
+
+    held = [(a, fresh(at, True)) for a, at in (*held_states(state, now), *restart_states(state, now))
+            if a.ends_at is None or a.ends_at > now]
+    left = [(a, fresh(at, False)) for a, at in left_states(state, now)]
+    return [a if new else Restated.of(a) for a, new in (*held, *left) if (a.alertname, a.status) in claims]
 
 
 def on_deleted(job: dict[str, Any], standing: JobState | None, now: datetime) -> list[AlertData]:

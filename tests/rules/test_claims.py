@@ -156,3 +156,35 @@ def test_both_paths_build_the_same_alert() -> None:
         by_state = [a for a in on_job_state(stored, NOW, WINDOW, announced=False) if a.status == "firing"]
         assert [a.model_dump() for a in by_decision] == [a.model_dump() for a in by_state]
         assert by_decision and all(dedup_key(a) == dedup_key(b) for a, b in zip(by_decision, by_state, strict=True))
+
+
+def test_a_decision_event_about_a_state_older_than_the_hour_pages_no_one_again() -> None:
+    """A replayed or forged decision event, checked against the stored Job: the state it claims began (or was
+    left) more than an hour ago, or was never known to be left, is restated (Alertmanager; PagerDuty for a
+    resolve), never a new page; one from the last hour is announced (Knative's retries end within it)."""
+    def kinds(alerts: list[Any]) -> list[tuple[str, str, bool]]:
+        return [(a.alertname, a.status, isinstance(a, Restated)) for a in alerts]
+
+    failed_long_ago = job(exclusive("Failed", "WorkloadFailed", ago(61 * 86400)))
+    assert kinds(on_decision(failed_long_ago, claimed(changed("Failed", "WorkloadFailed"), failed_long_ago),
+                             NOW)) == [("CREJobFailed", "firing", True)]
+    failed_lately = job(exclusive("Failed", "WorkloadFailed", ago(50 * 60)))
+    assert kinds(on_decision(failed_lately, claimed(changed("Failed", "WorkloadFailed"), failed_lately),
+                             NOW)) == [("CREJobFailed", "firing", False)]
+    never_blocked = job(RUNNING)
+    assert kinds(on_decision(never_blocked, claimed(unblocked(), never_blocked), NOW)) == [
+        ("CREJobSchedulingBlocked", "resolved", True)]
+    unblocked_lately = job(RUNNING, status={"schedulingResumedTime": ago(10)})
+    assert kinds(on_decision(unblocked_lately, claimed(unblocked(), unblocked_lately), NOW)) == [
+        ("CREJobSchedulingBlocked", "resolved", False)]
+
+
+def test_a_restart_with_no_grace_recorded_is_timed_by_its_next_attempts_start() -> None:
+    """No grace annotation (a grace of 0, or CRE's restart): the warning holds for an hour from when the next
+    attempt was first seen running, so a restart of weeks ago is not re-paged by a replayed `job.restarted`."""
+    weeks_ago = job(RUNNING, checkpoint=CHECKPOINT, restart_count=1, status={"workloadStartTime": ago(14 * 86400)})
+    assert on_decision(weeks_ago, claimed(restarted(), weeks_ago), NOW) == []
+    lately = job(RUNNING, checkpoint=CHECKPOINT, restart_count=1, status={"workloadStartTime": ago(120)})
+    (alert,) = on_decision(lately, claimed(restarted(), lately), NOW)
+    assert (alert.status, isinstance(alert, Restated)) == ("firing", False)
+    assert alert.ends_at == NOW - timedelta(seconds=120) + timedelta(hours=1)
