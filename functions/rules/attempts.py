@@ -40,6 +40,12 @@ def of_attempt(obj: Mapping[str, Any] | None, attempt: int | None) -> bool:
     return obj is not None and attempt is not None and attempt_of(labels) == attempt
 
 
+def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether an object (raw) has the object of that uid as its controller (its controlling ownerReference)."""
+    owners = [o for o in (obj.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")]
+    return bool(uid) and any(o.get("uid") == uid for o in owners)
+
+
 def is_current(job: CreJob, workload: WorkloadRef) -> bool:
     """The workload is the Job's current attempt: its TrainJob by name, with the attempt `restartCount`."""
     ref = job.status.workload_ref

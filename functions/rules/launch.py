@@ -40,7 +40,7 @@ from functions.plan import Create, Delete, Effect, Plan, Wait, Written, nothing
 from functions.resources import TRAINJOBS
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
-from functions.rules.attempts import attempt_label, of_attempt, workload_name, workload_ref_of
+from functions.rules.attempts import attempt_label, controlled_by, of_attempt, workload_name, workload_ref_of
 from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, as_written, condition_changed, is_managed
 from functions.rules.kubeevents import RefusalWarning
@@ -343,8 +343,7 @@ def workload_ref_write(state: JobState, name: str, reason: str, message: str, no
 
 
 def owned_by(obj: Mapping[str, Any], state: JobState) -> bool:
-    owners = [o for o in (obj.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")]
-    return any(o.get("uid") == state.job.metadata.uid for o in owners)
+    return controlled_by(obj, state.job.metadata.uid)
 
 
 def can_only_fail(observed: LaunchObserved) -> bool:

@@ -24,6 +24,7 @@ from events.objects import Pod
 from events.types import EventType, Reason, job_label
 from functions.plan import Delete, Effect, Plan, nothing
 from functions.resources import TRAINJOBS
+from functions.rules.attempts import controlled_by
 from functions.rules.cel import CelOutcome
 from functions.rules.due import monitors_nodes
 from functions.rules.jobs import Gone, JobState, why_not_active
@@ -165,7 +166,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Found) or (not evaluation.nodes and not observed.unread):
         return nothing(f"{state.where}: no pod of attempt {state.job.status.restart_count} runs or waits on a node")
     notes = [f"node {name} skipped: {why}" for name, why in (*observed.unread, *evaluation.skipped)]
-    delete = restart_delete(observed.trainjob, settings) if evaluation.unhealthy else ()
+    delete = restart_delete(observed.trainjob, state, settings) if evaluation.unhealthy else ()
     merge = merge_failed_nodes(state.job.status.failed_nodes, evaluation.unhealthy)
     if not merge.new:
         unhealthy = f"unhealthy [{' '.join(evaluation.unhealthy)}], " if evaluation.unhealthy else ""
@@ -193,10 +194,11 @@ def rejected(state: JobState, evaluation: Evaluation, now: datetime) -> Plan:
     return Plan((event,), reason=why)
 
 
-def restart_delete(trainjob: Mapping[str, Any] | None, settings: Settings) -> tuple[Effect, ...]:
-    """The `restart` action: the attempt's TrainJob deleted (uid precondition), unless it is going already."""
+def restart_delete(trainjob: Mapping[str, Any] | None, state: JobState, settings: Settings) -> tuple[Effect, ...]:
+    """The `restart` action: the attempt's TrainJob deleted (uid precondition), unless it is going already or
+    is not the Job's (not controlled by it, whatever `workloadRef` names)."""
     if settings.hardware_failure_action != "restart" or trainjob is None or trainjob["metadata"].get(
-            "deletionTimestamp"):
+            "deletionTimestamp") or not controlled_by(trainjob, state.job.metadata.uid):
         return ()
     meta = trainjob["metadata"]
     return (Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]),)

@@ -19,7 +19,7 @@ from events.envelope import Envelope
 from events.types import Reason
 from functions.plan import Delete, Effect, Plan, nothing
 from functions.resources import TRAINJOBS
-from functions.rules.attempts import current_workload_ref
+from functions.rules.attempts import controlled_by, current_workload_ref
 from functions.rules.conditions import condition
 from functions.rules.deadline import deadline
 from functions.rules.jobs import Gone, JobState, condition_changed, why_not_active
@@ -61,7 +61,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     assert write is not None  # the Job is not terminal: the flip is a change
     effects: list[Effect] = [*write.effects]
     trainjob = observed.trainjob
-    if trainjob is not None and not trainjob["metadata"].get("deletionTimestamp"):
+    if trainjob is not None and not trainjob["metadata"].get("deletionTimestamp") \
+            and controlled_by(trainjob, state.job.metadata.uid):  # never another's, whatever workloadRef says
         meta = trainjob["metadata"]
         effects.append(Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]))
     workload = current_workload_ref(state.job) if state.job.status.workload_ref else None

@@ -129,7 +129,9 @@ RUNNING = [cond("InProgress", "True", "WorkloadRunning"), cond("Succeeded", "Fal
 
 
 TRAINJOB = {"metadata": {"name": "llm-workload", "namespace": "ns", "uid": "tj-uid",
-                         "labels": {"crefn.dev/attempt": "0"}}}
+                         "labels": {"crefn.dev/attempt": "0"},
+                         "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                                              "uid": "job-uid", "controller": True}]}}
 
 
 def observed(expression: str | None = CORDONED, nodes: dict[str, dict[str, Any]] | None = None,
@@ -253,3 +255,11 @@ def test_restart_deletes_the_attempts_trainjob_by_uid_after_the_write() -> None:
     plan = decide(observed(nodes={"n1": cordoned("n1")}, trainjob=TRAINJOB), RESTART, NOW)
     assert plan.effects[-1] == Delete(TRAINJOBS, "ns", "llm-workload", "tj-uid")
     assert plan.reply is not None and plan.reply.data_json()["action"] == "restart"
+
+
+def test_restart_never_deletes_a_trainjob_the_job_does_not_control() -> None:
+    """Whatever `workloadRef` names (in any namespace), a TrainJob controlled by something else is left."""
+    anothers = {"metadata": {**TRAINJOB["metadata"],
+                             "ownerReferences": [{**TRAINJOB["metadata"]["ownerReferences"][0], "uid": "x"}]}}
+    plan = decide(observed(nodes={"n1": cordoned("n1")}, trainjob=anothers), RESTART, NOW)
+    assert not [e for e in plan.effects if isinstance(e, Delete)]

@@ -23,8 +23,12 @@ RECORD = {"attributes": {"specversion": "1.0", "id": "d1", "source": "/crefn/res
 CAUSE = to_envelope(RECORD)
 DATA = JobDeadlineData.model_validate(RECORD["data"])
 RUNNING = [cond("InProgress", "True", "WorkloadRunning")]
-TRAINJOB: dict[str, Any] = {"metadata": {"name": "llm-workload", "namespace": "ns", "uid": "tj-uid"}}
+CONTROLLED_BY_THE_JOB = [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm", "uid": "job-uid",
+                          "controller": True}]
+TRAINJOB: dict[str, Any] = {"metadata": {"name": "llm-workload", "namespace": "ns", "uid": "tj-uid",
+                                         "ownerReferences": CONTROLLED_BY_THE_JOB}}
 GOING = {"metadata": {**TRAINJOB["metadata"], "deletionTimestamp": "2026-11-30T11:00:00Z"}}
+ANOTHERS = {"metadata": {**TRAINJOB["metadata"], "ownerReferences": [{**CONTROLLED_BY_THE_JOB[0], "uid": "x"}]}}
 
 
 def bounded(timeout: str = "1h", conditions: list[dict[str, Any]] | None = None) -> Found:
@@ -43,8 +47,8 @@ def test_nothing_to_time_out(observed: Observed, reason: str) -> None:
 
 
 @pytest.mark.parametrize(("trainjob", "deleted"), [
-    (None, False), (TRAINJOB, True), (GOING, False),
-], ids=["no-trainjob", "trainjob-deleted", "trainjob-terminating-left"])
+    (None, False), (TRAINJOB, True), (GOING, False), (ANOTHERS, False),
+], ids=["no-trainjob", "trainjob-deleted", "trainjob-terminating-left", "another-jobs-trainjob-left"])
 def test_a_job_past_its_bound_fails_timed_out(trainjob: dict[str, Any] | None, deleted: bool) -> None:
     observed = bounded()
     plan = decide(Found(CAUSE, DATA, observed.state, trainjob), Settings(), NOW)
