@@ -212,11 +212,11 @@ def left_states(state: JobState, now: datetime) -> list[Timed]:
 
 
 def restart_states(state: JobState, now: datetime) -> list[Timed]:
-    """The restart warning of a Job that restarted and has no verdict yet, timed by the end of the restart's
-    grace, else (none recorded: a grace of 0, or CRE's restarts) by when its next attempt was first seen
-    running (`workloadStartTime`; None: not yet), and held for an hour from then. The failed attempt's
-    container is not stored on the Job (CRE keeps nothing of restarted attempts), so the warning does not
-    name it."""
+    """The restart warning of a Job that restarted and has no verdict yet, with the end of the restart's
+    grace (None: not recorded, as for CRE's restarts and a grace of 0). It is held for an hour from that
+    end, else from when the next attempt was first seen running (`workloadStartTime`), else from now. The
+    failed attempt's container is not stored on the Job (CRE keeps nothing of restarted attempts), so the
+    warning does not name it."""
     job, ns, name = state.job, state.ref.namespace, state.ref.name
     count = job.status.restart_count
     if not count or state.terminal:
@@ -227,10 +227,10 @@ def restart_states(state: JobState, now: datetime) -> list[Timed]:
     after = f"; the next attempt starts after {grace_end.isoformat()}" if grace_end else ""
     description = (f"Job {ns}/{name} is restarting from its checkpoint (restart {budget}): TrainJob "
                    f"{workload_name(name)} (attempt {count - 1}) failed and was deleted{after}.")
-    at = grace_end or job.status.workload_start_time
+    held_from = grace_end or job.status.workload_start_time or now
     return [(make_alert(RESTARTED, "warning", "firing", ns, name, RESTART_REASON,
                         f"CRE Job {ns}/{name} restarted from checkpoint ({budget})", description, now,
-                        (at or now) + RESTART_ALERT_TTL), at)]
+                        held_from + RESTART_ALERT_TTL), grace_end)]
 
 
 def transition(state: JobState, cond_type: str) -> datetime | None:
