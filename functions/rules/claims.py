@@ -41,6 +41,9 @@ from functions.rules.jobs import JobState
 Claim = tuple[str, Status]
 DECISION_WINDOW = timedelta(hours=1)
 """How recent a state a decision event announces (`on_decision`)."""
+GROWING = frozenset({HARDWARE, VALIDATION})
+"""Alerts whose condition stays True, its time unchanged, while what it says grows (another failed node,
+another threshold): each decision event about them is announced, the window does not apply."""
 Decision = JobConditionChangedData | JobRestartedData | JobHardwareFailedData | JobValidationData
 
 
@@ -73,15 +76,15 @@ def firing(state: JobState, now: datetime) -> list[AlertData]:
 def on_decision(state: JobState, claims: frozenset[Claim], now: datetime) -> list[AlertData]:
     """The claimed alerts as the stored Job says them: those it holds, and the resolves of states it left.
     Announced only for a state that began, or was left, within `DECISION_WINDOW` (a state held since a time
-    not known counts as new; a resolve of a state not known to be left, as old); an older one is `Restated`
-    (Alertmanager, and PagerDuty for a resolve: no new page). A decision event comes within seconds, and
-    Knative's retries of it end well within the window; a replayed or forged one about an older state pages
-    no one again."""
+    not known counts as new; a resolve of a state not known to be left, as old; `GROWING` ones always); an
+    older one is `Restated` (Alertmanager, and PagerDuty for a resolve: no new page). A decision event comes
+    within seconds, and Knative's retries of it end well within the window; a replayed or forged one about
+    an older state pages no one again."""
     def fresh(at: datetime | None, held: bool) -> bool:
         return held if at is None else now - at <= DECISION_WINDOW
 
-    held = [(a, fresh(at, True)) for a, at in (*held_states(state, now), *restart_states(state, now))
-            if a.ends_at is None or a.ends_at > now]
+    stated = (*held_states(state, now), *restart_states(state, now))
+    held = [(a, a.alertname in GROWING or fresh(at, True)) for a, at in stated if a.ends_at is None or a.ends_at > now]
     left = [(a, fresh(at, False)) for a, at in left_states(state, now)]
     return [a if new else Restated.of(a) for a, new in (*held, *left) if (a.alertname, a.status) in claims]
 

@@ -188,3 +188,13 @@ def test_a_restart_with_no_grace_recorded_is_timed_by_its_next_attempts_start() 
     (alert,) = on_decision(lately, claimed(restarted(), lately), NOW)
     assert (alert.status, isinstance(alert, Restated)) == ("firing", False)
     assert alert.ends_at == NOW - timedelta(seconds=120) + timedelta(hours=1)
+
+
+def test_a_hardware_failure_that_grows_is_announced_however_old_its_condition() -> None:
+    """`HardwareFailed` stays True, its time unchanged, while another node joins its list: the decision event
+    about the new node pages, though the condition is days old."""
+    stored = job([*RUNNING, cond("HardwareFailed", "True", "HardwareFailureDetected",
+                                 "Hardware failure detected on node(s): [n1 n2]", ltt=ago(3 * 86400))],
+                 status={"failedNodes": [{"name": "n1", "reason": "r"}, {"name": "n2", "reason": "r"}]})
+    (alert,) = on_decision(stored, claimed(hardware(), stored), NOW)
+    assert (alert.alertname, alert.status, isinstance(alert, Restated)) == ("CREJobHardwareFailed", "firing", False)
