@@ -516,6 +516,19 @@ def test_without_k_sink_the_first_phase_is_left_to_the_tick(world: Callable[...,
     assert true["reason"] == "WorkloadRunning"
 
 
+def restarted_with_grace(w: World, namespace: str, ends: datetime, status: dict[str, Any] | None = None) -> Any:
+    """A launched Job as a restart leaves it with a grace ending at `ends` (its annotation, `restartCount` 1, no
+    workload, the TrainJob deleted, `status` added): the Job's update event."""
+    w.create_job()
+    w.settle()
+    w.gw.patch(JOBS, namespace, "llm", {"metadata": {"annotations": {
+        "crefn.dev/restart-not-before": ends.strftime("%Y-%m-%dT%H:%M:%SZ")}}})
+    w.gw.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None, **(status or {})}},
+               status=True)
+    w.gw.delete(TRAINJOBS, namespace, "llm-workload")  # as the restart does
+    return w.job_record()
+
+
 def test_a_restart_grace_the_event_shows_is_waited_for_without_a_read(world: Callable[..., World],
                                                                       cluster: LocalCluster, namespace: str) -> None:
     """Knative retries the 503 until the grace is over: no retry reads anything (the runtime neither); the
@@ -527,14 +540,8 @@ def test_a_restart_grace_the_event_shows_is_waited_for_without_a_read(world: Cal
     from tests.support.helpers import CountingGateway
 
     w = world()
-    w.create_job()
-    w.settle()
     ends = datetime.now(UTC) + timedelta(minutes=10)
-    w.gw.patch(JOBS, namespace, "llm", {"metadata": {"annotations": {
-        "crefn.dev/restart-not-before": ends.strftime("%Y-%m-%dT%H:%M:%SZ")}}})
-    w.gw.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None}}, status=True)
-    w.gw.delete(TRAINJOBS, namespace, "llm-workload")  # as the restart does
-    record = w.job_record()
+    record = restarted_with_grace(w, namespace, ends)
     counting = CountingGateway(cluster.gateway())
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=30), gateway=counting)
     with pytest.raises(NotYet) as waited:
@@ -560,17 +567,11 @@ def test_a_grace_recorded_under_another_setting_is_launched_by_launch_once_over(
     from tests.support.helpers import CountingGateway
 
     w = world()
-    w.create_job()
-    w.settle()
     ends = datetime.now(UTC) + timedelta(seconds=20)
-    w.gw.patch(JOBS, namespace, "llm", {"metadata": {"annotations": {
-        "crefn.dev/restart-not-before": ends.strftime("%Y-%m-%dT%H:%M:%SZ")}}})
-    w.gw.patch(JOBS, namespace, "llm", {"status": {"restartCount": 1, "workloadRef": None, "conditions": [
+    record = restarted_with_grace(w, namespace, ends, {"conditions": [
         {"type": "InProgress", "status": "True", "reason": "WorkloadRestarting",
          "message": "Restarting workload from checkpoint (restart 1/2)",
-         "lastTransitionTime": "2026-11-30T10:00:00Z"}]}}, status=True)
-    w.gw.delete(TRAINJOBS, namespace, "llm-workload")  # as the restart does
-    record = w.job_record()
+         "lastTransitionTime": "2026-11-30T10:00:00Z"}]})
     counting = CountingGateway(cluster.gateway())
     settings = Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=0)
     with pytest.raises(NotYet) as waited:
