@@ -104,6 +104,8 @@ class Container(Strict):
 
 
 class PodSecurityContext(Strict):
+    """Behind the `kubernetes.podspec-securitycontext` feature flag (off by default)."""
+
     fsGroup: int = Field(ge=0)
 
 

@@ -264,9 +264,32 @@ def test_the_recorder_appends_to_a_claim_it_alone_writes() -> None:
     assert Path(args[args.index("--file") + 1]).parent == Path(mount["mountPath"])
     assert args[args.index("--out") + 1] == "/dev/stdout"  # log collectors still see every dead letter
     assert spec["securityContext"]["fsGroup"] == 10001  # the image's USER (Dockerfile) may write the volume
+    assert serving_flags_needed(by_name(docs, "Service")["crefn-dead-letters"]) == {
+        "kubernetes.podspec-persistent-volume-claim", "kubernetes.podspec-persistent-volume-write",
+        "kubernetes.podspec-securitycontext"}
+
+
+SERVING_FEATURES = re.compile(r"knative-serving patch configmap/config-features --type merge -p\s+'(\{.*?\})'", re.S)
+
+
+def serving_flags_needed(service: dict[str, Any]) -> set[str]:
+    """The flags of Knative Serving's `config-features` without which its webhook refuses the Service ("must not
+    set the field(s)"): all are off by default."""
+    spec = service["spec"]["template"]["spec"]
+    claims = {v["name"] for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v}
+    mounts = [m for c in spec["containers"] for m in c.get("volumeMounts") or [] if m["name"] in claims]
+    return ({"kubernetes.podspec-securitycontext"} if spec.get("securityContext") else set()) \
+        | ({"kubernetes.podspec-persistent-volume-claim"} if claims else set()) \
+        | ({"kubernetes.podspec-persistent-volume-write"} if any(not m.get("readOnly") for m in mounts) else set())
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_docs_enable_every_serving_flag_a_service_needs(overlay: str) -> None:
     section = docs_section("operating.md", "## Dead letters")
-    for flag in ("kubernetes.podspec-persistent-volume-claim", "kubernetes.podspec-persistent-volume-write"):
-        assert f"{flag}" in section and "config-features" in section
+    (patch,) = SERVING_FEATURES.findall(section)
+    enabled = {flag for flag, value in json.loads(patch)["data"].items() if value == "enabled"}
+    for name, service in by_name(RENDERED[overlay], "Service").items():
+        assert serving_flags_needed(service) <= enabled, name
 
 
 def test_the_kafka_overlay_sends_every_dead_letter_to_its_kafka_sink() -> None:
@@ -594,6 +617,22 @@ def test_resync_launch_and_restart_send_their_tokens_projected_for_the_brokers_a
     assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} == posting
     assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == posting
     assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], "Service").values())
+
+
+SINKBINDING_OWNS = re.compile(r"oidc-token$|kne-bundle-")
+"""The volume names Knative's SinkBinding owns in a pod it binds: on every bind it first removes each volume and
+mount so named (its own OIDC token, its trust bundles), then adds its own."""
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_bound_service_has_a_volume_named_as_the_sinkbindings_own(overlay: str) -> None:
+    docs = RENDERED[overlay]
+    services = by_name(docs, "Service")
+    for binding in of_kind(docs, "SinkBinding"):
+        spec = services[binding["spec"]["subject"]["name"]]["spec"]["template"]["spec"]
+        names = [v["name"] for v in spec.get("volumes") or []]
+        names += [m["name"] for c in spec["containers"] for m in c.get("volumeMounts") or []]
+        assert not [n for n in names if SINKBINDING_OWNS.match(n)], binding["metadata"]["name"]
 
 
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
