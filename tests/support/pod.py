@@ -125,7 +125,7 @@ def pod_of(service: dict[str, Any], docs: Sequence[dict[str, Any]], image: Image
     uid = security.get("runAsUser", image.user)
     assert uid != 0, f"{name}: runAsNonRoot, yet its user is root"
     fs_group = spec.get("securityContext", {}).get("fsGroup")
-    volumes = [claim_or_scratch(spec, mount, fs_group) for mount in container.get("volumeMounts", [])]
+    volumes = [claim_or_scratch(spec, mount, fs_group, token_dir) for mount in container.get("volumeMounts", [])]
     if spec.get("automountServiceAccountToken", True):
         volumes.append(Volume(SERVICE_ACCOUNT_DIR, source=token_dir))
     env = {**installed.env, "HOSTNAME": f"{name}-00001-deployment", "HOME": f"/home/{image.user_name}",
@@ -147,10 +147,15 @@ def env_from(container: dict[str, Any], docs: Sequence[dict[str, Any]]) -> dict[
     return found
 
 
-def claim_or_scratch(spec: dict[str, Any], mount: dict[str, Any], fs_group: int | None) -> Volume:
+def claim_or_scratch(spec: dict[str, Any], mount: dict[str, Any], fs_group: int | None, token_dir: Path) -> Volume:
     """A tmpfs where the kubelet would mount an emptyDir (world-writable) or a claim (root's, and its
-    group `fsGroup`'s with the setgid bit when set)."""
+    group `fsGroup`'s with the setgid bit when set); the ServiceAccount's files, read-only, where it
+    would project the account's token (as `token`)."""
     (volume,) = (v for v in spec.get("volumes", []) if v["name"] == mount["name"])
+    if "projected" in volume:
+        paths = [s["serviceAccountToken"]["path"] for s in volume["projected"]["sources"]]
+        assert paths == ["token"], f"no stand-in for volume {volume}"
+        return Volume(mount["mountPath"], source=token_dir)
     if "emptyDir" in volume:
         size = volume["emptyDir"].get("sizeLimit", "64Mi").removesuffix("i").lower()
         return Volume(mount["mountPath"], tmpfs=f"mode=777,size={size}")

@@ -1,11 +1,11 @@
-"""What is shipped, run as shipped: every Knative Service of knative/base (rendered) started as its pod
-would start it from the Dockerfile's image — the container's command/args or the image's CMD, the
-image's ENV and WORKDIR, the Service's env and crefn-settings, as the image's user, on a read-only root
-where only the declared volumes and /dev/shm are writable, with its ServiceAccount's token mounted —
-and answering: a scrape of GET /metrics, and an event where one needs no API server (`phase`, the
-dead-letter recorder). The pod is reproduced in a private mount namespace (`tests.support.pod`:
-building the image needs a container engine and its base image, which not every machine running
-the suite has); the package is the wheel the Dockerfile installs (`tests.system.test_image`)."""
+"""What is shipped, run as shipped: every Knative Service of knative/base (rendered), and those the oidc overlay
+changes (its projected token stood in by the account's token files), started as its pod would start it from the
+Dockerfile's image — the container's command/args or the image's CMD, the image's ENV and WORKDIR, the Service's
+env and crefn-settings, as the image's user, on a read-only root where only the declared volumes and /dev/shm
+are writable, with its ServiceAccount's token mounted — and answering: a scrape of GET /metrics, and an event
+where one needs no API server (`phase`, the dead-letter recorder). The pod is reproduced in a private mount
+namespace (`tests.support.pod`: building the image needs a container engine and its base image, which not every
+machine running the suite has); the package is the wheel the Dockerfile installs (`tests.system.test_image`)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ from tests.system.test_image import site, wheel  # noqa: F401 (the installed pac
 
 DOCS = render("base")
 SERVICES = {d["metadata"]["name"]: d for d in DOCS if d["kind"] == "Service"}
+OIDC = render("overlays/oidc")
+OIDC_SERVICES = {d["metadata"]["name"]: d for d in OIDC if d["kind"] == "Service"}
+"""The only overlay whose pods differ from base's (a projected token); the others change settings, checked by
+tests/system/test_manifests.py."""
 IMAGE = pod.read_dockerfile(REPO / "Dockerfile")
 
 
@@ -51,16 +55,24 @@ def get(url: str) -> tuple[int, str]:
         return resp.status, resp.read().decode()
 
 
-@pytest.mark.parametrize("name", sorted(SERVICES))
-def test_every_service_starts_as_shipped_and_answers(name: str, installed: pod.Installed, image_etc: Path,
-                                                     cluster: LocalCluster, tmp_path: Path) -> None:
-    service = SERVICES[name]
+CASES = [("base", name) for name in sorted(SERVICES)] + [
+    ("overlays/oidc", name) for name in sorted(OIDC_SERVICES) if OIDC_SERVICES[name] != SERVICES.get(name)]
+
+
+@pytest.mark.parametrize(("overlay", "name"), CASES)
+def test_every_service_starts_as_shipped_and_answers(overlay: str, name: str, installed: pod.Installed,
+                                                     image_etc: Path, cluster: LocalCluster, tmp_path: Path) -> None:
+    docs = OIDC if overlay == "overlays/oidc" else DOCS
+    service = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}[name]
     account = service["spec"]["template"]["spec"].get("serviceAccountName", "default")
     tokens = pod.service_account_files(
         tmp_path / "serviceaccount", token_of(cluster.service_account_kubeconfig(NAMESPACE, account)),
         cluster.ca_file, NAMESPACE)
     port = free_port()
-    spec = pod.pod_of(service, DOCS, IMAGE, installed, port, tokens, cluster.port)
+    spec = pod.pod_of(service, docs, IMAGE, installed, port, tokens, cluster.port)
+    if token := spec.env.get("CREFN_OIDC_TOKEN_PATH"):  # the file the setting names is in a mounted volume
+        (source,) = [v.source for v in spec.volumes if Path(v.path) == Path(token).parent]
+        assert source is not None and (source / Path(token).name).is_file()
     proc = pod.start(spec, tmp_path, installed.dirs, image_etc)
     try:
         started = wait_for_port(port, timeout=30, alive=lambda: proc.poll() is None)
