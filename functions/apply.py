@@ -7,9 +7,9 @@ the API refuses for good is followed by the effects the plan gave for that case 
 Event whose name is taken is recorded already; a `Delete` whose object is gone or whose uid precondition
 fails is done. In observe mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed;
 the reply, alerts and sends happen as in manage mode. `run(read, decide)` is every handler's loop: read
-fresh, decide, apply; when the world changed under the handler (`Conflict`: a stale resourceVersion, a
-name taken by a create), it reads again and decides once more, then lets the conflict through (409,
-Knative retries). `run_each` is `run` for each Job of an event about several, one Job's error kept with it.
+fresh, decide, apply; when the world changed under the handler (`Conflict`; `Unrecorded`, with the object
+created, after the plan's create), it reads again and decides once more, then lets the conflict through
+(409, Knative retries). `run_each` is `run` for each Job of an event about several, one error per Job.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from functions.alertsinks import configured_sinks, notify
 from functions.client import deliver
 from functions.codec import one_line
 from functions.context import Context
-from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError
+from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError, Unrecorded
 from functions.plan import (
     WRITES,
     Annotate,
@@ -66,10 +66,18 @@ def reasons_of(plan: Plan, done: Applied) -> list[str]:
 
 
 def effects_of(plan: Plan, ctx: Context) -> Applied:
-    """The plan's effects applied in order, up to a create refused (the rest was decided for it)."""
+    """The plan's effects applied in order, up to a create refused (the rest was decided for it). A conflict
+    after the plan's create succeeded is `Unrecorded`, carrying the object created."""
     done = Applied([])
     for effect in plan.effects:
-        apply_effect(effect, ctx, done)
+        try:
+            apply_effect(effect, ctx, done)
+        except Conflict as e:
+            if done.created is None or isinstance(e, Unrecorded):
+                raise
+            unrecorded = Unrecorded(str(e), done.created)
+            unrecorded.detail = e.detail
+            raise unrecorded from e
         if done.refused:
             break
     return done

@@ -10,6 +10,9 @@ handler is a 202.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class CrefnError(Exception):
     """Base of every error the functions answer for. `detail` is the peer's own words (the API
@@ -46,6 +49,16 @@ class Conflict(TemporaryError):
 
 class AlreadyExists(Conflict):
     """A create found the name taken."""
+
+
+class Unrecorded(Conflict):
+    """A conflict met by a plan's write after the plan's create succeeded: the object created (`created`, as the
+    API server returned it) is not recorded where the plan meant to record it (a launch's `workloadRef`). The
+    handler that reads again decides what becomes of it."""
+
+    def __init__(self, message: str = "", created: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.created = created
 
 
 class Throttled(TemporaryError):

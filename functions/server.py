@@ -38,6 +38,7 @@ from functions.errors import (
     Throttled,
     TooLarge,
     Unavailable,
+    Unrecorded,
 )
 from functions.metrics import Exposition, count_decision, count_event, expose_process
 
@@ -47,6 +48,7 @@ ANSWERS: dict[type[Exception], int] = {
     PermanentError: 400,
     NotFound: 202,
     AlreadyExists: 409,
+    Unrecorded: 409,
     Conflict: 409,
     Throttled: 429,
     Forbidden: 503,

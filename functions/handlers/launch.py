@@ -8,16 +8,19 @@ launch is decided on the fresh read) and what the launch needs of the rest (`can
 pods; `creates`: the training runtime). The object holding the workload's name is not read first: the name
 is taken to be free, and the create says when it is not (AlreadyExists, a conflict): then the launch is read
 and decided again as after any conflict (`functions.apply.run`), the name read too — adopt, replace an
-earlier attempt, wait for one terminating, or fail on a collision. decide: `functions.rules.launch.decide`.
+earlier attempt, wait for one terminating, or fail on a collision. A TrainJob created whose `workloadRef`
+write lost to a verdict (`Unrecorded`) is deleted. decide: `functions.rules.launch.decide`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from events.envelope import Envelope, ResourceChange, parse_apiserver_event
 from events.types import ApiServerType
 from functions.apply import apply, run
 from functions.context import Context
-from functions.errors import Conflict, PermanentError
+from functions.errors import Conflict, PermanentError, Unrecorded
 from functions.plan import Outcome
 from functions.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
 from functions.rules import grace
@@ -31,6 +34,7 @@ from functions.rules.launch import (
     creates,
     decide,
     grace_on_copy,
+    orphaned,
     restart_launches,
     why_not_launch,
 )
@@ -40,9 +44,10 @@ ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UP
                      ApiServerType.RESOURCE_DELETE.value})
 
 
-def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
+def read(env: Envelope, ctx: Context, taken: bool = False, created: dict[str, Any] | None = None) -> Observed:
     """With `taken`, the object holding the workload's name is read; without, the name is taken to be free
-    (its create says when it is not)."""
+    (its create says when it is not). `created`: the TrainJob this launch created, not recorded (`Unrecorded`);
+    a Job read fresh that leaves it an orphan (`orphaned`: a verdict came first) gets it deleted."""
     change = parse_apiserver_event(env)
     if not isinstance(change, ResourceChange):
         raise PermanentError("launch takes ApiServerSource Resource-mode events")
@@ -59,7 +64,8 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
     if state is None:
         return Observed(env, seen.where, None, f"{seen.where} is gone")
     if why := why_not_launch(state, ctx.settings):  # the fresh Job, the one the launch is decided on
-        return Observed(env, seen.where, None, why)
+        return Observed(env, seen.where, None, why, abandoned=created if orphaned(state, created, ctx.settings)
+                        else None)
     existing = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name)) if taken else None
     launch = LaunchObserved(state, existing)
     if can_only_fail(launch):
@@ -72,5 +78,6 @@ def read(env: Envelope, ctx: Context, taken: bool = False) -> Observed:
 def handle(env: Envelope, ctx: Context) -> Outcome:
     try:  # the name taken to be free
         return apply(decide(read(env, ctx), ctx.settings, ctx.clock()), ctx)
-    except Conflict:  # it is not (or the Job changed): read again, the name too, as `run` does after a conflict
-        return run(ctx, lambda: read(env, ctx, taken=True), decide)
+    except Conflict as e:  # it is not (or the Job changed): read again, the name too, as `run` does after a conflict
+        created = dict(e.created) if isinstance(e, Unrecorded) and e.created is not None else None
+        return run(ctx, lambda: read(env, ctx, taken=True, created=created), decide)

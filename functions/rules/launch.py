@@ -80,6 +80,9 @@ class Observed:
     reason: str = ""
     wait: Wait | None = None
     """The restart grace the event's Job shows, not over (`grace_on_copy`): nothing was read."""
+    abandoned: dict[str, Any] | None = None
+    """The TrainJob this launch created before its `workloadRef` write met a conflict, when the Job read again
+    leaves it an orphan (`orphaned`): it is deleted."""
 
 
 def build_trainjob(state: JobState, name: str, cre_group: str,
@@ -188,9 +191,34 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     """The `launch` function's decision: its Job's launch, or the reason there is none."""
     if observed.wait is not None:
         return Plan((observed.wait,))
+    if observed.abandoned is not None:
+        return delete_orphan(observed.abandoned, observed.reason)
     if observed.launch is None:
         return nothing(observed.reason)
     return decide_launch(observed.launch, settings, now, FUNCTION, observed.cause)
+
+
+def orphaned(state: JobState, trainjob: Mapping[str, Any] | None, settings: Settings) -> bool:
+    """Whether the TrainJob is an orphan of the Job: the Job is managed, terminal and records no workload, and
+    the TrainJob, not terminating, is controlled by it and of its current attempt. A launch whose `workloadRef`
+    write a verdict beat (or that stopped between its create and that write) leaves one: nothing would ever
+    record it (a terminal Job is never written again) or delete it (verdicts delete by `workloadRef`), and it
+    would run on. Nothing else leaves that state: a TrainJob a verdict finds recorded stays recorded (and is
+    kept, as CRE keeps it), and a restart's commit, the one write that clears `workloadRef`, moves
+    `restartCount` past the attempt it leaves."""
+    meta = (trainjob or {}).get("metadata") or {}
+    return (bool(meta.get("uid")) and is_managed(state.job.metadata.labels, settings) and state.terminal
+            and state.job.status.workload_ref is None and not meta.get("deletionTimestamp")
+            and trainjob is not None and owned_by(trainjob, state)
+            and of_attempt(trainjob, state.job.status.restart_count))
+
+
+def delete_orphan(trainjob: Mapping[str, Any], why: str) -> Plan:
+    """The orphan (`orphaned`) deleted, with its uid as the precondition (never another object of its name)."""
+    meta = trainjob.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    return Plan((Delete(TRAINJOBS, str(meta.get("namespace", "")), name, str(meta.get("uid", ""))),),
+                reason=f"{why}: its TrainJob {name}, recorded nowhere, deleted")
 
 
 def grace_on_copy(seen: JobState, settings: Settings, now: datetime) -> Wait | None:

@@ -4,11 +4,12 @@
 handler read again): what the event path would have done, sent where the cluster and the Job's status
 disagree or time has run out — `dev.crefn.job.deadline` past its bound (`functions.rules.deadline`), a launch
 without `workloadRef` (`functions.rules.launch`), `Failed`/`WorkloadDeleted` when its TrainJob is gone, the
-`workload.phase` its conditions do not show yet (`functions.rules.status.in_step`); first, a check due
-(`functions.rules.due`) as `dev.crefn.job.check`. Every event is a `Send` to `K_SINK`; a Job in step sends
-nothing. A finished Job (terminal, no check due) and its TrainJob get the label `crefn.dev/finished`
-(`label_writes`), which a tick's LISTs exclude; the hourly sweep (`is_sweep`) lists all and mends the label
-both ways. Why: docs/cost.md#a-tick-that-ignores-history.
+`workload.phase` its conditions do not show yet (`functions.rules.status.in_step`), a terminal Job's orphan
+deleted (`functions.rules.launch.orphaned`); first, a check due (`functions.rules.due`) as
+`dev.crefn.job.check`. Every event is a `Send` to `K_SINK`; a Job in step sends nothing. A finished Job
+(terminal, no check due) and its TrainJob get the label `crefn.dev/finished` (`label_writes`), which a tick's
+LISTs exclude; the hourly sweep (`is_sweep`) lists all and mends the label both ways. Why:
+docs/cost.md#a-tick-that-ignores-history.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from functions.rules.attempts import current_workload_ref, workload_ref_of
 from functions.rules.deadline import deadline
 from functions.rules.due import due_on_tick
 from functions.rules.jobs import JobState, is_managed
-from functions.rules.launch import LaunchObserved, decide_launch, owned_by
+from functions.rules.launch import LaunchObserved, decide_launch, delete_orphan, orphaned, owned_by
 from functions.rules.phase import parse_trainjob, phase_event
 from functions.rules.status import in_step
 from functions.settings import Settings
@@ -79,7 +80,7 @@ def label_writes(observed: Observed, settings: Settings) -> tuple[Effect, ...]:
     if (state.job.metadata.labels.get(FINISHED_LABEL) == "true") != want:
         writes.append(Label(cre_jobs(settings.cre_group), state.ref.namespace, state.ref.name, {FINISHED_LABEL: value},
                             state.job.metadata.resource_version))
-    if trainjob is not None and owned_by(trainjob, state):
+    if trainjob is not None and owned_by(trainjob, state) and not orphaned(state, trainjob, settings):
         meta = trainjob.get("metadata") or {}
         if ((meta.get("labels") or {}).get(FINISHED_LABEL) == "true") != want:
             writes.append(Label(TRAINJOBS, str(meta.get("namespace", "")), str(meta.get("name", "")),
@@ -97,6 +98,9 @@ def check_sends(state: JobState, settings: Settings) -> tuple[Send, ...]:
 def redrive(observed: Observed, settings: Settings, now: datetime) -> Plan:
     """What the event path would have done for the Job: its plan, with the event it would have answered."""
     state = observed.state
+    if orphaned(state, observed.trainjob, settings):
+        assert observed.trainjob is not None
+        return delete_orphan(observed.trainjob, f"{state.where} is terminal and records no workload")
     if not is_managed(state.job.metadata.labels, settings) or state.terminal:
         return nothing(f"{state.where}: nothing to re-drive")
     if due := deadline(state, now, settings.default_timeout_per_job):

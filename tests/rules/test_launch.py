@@ -13,7 +13,7 @@ from events.envelope import Envelope
 from functions.apply import reply_for
 from functions.plan import Create, Delete, Plan, RecordEvent, Wait, WriteStatus
 from functions.resources import TRAINJOBS, cre_jobs
-from functions.rules.jobs import JobState
+from functions.rules.jobs import JobState, parse_job
 from functions.rules.kubeevents import RefusalWarning
 from functions.rules.launch import (
     LaunchObserved,
@@ -22,6 +22,7 @@ from functions.rules.launch import (
     creates,
     decide,
     decide_launch,
+    orphaned,
     refused_label,
     why_not_launch,
     with_pod_labels,
@@ -154,6 +155,40 @@ def test_a_wait_knows_its_seconds_only_when_it_knows_its_end(state: JobState, ex
 ], ids=["has-workload", "terminal"])
 def test_a_launch_that_is_not_needed_says_why(state: JobState, reason: str) -> None:
     assert why_not_launch(state, Settings()) == reason
+
+
+TIMED_OUT = [cond("Failed", "True", "JobTimedOut")]
+
+
+def unmanaged(state: JobState) -> JobState:
+    """The Job without the label `crefn.dev/managed`."""
+    return parse_job({**state.raw, "metadata": {**state.raw["metadata"], "labels": {}}}, "nvcre.nvidia.com")
+
+
+@pytest.mark.parametrize(("state", "found", "orphan"), [
+    (job(conditions=TIMED_OUT), trainjob(), True),
+    (job(conditions=TIMED_OUT, restart_count=2), trainjob("2"), True),
+    (job(conditions=TIMED_OUT, workload_ref=True), trainjob(), False),
+    (job(), trainjob(), False),
+    (job(conditions=TIMED_OUT, restart_count=1), trainjob("0"), False),
+    (job(conditions=TIMED_OUT), trainjob(owner_uid="someone-else"), False),
+    (job(conditions=TIMED_OUT), trainjob(terminating=True), False),
+    (unmanaged(job(conditions=TIMED_OUT)), trainjob(), False),
+    (job(conditions=TIMED_OUT), None, False),
+], ids=["terminal-unrecorded", "later-attempt", "recorded-kept", "not-terminal", "earlier-attempt", "foreign",
+        "terminating", "unmanaged", "none"])
+def test_an_orphan_is_the_current_attempt_a_terminal_job_records_nowhere(
+        state: JobState, found: dict[str, Any] | None, orphan: bool) -> None:
+    assert orphaned(state, found, Settings()) is orphan
+
+
+def test_an_orphan_is_deleted_by_its_uid() -> None:
+    found = trainjob()
+    found["metadata"]["namespace"] = "ns"
+    plan = decide(Observed(CAUSE, "Job ns/llm", None, "Job ns/llm is terminal", abandoned=found), Settings(), NOW)
+    assert plan.effects == (Delete(TRAINJOBS, "ns", "llm-workload", "tj-uid"),)
+    assert plan.reason == "Job ns/llm is terminal: its TrainJob llm-workload, recorded nowhere, deleted"
+    assert plan.reply is None
 
 
 def test_the_workload_created_event_tells_a_creation_from_an_adoption() -> None:

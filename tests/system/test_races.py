@@ -32,6 +32,7 @@ from functions.server import answer_for
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
+from tests.support.helpers import Receiver
 from tests.support.world import Record, World, phase_record
 
 Handle = Callable[[Any, Context], Outcome]
@@ -40,18 +41,19 @@ HOUR = timedelta(hours=1)
 
 class RacingGateway(Gateway):
     """The function's real gateway; `race()` runs once, right before its first write (any method but
-    GET) whose path contains `at`."""
+    GET, or only `method`) whose path contains `at`."""
 
-    def __init__(self, inner: Gateway, race: Callable[[], None], at: str = "") -> None:
+    def __init__(self, inner: Gateway, race: Callable[[], None], at: str = "", method: str = "") -> None:
         super().__init__(inner._api, 10.0)  # the same authenticated client
         self.race: Callable[[], None] | None = race
         self.at = at
+        self.method = method
         self.writes: list[tuple[str, str]] = []
 
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
                 content_type: str = "application/json") -> dict[str, Any]:
         if method != "GET":
-            if self.race is not None and self.at in path:
+            if self.race is not None and self.at in path and self.method in ("", method):
                 race, self.race = self.race, None
                 race()
             self.writes.append((method, path))
@@ -70,13 +72,13 @@ def close_gateways() -> Iterator[None]:
 
 
 def racing(cluster: LocalCluster, function: str, race: Callable[[], None], at: str = "",
-           clock: Callable[[], datetime] | None = None, **settings: Any) -> Context:
+           clock: Callable[[], datetime] | None = None, method: str = "", **settings: Any) -> Context:
     """The context `function` runs with: its ServiceAccount's gateway, racing; grace 0 unless told."""
     inner = Gateway.connect(str(cluster.kubeconfig_for(service_account_user(f"crefn-{function}"))))
     OPENED.append(inner)
     settings.setdefault("restart_grace_seconds", 0)
     options: dict[str, Any] = {"clock": clock} if clock else {}
-    return Context(Settings(**settings), gateway=RacingGateway(inner, race, at), **options)
+    return Context(Settings(**settings), gateway=RacingGateway(inner, race, at, method), **options)
 
 
 def answer(handle: Handle, record: Record, ctx: Context, raced: bool = True) -> tuple[int, str]:
@@ -232,8 +234,83 @@ def test_launch_when_the_job_changes_before_its_write(world: Callable[..., World
     ctx = racing(cluster, "launch", race, at="/jobs/llm/status")
     status_, text = answer(launch.handle, record, ctx)
     assert status_ == 202, text
-    if change == "terminal":
+    if change == "terminal":  # the TrainJob it created is recorded nowhere: deleted, not left running
         assert exclusive(w.job()) == ("Failed", "JobTimedOut") and "workloadRef" not in w.job()["status"]
+        assert text == f"Job {w.ns}/llm is terminal: its TrainJob llm-workload, recorded nowhere, deleted"
+        assert w.trainjob() is None
+
+
+def test_launch_raced_by_a_timeout_leaves_no_trainjob(world: Callable[..., World], cluster: LocalCluster) -> None:
+    """The resync tick's `job.deadline` reaches `timeout` between launch's create and its `workloadRef` write:
+    the Job fails `JobTimedOut` with no workload to delete; launch's write is a 409, its re-read finds the Job
+    terminal and deletes the TrainJob it created (its uid), which nothing else would ever delete."""
+    w = world()
+    w.create_job()
+    w.gw.patch(w.jobs, w.ns, "llm", {"metadata": {"annotations": {"crefn.dev/timeout-per-job": "1m"}}})
+    record = w.job_record()
+    later = datetime.now(UTC) + HOUR
+    timed_out: list[tuple[int, str]] = []
+    created: list[str] = []
+
+    def race() -> None:
+        created.append(str(((w.trainjob() or {}).get("metadata") or {}).get("uid", "")))
+        out_of_time = racing(cluster, "timeout", lambda: None, clock=lambda: later)
+        timed_out.append(answer(timeout.handle, deadline_record(w.ns), out_of_time, raced=False))
+
+    status_, text = answer(launch.handle, record, racing(cluster, "launch", race, at="/jobs/llm/status"))
+    assert timed_out[0][0] == 200 and created[0] != "", timed_out
+    assert (status_, text) == (202, f"Job {w.ns}/llm is terminal: its TrainJob llm-workload, recorded nowhere, "
+                                    "deleted")
+    assert exclusive(w.job()) == ("Failed", "JobTimedOut") and "workloadRef" not in w.job()["status"]
+    assert w.trainjob() is None
+    w.settle()
+    w.tick()
+    assert w.trainjob() is None and w.final() == ("Failed", "JobTimedOut", 0)
+
+
+def test_a_tick_whose_launch_a_verdict_beats_deletes_its_trainjob(world: Callable[..., World],
+                                                                  cluster: LocalCluster) -> None:
+    """resync's launch of a Job meets a verdict between its create and its `workloadRef` write: 409, it reads the
+    Job and its TrainJob again, finds the Job terminal and deletes that TrainJob; nothing is sent."""
+    from functions.handlers import resync
+
+    w = world()
+    w.create_job()
+    sink = Receiver(default=202)
+    try:
+        ctx = racing(cluster, "resync", lambda: verdict(w, "Failed", "JobTimedOut"), at="/jobs/llm/status",
+                     k_sink=sink.url)
+        result = resync.resync_job(w.job(), {}, ctx)
+        assert (result.event, result.error) == ("", "")
+        assert ctx.gateway.race is None  # type: ignore[attr-defined]
+        assert sink.requests == []
+    finally:
+        sink.close()
+    assert w.trainjob() is None
+    assert exclusive(w.job()) == ("Failed", "JobTimedOut") and "workloadRef" not in w.job()["status"]
+
+
+@pytest.mark.parametrize("stop", ["after-the-create", "after-the-workload-ref"])
+def test_the_tick_deletes_a_trainjob_a_terminal_job_records_nowhere(world: Callable[..., World],
+                                                                     cluster: LocalCluster, stop: str) -> None:
+    """A launch stopped between its create and its `workloadRef` write (the process killed), then a verdict:
+    the Job is terminal and records no workload, and its TrainJob of this attempt would run on; the tick deletes
+    it. A TrainJob the Job records is kept after the verdict (CRE keeps it)."""
+    w = world()
+    w.create_job()
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    plan = launch.decide(launch.read(to_envelope(w.job_record()), ctx), ctx.settings, ctx.clock())
+    apply(Plan(plan.effects[:1] if stop == "after-the-create" else plan.effects[:2]), ctx)
+    uid = (w.trainjob() or {})["metadata"]["uid"]
+    verdict(w, "Failed", "JobTimedOut")
+    w.tick()
+    left = w.trainjob()
+    if stop == "after-the-create":
+        assert left is None
+    else:
+        assert left is not None and left["metadata"]["uid"] == uid and not left["metadata"].get("deletionTimestamp")
+        assert left["metadata"]["labels"]["crefn.dev/finished"] == "true"
+    assert exclusive(w.job()) == ("Failed", "JobTimedOut")
 
 
 # -- restart --------------------------------------------------------------------------------------
@@ -281,6 +358,28 @@ def test_restart_never_deletes_the_next_attempt_created_in_between(world: Callab
     assert survivor is not None, "the TrainJob created in its place was deleted"
     assert survivor["metadata"]["uid"] == race.created()["metadata"]["uid"]  # type: ignore[attr-defined]
     assert survivor["metadata"].get("deletionTimestamp") is None
+
+
+def test_a_relaunch_raced_by_a_timeout_leaves_its_trainjob_to_the_tick(world: Callable[..., World],
+                                                                        cluster: LocalCluster) -> None:
+    """A timeout verdict lands between the restart's relaunch create (attempt 1) and its `workloadRef` write: the
+    write is a 409 and the follow-up stops (the restart stands); the TrainJob of attempt 1, recorded nowhere,
+    is deleted by the next tick."""
+    w = failed_job(world)
+    record = failed_record(w)
+    sink = Receiver(default=202)
+    try:
+        ctx = racing(cluster, "restart", lambda: verdict(w, "Failed", "JobTimedOut"), at="/trainjobs", method="POST",
+                     k_sink=sink.url)
+        status_, text = answer(restart.handle, record, ctx)
+    finally:
+        sink.close()
+    assert status_ == 200 and "follow-up stopped" in text, text
+    assert exclusive(w.job()) == ("Failed", "JobTimedOut") and "workloadRef" not in w.job()["status"]
+    orphan = w.trainjob()
+    assert orphan is not None and orphan["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+    w.tick()
+    assert w.trainjob() is None and w.final() == ("Failed", "JobTimedOut", 1)
 
 
 def test_a_failure_of_an_older_trainjob_of_the_same_name_is_stale(world: Callable[..., World],
@@ -453,7 +552,6 @@ def test_a_tick_adopts_the_trainjob_a_launch_created_under_it(world: Callable[..
     """resync's launch of a Job meets 409 AlreadyExists on its create: it reads the Job and its TrainJob
     again and adopts that TrainJob, as launch does (one TrainJob, the created event sent once)."""
     from functions.handlers import resync
-    from tests.support.helpers import Receiver
 
     w = world()
     w.create_job()
