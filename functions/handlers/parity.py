@@ -6,8 +6,9 @@ Beside CRE, every change of a managed Job is CRE's (the functions write nothing)
 or for a delete; else the Job fresh (the event is a cue: its copy may be stale or forged; on the tick, as the
 watch cache lists it), the TrainJob its `workloadRef` names (else `<job>-workload`) when the Job controls it, the
 pods labelled with the Job, and the checkpoint evidence when it could change a restart decision. decide:
-`functions.rules.parity.decide`; the tick posts each check to `K_SINK`. Counted in
-`crefn_parity_checks_total{field,result}` once per check (`data.check`) in this process.
+`functions.rules.parity.decide`; the tick posts each check to `K_SINK` (one not accepted is posted again by the
+next tick). Counted in `crefn_parity_checks_total{field,result}` once per check (`data.check`) in this process,
+once answered or sent.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ class Remembered:
             self._trim(self.sent)
             return True
 
+    def forget(self, check: str) -> None:
+        """A check claimed (`newly_sent`) that could not be sent: the next tick sends it."""
+        with self.lock:
+            self.sent.pop(check, None)
+
     def _trim(self, kept: OrderedDict[str, Any]) -> None:
         while len(kept) > self.size:
             kept.popitem(last=False)
@@ -101,12 +107,17 @@ def read_inputs(env: Envelope, state: JobState, ctx: Context) -> Read:
 
 
 def first_report(plan: Plan | Outcome) -> ParityCheckedData | None:
-    """The check the plan or outcome replies with, when this process has not reported it before (then counted)."""
+    """The check the plan or outcome replies with, when this process has not reported it before (then remembered
+    as reported: `forget` it if it cannot be)."""
     data = plan.reply.data if plan.reply is not None else None
     if not isinstance(data, ParityCheckedData) or not REMEMBERED.newly_sent(data.check):
         return None
-    count_parity([(f.field, f.result) for f in data.fields])
     return data
+
+
+def counted(data: ParityCheckedData) -> None:
+    """A check reported, counted (once: after `first_report`, once it is sent or answered)."""
+    count_parity([(f.field, f.result) for f in data.fields])
 
 
 def tick(env: Envelope, ctx: Context) -> Outcome:
@@ -121,8 +132,13 @@ def tick(env: Envelope, ctx: Context) -> Outcome:
     for raw in due:
         try:
             plan = decide(read_inputs(env, parse_job(raw, ctx.settings.cre_group), ctx), ctx.settings, now)
-            if plan.reply is not None and first_report(plan) is not None:
-                apply(Plan((*plan.effects, Send(plan.reply)), reason=plan.reason), ctx)
+            if plan.reply is not None and (data := first_report(plan)) is not None:
+                try:
+                    apply(Plan((*plan.effects, Send(plan.reply)), reason=plan.reason), ctx)
+                except CrefnError:
+                    REMEMBERED.forget(data.check)  # not sent (K_SINK refused it, say): the next tick sends it
+                    raise
+                counted(data)
                 sent += 1
         except CrefnError as e:
             failed.append(f"{name_of(raw)}: {e}")
@@ -141,5 +157,6 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
     if env.type == ApiServerType.PING.value:
         return tick(env, ctx)
     outcome = run(ctx, lambda: read(env, ctx), decide)
-    first_report(outcome)  # a redelivery is answered again, and counted once
+    if (data := first_report(outcome)) is not None:  # a redelivery is answered again, and counted once
+        counted(data)
     return outcome

@@ -186,3 +186,50 @@ def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it_once(
     finally:
         sink.close()
         ctx.gateway.close()
+
+
+def parity_counted(field: str, result: str) -> float:
+    """What this process's `crefn_parity_checks_total{field,result}` has counted."""
+    from functions.metrics import process
+
+    return process().registry.get_sample_value("crefn_parity_checks_total", {"field": field, "result": result}) or 0.0
+
+
+def test_a_check_the_sink_refuses_is_posted_by_the_next_tick_and_counted_once(
+        cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """K_SINK answers 503 to the tick's check: the tick answers 503 and nothing is counted; the next tick posts the
+    check again (accepted now) and counts it, and the one after posts nothing."""
+    from functions.errors import Unavailable
+    from functions.handlers import parity
+
+    cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    flipped = datetime.strptime(EARLIER, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    sink = Receiver(default=202, script=[(503, {})])
+    settings = Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url, mode="observe",
+                        parity_settle_seconds=60, parity_recheck_seconds=120)
+    ctx = Context(settings, gateway=cluster.gateway(), clock=lambda: flipped + timedelta(seconds=90))
+
+    def posted() -> list[tuple[str, str]]:
+        return [(b["job"]["name"], b["result"]) for b in sink.bodies if b["job"]["namespace"] == namespace]
+
+    try:
+        cache_caught_up(gateway, namespace, (JOBS,))
+        before = parity_counted("phase", "agree")
+        try:
+            parity.handle(to_envelope(ping()), ctx)
+        except Unavailable as e:
+            assert str(e).startswith("1 Jobs to check, 0 checks sent, 1 failed: "), e
+        else:
+            raise AssertionError("a tick whose check K_SINK refused answers 503")
+        assert posted() == [("llm", "agree")] and parity_counted("phase", "agree") == before
+        assert sink.bodies[-1]["fields"] == [
+            {"field": "phase", "result": "agree", "cre": "Failed/WorkloadFailed", "functions": "Failed/WorkloadFailed"},
+            {"field": "restartCount", "result": "agree", "cre": "0", "functions": "0"}]
+        assert parity.handle(to_envelope(ping()), ctx).reason == "1 Jobs to check, 1 checks sent"
+        assert posted() == [("llm", "agree"), ("llm", "agree")]
+        assert parity_counted("phase", "agree") == before + 1
+        assert parity.handle(to_envelope(ping()), ctx).reason == "1 Jobs to check, 0 checks sent"
+        assert posted() == [("llm", "agree"), ("llm", "agree")] and parity_counted("phase", "agree") == before + 1
+    finally:
+        sink.close()
+        ctx.gateway.close()
