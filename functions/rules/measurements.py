@@ -140,6 +140,12 @@ def has_checkpoint(raws: Iterable[Mapping[str, Any]], job: str) -> bool:
                for raw in raws)
 
 
+def is_reset(gm: GoodputMeasurement) -> bool:
+    """Whether the measurement shows no step state (as the reset leaves it, or as its controller starts)."""
+    status = gm.status
+    return status.last_step_timestamp is None and status.application_start_time is None and not status.avg_step_time_sec
+
+
 def reset_goodput(gm: GoodputMeasurement, group: str, now: datetime) -> WriteStatus:
     """The status merge patch that restarts the stall detector's clocks (CRE's reset on a restart), not
     locked (it sets the same fields whatever the measurement controller wrote in between) and best

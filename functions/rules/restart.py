@@ -31,7 +31,7 @@ from functions.rules.attempts import is_recorded, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, as_written, condition_changed, why_not_current, why_not_ours
 from functions.rules.launch import LaunchObserved, decide_launch, owned_by, patched_jobs, why_not_launch
-from functions.rules.measurements import GoodputMeasurement, reset_goodput
+from functions.rules.measurements import GoodputMeasurement, is_reset, reset_goodput
 from functions.rules.pods import Capture, failure_info, failure_log_field
 from functions.rules.running import decide_running
 from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
@@ -184,13 +184,26 @@ def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobSta
     return not (deleted and is_recorded(state.job, data.workload))
 
 
+def reset_pending(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
+    """Whether the event is about the attempt whose restart the Job records last, and the next attempt has not
+    started (no `workloadStartTime`): that restart's last step, the GoodputMeasurement reset, may be undone (a
+    crash after its commit), and the next attempt's stall check would measure from the failed one's steps."""
+    status = state.job.status
+    return data.workload.attempt == status.restart_count - 1 and status.workload_start_time is None
+
+
 def goodputs_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]:
     """Whether the Job's GoodputMeasurements can change the decision (a stall's re-check, a restart's
-    reset, its checkpoint evidence), and whether as checkpoint evidence."""
-    assert observed.state is not None
-    could_restart = decide_restart(observed.state, evidence=True, require_evidence=True).restart
-    stalled = isinstance(observed.data, WorkloadStalledData)
-    return stalled or could_restart, settings.require_checkpoint_evidence and could_restart
+    reset, its checkpoint evidence), and whether as checkpoint evidence. For a restart recorded whose reset
+    may be undone (`reset_pending`), read for every event but a TrainJob delete: the restart's own delete comes
+    back so, with no crash, and is not to cost a read (a redelivered stall always reads it)."""
+    state, data = observed.state, observed.data
+    assert state is not None
+    could_restart = decide_restart(state, evidence=True, require_evidence=True).restart
+    stalled = isinstance(data, WorkloadStalledData)
+    deleted = isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
+    unfinished = is_recorded(state.job, data.workload) and reset_pending(data, state) and not deleted
+    return stalled or could_restart or unfinished, settings.require_checkpoint_evidence and could_restart
 
 
 def capture_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]:
@@ -280,13 +293,18 @@ def restart(observed: Observed, state: JobState, now: datetime, settings: Settin
 
 
 def finish_restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> tuple[Effect, ...]:
-    """Steps 2 and 3 of a restart already committed (a redelivery after a crash between steps)."""
+    """The steps of a restart already committed left undone (a redelivery after a crash between steps): the
+    grace annotation, the TrainJob delete, and the GoodputMeasurement reset while the next attempt has not
+    started and the measurement still shows step state (`reset_pending`, `is_reset`)."""
     effects: list[Effect] = []
     grace_length = grace.length(state, settings.restart_grace_seconds)
     if (grace_length and observed.data.workload.attempt == state.job.status.restart_count - 1
             and not grace.recorded(state, observed.trainjob)):
         effects.append(grace.annotate(state, now + grace_length, settings.cre_group))
-    return (*effects, *delete_failed(observed))
+    gm = observed.goodput
+    reset = (reset_goodput(gm, settings.cre_group, now),) \
+        if gm is not None and reset_pending(observed.data, state) and not is_reset(gm) else ()
+    return (*effects, *delete_failed(observed), *reset)
 
 
 def delete_failed(observed: Observed) -> tuple[Effect, ...]:

@@ -262,6 +262,68 @@ def test_the_reset_is_the_restarts_last_step(cluster: LocalCluster, world: Calla
     assert reset.name == "llm-goodput" and reset.resource_version == ""
 
 
+def crash_before_the_reset(cluster: LocalCluster, record: dict[str, Any]) -> None:
+    """The restart decided in process and its plan applied but for the GoodputMeasurement reset, its last step
+    (the process dies there); nothing of what follows the plan (the next attempt) is done."""
+    from functions.apply import apply
+    from functions.context import Context
+    from functions.handlers import restart
+    from functions.plan import Plan
+    from functions.settings import Settings
+
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), restart_grace_seconds=0))
+    plan = restart.decide(restart.read(to_envelope(record), ctx), ctx.settings, ctx.clock())
+    last = plan.effects[-1]
+    assert isinstance(last, WriteStatus) and last.res.plural == "goodputmeasurements"
+    apply(Plan(plan.effects[:-1]), ctx)
+
+
+def test_a_redelivered_stall_finishes_the_reset_a_crash_left_undone(
+        world: Callable[..., World], cluster: LocalCluster, functions: Callable[..., dict[str, str]]) -> None:
+    """Without the reset, the next attempt's stall check measures from the failed attempt's last step and
+    restarts it at once: two restarts for one stall."""
+    w = world()
+    create_job(w, max_restarts=3, goodput_spec=True)
+    w.settle()
+    w.trainer("run")
+    w.settle()
+    measure(w, **stalled_training(checkpoint_step=1200))
+    stalled = stalled_record(w.ns, attempt=0, uid=(w.trainjob() or {})["metadata"]["uid"])
+    crash_before_the_reset(cluster, stalled)
+    assert (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["status"]["avgStepTimeSec"] == "2.5"
+    assert send(functions()["restart"], stalled).status == 202  # Knative delivers the stall again
+    status = (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["status"]
+    assert "lastStepTimestamp" not in status and "applicationStartTime" not in status
+    assert (status["avgStepTimeSec"], status["lastCheckpointStep"]) == ("", 1200)
+    w.settle()
+    w.tick()
+    w.settle()
+    assert w.final() == ("InProgress", "WorkloadRunning", 1)
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+
+
+def test_a_redelivered_failure_finishes_the_reset_of_the_jobs_last_restart(
+        world: Callable[..., World], cluster: LocalCluster, functions: Callable[..., dict[str, str]]) -> None:
+    """The Job has no restart left after this one, so nothing else makes the redelivery read the measurement."""
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    measure(w, lastStepTimestamp="2026-11-30T09:00:00Z", avgStepTimeSec="2.5",
+            applicationStartTime="2026-11-30T08:00:00Z")
+    w.settle()
+    w.trainer("fail")
+    failed = phase_record(w.ns, "llm", "Failed")
+    failed["data"]["workload"]["uid"] = (w.trainjob() or {})["metadata"]["uid"]
+    crash_before_the_reset(cluster, failed)
+    assert w.job()["status"]["restartCount"] == 1
+    assert (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["status"]["lastStepTimestamp"] == "2026-11-30T09:00:00Z"
+    assert send(functions()["restart"], failed).status == 202
+    status = (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["status"]
+    assert "lastStepTimestamp" not in status and "applicationStartTime" not in status
+    assert (status["avgStepTimeSec"], status["lastCheckpointStep"]) == ("", 1200)
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"  # and the next attempt launched
+
+
 def test_a_stall_restarts_the_job_from_its_checkpoint_and_resets_the_goodput(
         world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:
     w = world(functions(CREFN_RESTART_GRACE_SECONDS="30"))  # the grace holds the next attempt back
