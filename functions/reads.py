@@ -28,6 +28,7 @@ from functions.context import Context
 from functions.errors import CrefnError, Forbidden, NotFound, PermanentError
 from functions.resources import (
     CLUSTER_TRAINING_RUNTIMES,
+    EVENTS,
     NODES,
     PODS,
     TRAINING_RUNTIMES,
@@ -68,6 +69,11 @@ def read_job(ctx: Context, namespace: str, name: str) -> JobState | None:
 
 def read_trainjob(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
     return ctx.gateway.get(TRAINJOBS, namespace, name)
+
+
+def read_event(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
+    """A Kubernetes Event (events.k8s.io) by name: a verdict's transition Event."""
+    return ctx.gateway.get(EVENTS, namespace, name)
 
 
 def read_pod(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:

@@ -20,10 +20,11 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_capture, read_goodputs, read_job, read_runtime_jobs, read_trainjob
+from functions.reads import read_capture, read_event, read_goodputs, read_job, read_runtime_jobs, read_trainjob
 from functions.rules import restart as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.measurements import goodput_of, has_checkpoint
+from functions.rules.redelivery import Announced
 from functions.rules.restart import Observed, decide
 
 FUNCTION = rules.FUNCTION
@@ -45,6 +46,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
     observed = replace(observed, state=state, trainjob=None if held_by else trainjob, held_by=held_by)
     if rules.why_not_its_workload(state, data.workload, trainjob):
         return observed
+    if name := rules.restate_wanted(observed, ctx.clock()):
+        return replace(observed, announced=Announced(read_event(ctx, state.ref.namespace, name)))
     goodputs_read, as_evidence = rules.goodputs_wanted(observed, ctx.settings)
     goodputs = read_goodputs(ctx, state, as_evidence) if goodputs_read else ()
     observed = replace(observed, evidence=has_checkpoint(goodputs, state.ref.name) if as_evidence else None,

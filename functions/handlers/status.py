@@ -18,7 +18,7 @@ from events.types import EventType, Phase
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_goodputs, read_job, read_pods, read_trainjob
+from functions.reads import read_event, read_goodputs, read_job, read_pods, read_trainjob
 from functions.rules import status as rules
 from functions.rules.adapter import decide_phase
 from functions.rules.attempts import of_attempt, workload_ref_of
@@ -26,6 +26,7 @@ from functions.rules.jobs import Gone, why_not_current, why_not_ours
 from functions.rules.measurements import goodput_of
 from functions.rules.phase import parse_trainjob
 from functions.rules.pods import blocked_pod
+from functions.rules.redelivery import Announced
 from functions.rules.status import Found, Observed, Read, Unread, decide
 
 FUNCTION = rules.FUNCTION
@@ -39,7 +40,11 @@ def read(env: Envelope, ctx: Context) -> Observed:
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
         return Gone(data.job)
-    if why_not_ours(state, data.job, ctx.settings) or why_not_current(state, data.workload):
+    if why_not_ours(state, data.job, ctx.settings):
+        return Found(env, data, state)
+    if name := rules.restate_wanted(state, data, ctx.clock()):
+        return Found(env, data, state, Announced(read_event(ctx, state.ref.namespace, name)))
+    if why_not_current(state, data.workload):
         return Found(env, data, state)
     raw = read_trainjob(ctx, state.ref.namespace, data.workload.name)
     if raw is None or not of_attempt(raw, state.job.status.restart_count):

@@ -98,8 +98,9 @@ def write_status(state: JobState, status: Mapping[str, Any], cre_group: str) -> 
 
 
 def condition_changed(state: JobState, status: Mapping[str, Any], new: ConditionSummary, function: str,
-                      cause: Envelope | None, workload: WorkloadRef | None = None) -> Outbound:
-    """`dev.crefn.job.condition.changed` for a status write (the Job as it is after the write)."""
+                      cause: Envelope | None, workload: WorkloadRef | None = None, restated: bool = False) -> Outbound:
+    """`dev.crefn.job.condition.changed` for a status write (the Job as it is after the write); `restated`: for
+    a verdict written before (`functions.rules.redelivery`), whose previous condition is not known (null)."""
     job = state.job
     if workload is None and job.status.workload_ref is not None:
         workload = current_workload_ref(job)
@@ -107,7 +108,7 @@ def condition_changed(state: JobState, status: Mapping[str, Any], new: Condition
     log = status.get("failureLog") or (job.status.failure_log.model_dump(by_alias=True)
                                        if job.status.failure_log else None)
     data = JobConditionChangedData(
-        job=state.ref, previous=state.true_condition, new=new,
+        job=state.ref, previous=None if restated else state.true_condition, new=new,
         restart_count=int(status.get("restartCount", job.status.restart_count)), workload=workload,
         failed_nodes=[FailedNode.model_validate(n) for n in nodes],
         failure=FailureInfo.model_validate(log) if log and new.type == "Failed" else None,

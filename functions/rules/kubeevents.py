@@ -7,7 +7,9 @@ otherwise. The exclusive set records one only when the True exclusive **type** f
 (a TrainJob create the API refused: `RefusalWarning`) record a Warning of their own. Each Event follows the status write
 it reports in the plan, so it is recorded only once that write succeeded; its name is derived from
 the transition (Job uid, type, attempt) or the action (Job uid, attempt, reason, error), so a
-redelivered event finds the name taken and records nothing twice.
+redelivered event finds the name taken and records nothing twice. A transition Event carries the id of the
+event that decided it (`crefn.dev/cause`): what tells a redelivery of that event from another
+(`functions.rules.redelivery`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from functions.rules.jobs import JobState
 NOTE_LIMIT = 1024
 TRUNCATED = "... [truncated]"
 REPORTING_CONTROLLER = "crefn.dev/controller"
+CAUSE_ANNOTATION = "crefn.dev/cause"
 
 
 def cap_note(message: str) -> str:
@@ -40,11 +43,14 @@ def event_name(state: JobState, *key: str) -> str:
 
 
 def job_event(state: JobState, name: str, reason: str, message: str, warning: bool, now: datetime,
-              function: str) -> RecordEvent:
+              function: str, cause: str = "") -> RecordEvent:
     meta = state.job.metadata
+    metadata: dict[str, object] = {"name": name, "namespace": meta.namespace}
+    if cause:
+        metadata["annotations"] = {CAUSE_ANNOTATION: cause}
     body = {
         "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": name, "namespace": meta.namespace},
+        "metadata": metadata,
         "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": REPORTING_CONTROLLER, "reportingInstance": f"crefn-{function}",
         "action": reason, "reason": reason, "note": cap_note(message), "type": "Warning" if warning else "Normal",
@@ -54,13 +60,20 @@ def job_event(state: JobState, name: str, reason: str, message: str, warning: bo
     return RecordEvent(meta.namespace, body)
 
 
-def transition_event(state: JobState, new: ConditionSummary, now: datetime, function: str) -> RecordEvent | None:
-    """The Event of a write that makes `new` the True exclusive condition, when its type flips."""
+def transition_name(state: JobState, new: ConditionSummary) -> str:
+    """The name of the Event of the flip to `new`'s type in the Job's current attempt."""
+    return event_name(state, new.type, str(state.job.status.restart_count))
+
+
+def transition_event(state: JobState, new: ConditionSummary, now: datetime, function: str,
+                     cause: str = "") -> RecordEvent | None:
+    """The Event of a write that makes `new` the True exclusive condition, when its type flips; `cause`: the
+    id of the event that decided it."""
     old = state.true_condition
     if old is not None and old.type == new.type:
         return None
-    name = event_name(state, new.type, str(state.job.status.restart_count))
-    return job_event(state, name, new.reason, new.message, new.type == "Failed", now, function)
+    return job_event(state, transition_name(state, new), new.reason, new.message, new.type == "Failed", now,
+                     function, cause)
 
 
 def action_event(state: JobState, reason: str, message: str, now: datetime, function: str) -> RecordEvent:

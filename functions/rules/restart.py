@@ -33,6 +33,7 @@ from functions.rules.jobs import JobState, as_written, condition_changed, why_no
 from functions.rules.launch import LaunchObserved, decide_launch, owned_by, patched_jobs, why_not_launch
 from functions.rules.measurements import GoodputMeasurement, is_reset, reset_goodput
 from functions.rules.pods import Capture, failure_info, failure_log_field
+from functions.rules.redelivery import Announced, restate, restating
 from functions.rules.running import decide_running
 from functions.rules.verdicts import ConditionWrite, condition_write, failed_nodes
 from functions.settings import Settings
@@ -61,6 +62,9 @@ class Observed:
     runtime_jobs: tuple[str, ...] | None = None
     """The training runtime's replicatedJobs, read for a relaunch when the failed attempt's TrainJob does
     not name them (`runtime_wanted`)."""
+    announced: Announced | None = None
+    """The transition Event of the Job's verdict, read when the event may be the one that decided it, delivered
+    again (`restate_wanted`)."""
 
 
 @dataclass(frozen=True)
@@ -120,22 +124,23 @@ def still_running(uid: str, trainjob: dict[str, Any] | None) -> bool:
 
 
 def failed_write(state: JobState, failure: Failure, now: datetime, group: str, function: str,
-                 capture: Capture | None = None) -> tuple[ConditionWrite, ConditionSummary] | None:
+                 capture: Capture | None = None, cause: str = "") -> tuple[ConditionWrite, ConditionSummary] | None:
     """The write that fails the Job, with its nodes attributed and its failure log; None when it is so
     already."""
-    return verdict_write(state, Reason.WORKLOAD_FAILED, failed_message(failure), now, group, function, capture)
+    return verdict_write(state, Reason.WORKLOAD_FAILED, failed_message(failure), now, group, function, capture,
+                         cause)
 
 
 def verdict_write(state: JobState, reason: str, message: str, now: datetime, group: str, function: str,
-                  capture: Capture | None = None) -> tuple[ConditionWrite, ConditionSummary] | None:
+                  capture: Capture | None = None, cause: str = "") -> tuple[ConditionWrite, ConditionSummary] | None:
     """`Failed`/`reason`/`message` (CRE's `setJobFailed`): the Job's nodes attributed and its failure log
-    recorded; None when the Job says so already."""
+    recorded; None when the Job says so already. `cause`: the deciding event's id, recorded on its Event."""
     new = condition("Failed", reason, message)
     if decide_conditions(state.conditions, state.job.metadata.generation, new, now) is None:
         return None
     write = condition_write(state, new, now, group, function,
                             {**failed_nodes(state, group, message, capture.pods if capture else ()),
-                             **failure_log_field(state, capture)})
+                             **failure_log_field(state, capture)}, cause)
     return None if write is None else (write, new)
 
 
@@ -233,6 +238,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return Plan(finish_restart(observed, state, now, settings),
                     reason=f"{state.where}: restart of attempt {data.workload.attempt} already recorded",
                     then=relaunch(observed, state, now, settings, committing=False))
+    if observed.announced is not None and (verdict := verdict_of(observed)) is not None:
+        return restate(state, verdict, observed.announced.event, now, FUNCTION, observed.cause, data.workload)
     if why := why_not_current(state, data.workload):
         return nothing(why)
     if isinstance(data, WorkloadStalledData):
@@ -245,8 +252,30 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
     if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
         return fail(observed, state, failed_write(state, failure, now, settings.cre_group, FUNCTION,
-                                                  observed.capture))
+                                                  observed.capture, observed.cause.id))
     return restart(observed, state, now, settings)
+
+
+def verdict_of(observed: Observed) -> ConditionSummary | None:
+    """The verdict the event would write on the Job as read: `Failed`/`WorkloadStalled` with the stall's message
+    (re-deciding the stall would need the pods, and only a Job that shows exactly it is restated), or
+    `Failed`/`WorkloadFailed` for the failure on the fresh TrainJob read; None when the TrainJob has not failed."""
+    data = observed.data
+    if isinstance(data, WorkloadStalledData):
+        return condition("Failed", Reason.WORKLOAD_STALLED, data.message)
+    failure = None if observed.held_by is not None else observe_failure(data.workload.name, data.workload.uid,
+                                                                         observed.trainjob)
+    return None if failure is None else condition("Failed", Reason.WORKLOAD_FAILED, failed_message(failure))
+
+
+def restate_wanted(observed: Observed, now: datetime) -> str:
+    """The transition Event to read for a terminal Job when the event may be the one that decided its verdict,
+    delivered again (`functions.rules.redelivery.restating`); "" otherwise."""
+    state, data = observed.state, observed.data
+    if state is None or not state.terminal or is_recorded(state.job, data.workload) or not is_failure(data):
+        return ""
+    observed_at = data.observed_at if isinstance(data, WorkloadPhaseData) else None
+    return restating(state, verdict_of(observed), data.workload, observed_at, now)
 
 
 def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobState, settings: Settings,
@@ -259,7 +288,7 @@ def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobStat
         return nothing(f"{state.where}: TrainJob {data.workload.name} is not stalled on a fresh read")
     if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
         return fail(observed, state, verdict_write(state, Reason.WORKLOAD_STALLED, stall.message, now,
-                                                   settings.cre_group, FUNCTION, observed.capture))
+                                                   settings.cre_group, FUNCTION, observed.capture, observed.cause.id))
     return restart(observed, state, now, settings)
 
 

@@ -27,6 +27,7 @@ from functions.rules.attempts import is_current
 from functions.rules.conditions import changes_condition, condition
 from functions.rules.jobs import Gone, JobState, condition_changed, why_not_current, why_not_ours, write_status
 from functions.rules.measurements import GoodputMeasurement
+from functions.rules.redelivery import Announced, restate, restating
 from functions.rules.running import decide_running, running_condition
 from functions.rules.stall import Stall
 from functions.rules.verdicts import ConditionWrite, condition_write
@@ -47,11 +48,13 @@ class Unread:
 @dataclass(frozen=True)
 class Found:
     """The Job read fresh; its attempt's TrainJob not read (the Job is not one to act on for the event),
-    gone, of another attempt or not this Job's."""
+    gone, of another attempt or not this Job's. `announced`: the transition Event of the Job's verdict, read
+    when the event may be the one that decided it, delivered again (`restate_wanted`)."""
 
     cause: Envelope
     data: WorkloadPhaseData
     state: JobState
+    announced: Announced | None = None
 
 
 @dataclass(frozen=True)
@@ -86,13 +89,14 @@ def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
 
 def decide_status(state: JobState, phase: Phase, name: str, message: str, now: datetime, group: str,
                   function: str, pods: Sequence[Pod] = (), goodput: GoodputMeasurement | None = None,
-                  ) -> tuple[ConditionWrite, ConditionSummary | None] | Stall | None:
+                  cause: str = "") -> tuple[ConditionWrite, ConditionSummary | None] | Stall | None:
     """The write for a phase of the current attempt (with the attempt's pods and the Job's
     GoodputMeasurement for a Running one) and the True exclusive condition after it; the stall of a
-    stalled workload (nothing to write); None when nothing would change."""
+    stalled workload (nothing to write); None when nothing would change. `cause`: the deciding event's id,
+    recorded on the Event of a verdict."""
     if phase is not Phase.RUNNING:
         new = condition_for(phase, name, message)
-        write = condition_write(state, new, now, group, function)
+        write = condition_write(state, new, now, group, function, cause=cause)
         return None if write is None else (write, new)
     running = decide_running(state, pods, name, now, goodput)
     if running.stall is not None:
@@ -119,6 +123,19 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
     return state.true_condition == condition_for(result.phase, workload.name, result.message)
 
 
+def restate_wanted(state: JobState, data: WorkloadPhaseData, now: datetime) -> str:
+    """The transition Event to read when the Job is terminal and the event, a Succeeded phase, may be the one
+    that decided its `Succeeded` verdict, delivered again (`functions.rules.redelivery.restating`); "" otherwise."""
+    if not state.terminal or data.phase is not Phase.SUCCEEDED:
+        return ""
+    return restating(state, succeeded(data), data.workload, data.observed_at, now)
+
+
+def succeeded(data: WorkloadPhaseData) -> ConditionSummary:
+    """The verdict of a Succeeded phase, as the event says it (restated only when the Job shows exactly it)."""
+    return condition_for(Phase.SUCCEEDED, data.workload.name, data.message)
+
+
 def first_phase_decided(data: WorkloadPhaseData) -> bool:
     """Whether the event is the creation of a Running TrainJob (`created`): the function that created it wrote
     its first phase from what the create returned (`functions.rules.launch.FirstPhase`). Nothing is read for
@@ -136,7 +153,12 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
                        "its first phase")
     if isinstance(observed, Unread) or data.phase is Phase.FAILED:
         return nothing("phase Failed is handled by the restart function")
-    if why := why_not_ours(observed.state, data.job, settings) or why_not_current(observed.state, data.workload):
+    if why := why_not_ours(observed.state, data.job, settings):
+        return nothing(why)
+    if isinstance(observed, Found) and observed.announced is not None:
+        return restate(observed.state, succeeded(data), observed.announced.event, now, FUNCTION, observed.cause,
+                       data.workload)
+    if why := why_not_current(observed.state, data.workload):
         return nothing(why)
     if isinstance(observed, Found):
         return nothing(f"{observed.state.where}: TrainJob {data.workload.name} of attempt "
@@ -151,7 +173,7 @@ def decide_read(observed: Read, settings: Settings, now: datetime) -> Plan:
         return nothing(f"{state.where}: TrainJob {workload.name} has failed on a fresh read{said}: "
                        "the restart function decides")
     decided = decide_status(state, result.phase, workload.name, result.message, now, settings.cre_group, FUNCTION,
-                            observed.pods, observed.goodput)
+                            observed.pods, observed.goodput, observed.cause.id)
     if decided is None:
         return nothing(f"{state.where}: nothing changed: TrainJob {workload.name} is {result.phase.value}{said}")
     if isinstance(decided, Stall):

@@ -35,9 +35,9 @@ class ConditionWrite:
 
 
 def condition_write(state: JobState, new: ConditionSummary, now: datetime, group: str, function: str,
-                    extra: Mapping[str, Any] | None = None) -> ConditionWrite | None:
+                    extra: Mapping[str, Any] | None = None, cause: str = "") -> ConditionWrite | None:
     """The write that makes `new` the True exclusive condition, with `extra` status fields; None when
-    it would change nothing."""
+    it would change nothing. `cause`: the id of the deciding event, recorded on the Event of a verdict."""
     conditions = decide_conditions(state.conditions, state.job.metadata.generation, new, now)
     status: dict[str, Any] = dict(extra or {})
     if conditions is not None:
@@ -45,7 +45,7 @@ def condition_write(state: JobState, new: ConditionSummary, now: datetime, group
     if not status:
         return None
     effects: list[Effect] = [write_status(state, status, group)]
-    if conditions is not None and (event := transition_event(state, new, now, function)):
+    if conditions is not None and (event := transition_event(state, new, now, function, cause)):
         effects.append(event)
     return ConditionWrite(status, tuple(effects))
 

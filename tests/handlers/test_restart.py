@@ -5,6 +5,7 @@ changes nothing. The policy, pure: tests/rules/test_restart.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -468,3 +469,62 @@ def test_first_attribution_wins_and_a_deleted_workload_attributes_nodes(function
     world.settle()
     assert world.final("hw")[:2] == ("Failed", "WorkloadFailed")
     assert world.job("hw")["status"]["failedNodes"] == earlier
+
+
+def test_a_verdict_delivered_again_after_a_crash_sends_its_event_and_its_reply(
+        gateway: Gateway, namespace: str, cluster: LocalCluster, functions: Callable[..., dict[str, str]]) -> None:
+    """Killed after the Failed write, before its Event and its reply: the same event, delivered again, records the
+    Event and answers the `job.condition.changed` that makes the WorkloadRun mirror the verdict; delivered once
+    more (the Broker refused that answer), it answers again and records nothing twice; another event, or the
+    same one past the hour, restates nothing."""
+    from functions.apply import apply
+    from functions.context import Context
+    from functions.handlers import restart
+    from functions.plan import Plan, RecordEvent
+    from functions.resources import cre_workloadruns
+    from functions.settings import Settings
+    from localstack.eventing.apisource import apiserver_record
+
+    runs, jobs, ns = cre_workloadruns("nvcre.nvidia.com"), JOBS, namespace
+    urls = functions()
+    run = gateway.create(runs, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+                                    "metadata": {"name": "wr", "labels": {"crefn.dev/managed": "true"}},
+                                    "spec": {"image": "img", "numNodes": 1, "gpusPerNode": 1,
+                                             "framework": {"exec": {"command": ["true"]}}}})
+    assert send(urls["workloadrun"], apiserver_record("add", run, runs, gateway.host)).status == 202
+    job = gateway.get(jobs, ns, "wr") or {}
+    assert send(urls["launch"], apiserver_record("update", job, jobs, gateway.host)).status == 200
+    gateway.patch(TRAINJOBS, ns, "wr-workload", {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "node-0 failed",
+         "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}]}}, status=True)
+    failed = phase_record(ns, "wr", "Failed")
+    failed["data"]["workload"]["uid"] = (gateway.get(TRAINJOBS, ns, "wr-workload") or {})["metadata"]["uid"]
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    plan = restart.decide(restart.read(to_envelope(failed), ctx), ctx.settings, ctx.clock())
+    assert [type(e) for e in plan.effects] == [WriteStatus, RecordEvent]
+    apply(Plan(plan.effects[:1]), ctx)  # the verdict written, then the process dies
+    assert job_events(gateway, ns, "wr")[-1]["reason"] == "WorkloadCreated"
+
+    answer = send(urls["restart"], failed)  # Knative delivers it again
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.job.condition.changed", answer.text
+    assert answer.ce["jobcondition"] == "Failed"
+    reply = json.loads(answer.body)
+    assert reply["new"] == {"type": "Failed", "reason": "WorkloadFailed",
+                            "message": "Workload TrainJob/wr-workload failed: node-0 failed"}
+    assert reply["previous"] is None and reply["workloadRun"] == "wr"
+    events = [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr")]
+    assert events[-1] == ("Warning", "WorkloadFailed", "Workload TrainJob/wr-workload failed: node-0 failed")
+
+    again = send(urls["restart"], failed)  # the Broker refused the answer: Knative retries
+    assert again.status == 200 and json.loads(again.body)["new"] == reply["new"]
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr")] == events
+    assert send(urls["workloadrun"], {"attributes": answer.ce, "data": reply}).status == 202
+    mirrored = [(c["type"], c["reason"]) for c in (gateway.get(runs, ns, "wr") or {})["status"]["conditions"]
+                if c["status"] == "True"]
+    assert mirrored == [("Failed", "WorkflowFailed")]
+
+    raced = {"attributes": {**failed["attributes"], "id": "another-event"}, "data": failed["data"]}
+    assert send(urls["restart"], raced).status == 202  # announced by the event that decided it
+    later = datetime.now(UTC) + timedelta(hours=2)
+    old = restart.handle(to_envelope(failed), Context(ctx.settings, clock=lambda: later))
+    assert old.reply is None and "is terminal" in old.reason
