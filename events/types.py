@@ -133,3 +133,5 @@ class RunReason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     OBJECT_CONFLICT = "ObjectConflict"
     SUPERSEDED = "Superseded"
+    THRESHOLD_VIOLATION = "ThresholdViolation"
+    """The reason of the run's independent `ValidationFailed` condition."""

@@ -32,7 +32,7 @@ from functions.rules.conditions import true_exclusive
 from functions.rules.due import awaiting_validation
 from functions.rules.jobs import JobState, parse_job
 from functions.rules.runspec import InvalidSpec
-from functions.rules.runstatus import deleted, mirrored
+from functions.rules.runstatus import deleted, mirrored, validation_message
 from functions.rules.target import needs_nodes, selector
 from functions.rules.translate import translate
 from functions.rules.workloadrun import Invalid, Mirror, Observed, Skipped, Translated, decide, resource_for
@@ -137,7 +137,7 @@ def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observ
                                                       awaiting_validation(current))
     if cond is None:
         return Skipped(where, "the Job has no condition to mirror yet")
-    return Mirror(where, raw, cond)
+    return Mirror(where, raw, cond, None if current is None else validation_message(current.conditions))
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:

@@ -7,7 +7,7 @@ TrainingRuntime, then the Job), each refused create failing the run `BuildFailed
 `InProgress`/`WorkflowCreated`; an object of its name not controlled by the run fails it
 `ObjectConflict`, an invalid spec `InvalidSpec`. Once the run has its Job, a missing Job is
 `Failed`/`WorkflowDeleted`, nothing is created again. A mirror writes the run's exclusive conditions
-for its Job's state. A terminal WorkloadRun is never written again.
+for its Job's state (and its `ValidationFailed` when the Job's is True). A terminal WorkloadRun is never written again.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from events.emitted import ConditionSummary
 from events.types import RunReason
 from functions.plan import Create, Effect, Plan, WriteStatus, nothing
 from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
-from functions.rules.conditions import EXCLUSIVE, condition, decide_conditions, is_terminal, true_exclusive
+from functions.rules.conditions import (
+    EXCLUSIVE,
+    condition,
+    decide_conditions,
+    decide_independent,
+    is_terminal,
+    true_exclusive,
+)
 from functions.rules.jobs import is_managed
 from functions.rules.runstatus import created, deleted
 from functions.settings import Settings
@@ -40,11 +47,12 @@ class Skipped:
 @dataclass(frozen=True)
 class Mirror:
     """The run that owns a Job, read fresh, and its condition for its Job's state (`WorkflowDeleted` for
-    a deleted Job)."""
+    a deleted Job); `validation`: the message of the Job's `ValidationFailed` when it is True."""
 
     where: str
     run: dict[str, Any]
     condition: ConditionSummary
+    validation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     where, raw = observed.where, observed.run
     if isinstance(observed, Mirror):
         cond = observed.condition
-        writes = run_conditions(raw, cond, now, settings)
+        writes = run_conditions(raw, cond, now, settings, observed.validation)
         return Plan(writes, reason=f"{where}: {cond.type}/{cond.reason}" + ("" if writes else " (already so)"))
     if not is_managed((raw.get("metadata") or {}).get("labels") or {}, settings):
         return nothing(f"{where} is not managed")
@@ -139,16 +147,20 @@ class BuildFailed:
         return run_conditions(self.run, condition("Failed", RunReason.BUILD_FAILED, message), self.now, self.settings)
 
 
-def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
-                   settings: Settings) -> tuple[WriteStatus, ...]:
-    """The write of the WorkloadRun's exclusive conditions, siblings `Superseded`; none on a terminal run
-    or when nothing would change."""
+def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime, settings: Settings,
+                   validation: str | None = None) -> tuple[WriteStatus, ...]:
+    """The write of the WorkloadRun's exclusive conditions, siblings `Superseded`, and with a `validation`
+    message its `ValidationFailed` True / `ThresholdViolation` in the same write (CRE mirrors it before the
+    terminal condition); none on a terminal run or when nothing would change."""
     conditions = (raw.get("status") or {}).get("conditions") or []
     if chosen.type not in EXCLUSIVE or is_terminal(conditions):
         return ()
     meta = raw["metadata"]
-    new = decide_conditions(conditions, int(meta.get("generation", 0)), chosen, now,
-                            sibling_reason=RunReason.SUPERSEDED)
+    generation = int(meta.get("generation", 0))
+    new = decide_conditions(conditions, generation, chosen, now, sibling_reason=RunReason.SUPERSEDED)
+    if validation is not None:
+        new = decide_independent(new or conditions, generation, "ValidationFailed", True,
+                                 RunReason.THRESHOLD_VIOLATION, validation, now) or new
     if new is None:
         return ()
     return (WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],

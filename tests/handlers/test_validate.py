@@ -261,20 +261,33 @@ def test_events_of_other_jobs_and_kinds_write_nothing(world: Callable[..., World
 # -- the WorkloadRun mirror ----------------------------------------------------------------------
 
 def run_condition(w: World) -> tuple[str, str, str]:
+    """The run's True exclusive condition (exactly one)."""
     run = w.gw.get(cre_workloadruns(GROUP), w.ns, "wr") or {}
-    true = [c for c in run["status"]["conditions"] if c["status"] == "True"]
+    true = [c for c in run["status"]["conditions"] if c["status"] == "True" and c["type"] != "ValidationFailed"]
     assert len(true) == 1, run["status"]
     return true[0]["type"], true[0]["reason"], true[0]["message"]
 
 
-@pytest.mark.parametrize(("bus", "expected"), [
+def run_validation(w: World) -> tuple[str, str, str] | None:
+    """The run's own `ValidationFailed` condition, if any."""
+    run = w.gw.get(cre_workloadruns(GROUP), w.ns, "wr") or {}
+    found = [c for c in run["status"]["conditions"] if c["type"] == "ValidationFailed"]
+    return (found[0]["status"], found[0]["reason"], found[0]["message"]) if found else None
+
+
+@pytest.mark.parametrize(("bus", "expected", "own"), [
     ("350", ("Failed", "WorkflowValidationFailed",
-             'Threshold "busBandwidthGBps" violated: measured 350.0000, expression: value >= 400'), ),
-    ("450", ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
+             'Threshold "busBandwidthGBps" violated: measured 350.0000, expression: value >= 400'),
+     ("True", "ThresholdViolation",
+      'Threshold "busBandwidthGBps" violated: measured 350.0000, expression: value >= 400')),
+    ("450", ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully"), None),
 ], ids=["violated", "met"])
 def test_a_workloadrun_waits_for_the_verdict_and_mirrors_it(bus: str, expected: tuple[str, str, str],
+                                                            own: tuple[str, str, str] | None,
                                                             world: Callable[..., World],
                                                             functions: Callable[..., dict[str, str]]) -> None:
+    """CRE's WorkloadRun controller: `Workflow wr created` while the Job runs and awaits its verdict, then
+    the verdict; a violation also as the run's own `ValidationFailed` / `ThresholdViolation`."""
     w = world()
     runs = cre_workloadruns(GROUP)
     run = w.gw.create(runs, w.ns, {
@@ -287,11 +300,11 @@ def test_a_workloadrun_waits_for_the_verdict_and_mirrors_it(bus: str, expected: 
     w.trainer("complete", job="wr")
     w.settle()
     assert w.final("wr")[0] == "Succeeded"
-    kind, reason, message = run_condition(w)
-    assert (kind, reason) == ("InProgress", "WorkflowCreated") and message.startswith("Workflow wr created; Job wr: ")
+    assert run_condition(w) == ("InProgress", "WorkflowCreated", "Workflow wr created")
     measure_bandwidth(w, [bus], name="wr-bandwidth", job_name="wr")
     w.tick(rounds=1)
     assert validation(w, "wr") is not None
     assert run_condition(w) == expected
+    assert run_validation(w) == own
     mirrors = [o for o in w.broker.outcomes if o.trigger == "crefn-workloadrun-validations"]
     assert mirrors and all(o.status == 202 for o in mirrors if o.final)

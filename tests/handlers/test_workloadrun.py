@@ -219,14 +219,13 @@ def test_a_forged_delete_of_a_job_the_run_never_recorded_fails_nothing(
 
 @pytest.mark.parametrize(("job_conditions", "expected"), [
     ([("InProgress", "True", "WorkloadRunning", "Workload TrainJob/wr-workload is running")],
-     ("InProgress", "WorkflowCreated", "Workflow wr created; Job wr: WorkloadRunning: "
-                                       "Workload TrainJob/wr-workload is running")),
+     ("InProgress", "WorkflowCreated", "Workflow wr created")),
     ([("Succeeded", "True", "WorkloadCompleted", "done"),
       ("ValidationFailed", "True", "ThresholdViolation", 'Threshold "k" violated: measured 5.0000')],
      ("Failed", "WorkflowValidationFailed", 'Threshold "k" violated: measured 5.0000')),
     ([("InProgress", "True", "WorkloadRunning", ""), ("Failed", "True", "JobTimedOut", "Job exceeded timeoutPerJob")],
      ("Failed", "WorkflowFailed", "Job wr failed: JobTimedOut: Job exceeded timeoutPerJob")),
-], ids=["running-progress", "validation-failed-mirrored", "dual-true-job-reads-failed"])
+], ids=["running-keeps-created", "validation-failed-mirrored", "dual-true-job-reads-failed"])
 def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str, str]],
                                        expected: tuple[str, str, str], functions: Callable[..., dict[str, str]],
                                        gateway: Gateway, namespace: str) -> None:
@@ -264,14 +263,14 @@ def test_a_condition_change_that_names_no_workloadrun_mirrors_nothing(functions:
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
     gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [
-        {"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "running",
+        {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted", "message": "done",
          "lastTransitionTime": "2026-11-30T10:00:00Z"}]}}, status=True)
     before = run_condition(gateway, namespace, "InProgress")
     for workload_run in ("", None):
         data = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace), workload_run=workload_run,
-                                       new=ConditionSummary(type="InProgress", reason="WorkloadRunning"))
+                                       new=ConditionSummary(type="Succeeded", reason="WorkloadCompleted"))
         event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", data, None,
-                            jobcondition="InProgress")
+                            jobcondition="Succeeded")
         assert send(urls["workloadrun"], event).status == 202
         mirrored = run_condition(gateway, namespace, "InProgress")
         assert (mirrored == before) == (workload_run == ""), mirrored
@@ -324,9 +323,7 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", changed, None,
                         jobcondition="Succeeded")
     assert send(urls["workloadrun"], event).status == 202
-    assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created; "
-                                                               "Job wr: WorkloadCompleted: "
-                                                               "Workload TrainJob/wr-workload completed")
+    assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created")
     message = "Measurement data not available within 5m0s for keys: [goodputRatio]"
     gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [succeeded, {
         "type": "ValidationFailed", "status": "True", "reason": "MeasurementTimeout", "message": message,
@@ -337,6 +334,7 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
         assert send(urls["workloadrun"], to_outbound("dev.crefn.job.validation", "validate", namespace, "wr",
                                                      verdict, None)).status == 202
     assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowValidationFailed", message)
+    assert run_condition(gateway, namespace, "ValidationFailed") == ("True", "ThresholdViolation", message)
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("False", "Superseded")
 
 

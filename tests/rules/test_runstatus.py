@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from functions.rules.runstatus import created, deleted, mirrored
+from functions.rules.runstatus import created, deleted, mirrored, validation_message
 
 
 def cond(type_: str, status: str = "True", reason: str = "R", message: str = "m") -> dict[str, Any]:
@@ -16,8 +16,7 @@ def cond(type_: str, status: str = "True", reason: str = "R", message: str = "m"
 @pytest.mark.parametrize(("job_conditions", "expected"), [
     ([], None),
     ([cond("InProgress", reason="WorkloadRunning", message="Workload TrainJob/x is running")],
-     ("InProgress", "WorkflowCreated",
-      "Workflow run created; Job llm: WorkloadRunning: Workload TrainJob/x is running")),
+     ("InProgress", "WorkflowCreated", "Workflow run created")),
     ([cond("Succeeded", reason="WorkloadCompleted")],
      ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")),
     ([cond("Failed", reason="WorkloadFailed", message="boom")], ("Failed", "WorkflowFailed",
@@ -29,17 +28,19 @@ def cond(type_: str, status: str = "True", reason: str = "R", message: str = "m"
     ([cond("InProgress"), cond("Failed", reason="JobTimedOut", message="Job exceeded timeoutPerJob")],
      ("Failed", "WorkflowFailed", "Job llm failed: JobTimedOut: Job exceeded timeoutPerJob")),
     ([cond("InProgress", reason="WorkloadCreated", message="")],
-     ("InProgress", "WorkflowCreated", "Workflow run created; Job llm: WorkloadCreated")),
-    ([cond("InProgress", reason="", message="")], ("InProgress", "WorkflowCreated", "Workflow run created; Job llm")),
+     ("InProgress", "WorkflowCreated", "Workflow run created")),
+    ([cond("InProgress", reason="", message="")], ("InProgress", "WorkflowCreated", "Workflow run created")),
     ([cond("InProgress", reason="WorkloadPending", message="queued in ClusterQueue GPU-X")],
-     ("InProgress", "WorkflowCreated", "Workflow run created; Job llm: WorkloadPending: queued in ClusterQueue GPU-X")),
+     ("InProgress", "WorkflowCreated", "Workflow run created")),
+    ([cond("InProgress", reason="WorkloadRestarting", message="Restarting workload from checkpoint (restart 1/3)")],
+     ("InProgress", "WorkflowCreated", "Workflow run created")),
     ([cond("Succeeded"), cond("ValidationFailed", reason="ThresholdViolation", message="")],
      ("Failed", "WorkflowValidationFailed", "ThresholdViolation")),
     ([cond("Succeeded"), cond("ValidationFailed", reason="", message="")],
      ("Failed", "WorkflowValidationFailed", "thresholds not met")),
 ], ids=["nothing-yet", "running", "succeeded", "failed", "validation-failed", "thresholds-met",
         "dual-true-reads-failed", "progress-without-message", "progress-without-reason-or-message",
-        "progress-message-whole",
+        "pending-keeps-created", "restarting-keeps-created",
         "validation-without-message", "validation-without-reason-or-message"])
 def test_mirrored(job_conditions: list[dict[str, Any]], expected: tuple[str, str, str] | None) -> None:
     got = mirrored("run", "llm", job_conditions)
@@ -54,7 +55,7 @@ def test_created_and_deleted() -> None:
 
 @pytest.mark.parametrize(("job_conditions", "expected"), [
     ([cond("Succeeded", reason="WorkloadCompleted", message="TrainJob completed")],
-     ("InProgress", "WorkflowCreated", "Workflow run created; Job llm: WorkloadCompleted: TrainJob completed")),
+     ("InProgress", "WorkflowCreated", "Workflow run created")),
     ([cond("Succeeded"), cond("ValidationFailed", reason="MeasurementTimeout", message="Measurement data not "
                               "available within 5m0s for keys: [goodputRatio]")],
      ("Failed", "WorkflowValidationFailed", "Measurement data not available within 5m0s for keys: [goodputRatio]")),
@@ -65,3 +66,16 @@ def test_mirrored_while_awaiting_validation(job_conditions: list[dict[str, Any]]
                                             expected: tuple[str, str, str]) -> None:
     got = mirrored("run", "llm", job_conditions, awaiting_validation=True)
     assert got is not None and (got.type, got.reason, got.message) == expected
+
+
+@pytest.mark.parametrize(("job_conditions", "expected"), [
+    ([cond("Succeeded"), cond("ValidationFailed", reason="ThresholdViolated",
+                              message='Threshold "goodputRatio" violated: measured 0.5000, expression: value >= 0.9')],
+     'Threshold "goodputRatio" violated: measured 0.5000, expression: value >= 0.9'),
+    ([cond("Succeeded"), cond("ValidationFailed", reason="ThresholdViolated", message="")], ""),
+    ([cond("Succeeded"), cond("ValidationFailed", status="False", reason="ThresholdsMet")], None),
+    ([cond("Succeeded")], None),
+], ids=["violated", "violated-without-message", "thresholds-met", "no-verdict"])
+def test_the_runs_own_validation_failed_message(job_conditions: list[dict[str, Any]], expected: str | None) -> None:
+    """CRE's WorkloadRun controller mirrors the `ValidationFailed` True it sees, message as is."""
+    assert validation_message(job_conditions) == expected

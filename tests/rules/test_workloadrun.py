@@ -113,3 +113,32 @@ def test_the_workloadrun_decision(case: str, mode: str, kinds: list[str], reason
         "observe": Translated(where, RUN, OBJECTS, (None, None)),
     }[case]
     assert run_decision(observed, mode) == (kinds, reason)
+
+
+def test_a_threshold_verdict_is_mirrored_as_the_runs_own_validation_failed() -> None:
+    """CRE's WorkloadRun controller sets `ValidationFailed` True / `ThresholdViolation` with the Job's message
+    before it writes `Failed`/`WorkflowValidationFailed`: both in one write here; the same mirror again writes
+    nothing."""
+    from datetime import UTC, datetime
+
+    from events.emitted import ConditionSummary
+    from functions.plan import WriteStatus
+    from functions.rules.workloadrun import Mirror, decide
+    from functions.settings import Settings
+
+    message = 'Threshold "busBandwidthGBps" violated: measured 100.0000, expression: value >= 400'
+    verdict = ConditionSummary(type="Failed", reason="WorkflowValidationFailed", message=message)
+    plan = decide(Mirror("WorkloadRun ml/wr", CREATED, verdict, message), Settings(),
+                  datetime(2026, 11, 30, 12, tzinfo=UTC))
+    (write,) = plan.effects
+    assert isinstance(write, WriteStatus)
+    assert [(c["type"], c["status"], c["reason"], c["message"], c["lastTransitionTime"])
+            for c in write.status["conditions"]] == [
+        ("InProgress", "False", "Superseded", "", "2026-11-30T12:00:00Z"),
+        ("Succeeded", "False", "Superseded", "", "2026-11-30T12:00:00Z"),
+        ("Failed", "True", "WorkflowValidationFailed", message, "2026-11-30T12:00:00Z"),
+        ("ValidationFailed", "True", "ThresholdViolation", message, "2026-11-30T12:00:00Z"),
+    ]
+    again = {**CREATED, "status": {"conditions": write.status["conditions"]}}
+    assert decide(Mirror("WorkloadRun ml/wr", again, verdict, message), Settings(),
+                  datetime(2026, 11, 30, 12, 5, tzinfo=UTC)).effects == ()
