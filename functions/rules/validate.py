@@ -4,8 +4,9 @@
 `decide(observed, settings, now)`, on what `functions.handlers.validate` read: for a managed Job awaiting
 validation, the thresholds' verdict, or a wait (202, the next tick checks again). A verdict is one
 status write of `ValidationFailed` with no terminal guard (the Job stays Succeeded), on the read
-resourceVersion; on True, while the Job has no `failedNodes`, the nodes of its group-nodes annotation
-each get an entry with reason `ThresholdViolation` and the verdict's message. Its Kubernetes Event: a
+resourceVersion; on True, while the Job has no `failedNodes`, the nodes of its group-nodes annotation (else
+those its attempt's pods were bound to, CRE's `groupNodeNames`) each get an entry with reason
+`ThresholdViolation` and the verdict's message. Its Kubernetes Event: a
 Warning on the flip to True, a Normal `ThresholdsMet` on the False write. The reply is
 `dev.crefn.job.validation`.
 """
@@ -19,13 +20,21 @@ from typing import Any
 
 from events.emitted import FailedNode, JobRef, JobValidationData
 from events.envelope import Envelope, to_outbound
+from events.objects import Pod
 from events.types import EventType, Reason
 from functions.plan import Plan, nothing
 from functions.rules.cel import CelOutcome
 from functions.rules.due import awaiting_validation
 from functions.rules.jobs import Gone, JobState, why_not_ours
-from functions.rules.thresholds import Waiting, decide_validation, measured_values, measurement_timeout, succeeded_at
-from functions.rules.verdicts import group_nodes, independent_write
+from functions.rules.thresholds import (
+    Verdict,
+    Waiting,
+    decide_validation,
+    measured_values,
+    measurement_timeout,
+    succeeded_at,
+)
+from functions.rules.verdicts import group_nodes, independent_write, placed_nodes
 from functions.settings import Settings
 
 FUNCTION = "validate"
@@ -45,7 +54,8 @@ class Skipped:
 class Found:
     """The Job read fresh and, while it awaits validation with keys all known, the measurements of its
     namespace its keys need and each threshold's outcome on its measured value, by key (once every key
-    has one)."""
+    has one); `pods`: its attempt's pods, read only when the verdict's failed nodes need them
+    (`wants_placed_nodes`), else None."""
 
     cause: Envelope
     job: JobRef
@@ -53,6 +63,7 @@ class Found:
     goodput: tuple[dict[str, Any], ...] = ()
     bandwidth: tuple[dict[str, Any], ...] = ()
     outcomes: Mapping[str, CelOutcome] = field(default_factory=dict)
+    pods: tuple[Pod, ...] | None = None
 
 
 Observed = Skipped | Gone | Found
@@ -69,18 +80,17 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if not awaiting_validation(state):
         return nothing(f"{state.where} is not awaiting validation" + (
             "" if state.job.spec.thresholds else " (no thresholds)"))
-    spec = state.job.spec
-    measured = measured_values(state.ref.name, state.job.metadata.uid, observed.goodput, observed.bandwidth,
-                               settings.cre_group)
-    verdict = decide_validation(spec.thresholds, measured, succeeded_at(state.conditions),
-                                measurement_timeout(spec.measurement_timeout), now, observed.outcomes)
+    verdict = verdict_of(state, observed.goodput, observed.bandwidth, observed.outcomes, settings, now)
     if isinstance(verdict, Waiting):
         return nothing(f"{state.where}: {verdict.message}")
+    if observed.pods is None and wants_placed_nodes(state, verdict, settings):
+        # the read saw no verdict yet (its clock an instant earlier): the next check reads the pods
+        return nothing(f"{state.where}: {verdict.reason} found without its pods read; decided on the next check")
     nodes = list(state.job.status.failed_nodes)  # the first attribution wins
     extra: dict[str, Any] = {}
     if verdict.failed and not nodes:
         nodes = [FailedNode(name=n, reason=Reason.THRESHOLD_VIOLATION, message=verdict.message)
-                 for n in group_nodes(state, settings.cre_group)]
+                 for n in group_nodes(state, settings.cre_group) or placed_nodes(observed.pods or ())]
         if nodes:
             extra["failedNodes"] = [n.model_dump(by_alias=True) for n in nodes]
     write = independent_write(state, CONDITION, verdict.failed, verdict.reason, verdict.message, now,
@@ -91,3 +101,19 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     return Plan(write.effects, reply=to_outbound(EventType.JOB_VALIDATION, FUNCTION, state.ref.namespace,
                                                  state.ref.name, data, observed.cause),
                 reason=f"{state.where}: {CONDITION}={'True' if verdict.failed else 'False'}/{verdict.reason}")
+
+
+def verdict_of(state: JobState, goodput: tuple[dict[str, Any], ...], bandwidth: tuple[dict[str, Any], ...],
+               outcomes: Mapping[str, CelOutcome], settings: Settings, now: datetime) -> Verdict | Waiting:
+    """The thresholds' verdict on what was read (a Job awaiting validation), or the wait for measurements."""
+    spec = state.job.spec
+    measured = measured_values(state.ref.name, state.job.metadata.uid, goodput, bandwidth, settings.cre_group)
+    return decide_validation(spec.thresholds, measured, succeeded_at(state.conditions),
+                             measurement_timeout(spec.measurement_timeout), now, outcomes)
+
+
+def wants_placed_nodes(state: JobState, verdict: Verdict | Waiting, settings: Settings) -> bool:
+    """Whether the verdict's failed nodes are those the pods were bound to: a True verdict for a Job with no
+    `failedNodes` yet and no group-nodes annotation (the only case the pods are read for)."""
+    return (isinstance(verdict, Verdict) and verdict.failed and not state.job.status.failed_nodes
+            and not group_nodes(state, settings.cre_group))

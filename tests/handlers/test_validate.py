@@ -1,7 +1,7 @@
 """`validate` on the real API server with the GoodputMeasurement and BandwidthMeasurement CRDs: the
 success path (`job.condition.changed`), the tick path (`job.check`), a back-dated success for the
-measurement timeout, the Events, failedNodes from the group-nodes annotation, and the WorkloadRun that
-mirrors the verdict. No test sleeps. The decision, pure: tests/rules/test_validate.py."""
+measurement timeout, the Events, failedNodes from the group-nodes annotation (else the pods' nodes), and
+the WorkloadRun that mirrors the verdict. No test sleeps. The decision, pure: tests/rules/test_validate.py."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from events.emitted import ConditionSummary, JobCheckData, JobConditionChangedData, JobRef
-from events.envelope import to_outbound
+from events.envelope import Envelope, to_outbound
 from events.types import EventType
 from functions.client import send
 from functions.resources import cre_goodput, cre_workloadruns
 from functions.rules.measurements import bandwidth_measurements
+from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.pods import create_pod
 from localstack.eventing.apisource import apiserver_record
 from tests.support.helpers import job_events
 from tests.support.world import World
@@ -111,6 +113,66 @@ def test_on_success_a_violation_fails_validation_and_the_job_stays_succeeded(wor
     assert all(o.status in (200, 202) for o in w.answers("validate"))
     w.tick(rounds=1)  # validated: no check any more, nothing written twice
     assert checks_sent(w) == [] and len(verdicts(w)) == 1
+
+
+PODS_OF_LLM = {"nvcre.nvidia.com/job": "llm", "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}
+
+
+def test_a_violation_without_group_nodes_attributes_the_nodes_the_pods_ran_on(world: Callable[..., World]) -> None:
+    """CRE's `setJobValidationStatus` fills an empty failedNodes from `groupNodeNames`: with no group-nodes
+    annotation, every node the Job's pods were bound to (any phase, de-duplicated, sorted; a pod never placed
+    names none)."""
+    w = world(kubelet=None)  # the Trainer makes no pods: these are the Job's
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400"})
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", PODS_OF_LLM, node="gpu-node-9")
+    create_pod(w.gw, w.ns, "llm-workload-node-1-0", PODS_OF_LLM, node="gpu-node-3")
+    create_pod(w.gw, w.ns, "llm-workload-node-2-0", PODS_OF_LLM, node="gpu-node-9")
+    create_pod(w.gw, w.ns, "llm-workload-node-3-0", PODS_OF_LLM)
+    create_pod(w.gw, w.ns, "other-workload-node-0-0", {**PODS_OF_LLM, "nvcre.nvidia.com/job": "other"},
+               node="gpu-node-1")
+    measure_bandwidth(w, ["350"])
+    w.succeed()
+    assert validation(w) == ("True", "ThresholdViolated", VIOLATED)
+    assert w.job()["status"]["failedNodes"] == [
+        {"name": "gpu-node-3", "reason": "ThresholdViolation", "message": VIOLATED},
+        {"name": "gpu-node-9", "reason": "ThresholdViolation", "message": VIOLATED}]
+    assert [v["failedNodes"] for v in verdicts(w)] == [[
+        {"name": "gpu-node-3", "reason": "ThresholdViolation", "message": VIOLATED},
+        {"name": "gpu-node-9", "reason": "ThresholdViolation", "message": VIOLATED}]]
+
+
+@pytest.mark.parametrize(("bus", "nodes", "calls"), [
+    ("450", "", ["GET jobs/llm", "GET bandwidthmeasurements", "PATCH jobs/llm/status", "POST events"]),
+    ("350", "gpu-node-2", ["GET jobs/llm", "GET bandwidthmeasurements", "PATCH jobs/llm/status", "POST events"]),
+    ("350", "", ["GET jobs/llm", "GET bandwidthmeasurements", "GET pods", "PATCH jobs/llm/status", "POST events"]),
+], ids=["met", "violated-with-group-nodes", "violated-without-group-nodes"])
+def test_the_pods_are_read_only_for_a_violation_without_group_nodes(bus: str, nodes: str, calls: list[str],
+                                                                    world: Callable[..., World],
+                                                                    cluster: LocalCluster) -> None:
+    """The usual verdicts make the requests they made before; only a failed one with no group-nodes
+    annotation lists the Job's pods."""
+    from functions.context import Context
+    from functions.handlers import validate
+    from functions.settings import Settings
+    from tests.support.helpers import CountingGateway
+
+    w = world(poll=False)
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400"}, nodes=nodes)
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"conditions": [
+        {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted", "message": "done",
+         "lastTransitionTime": stamp()}]}}, status=True)
+    create_pod(w.gw, w.ns, "llm-workload-node-0-0", PODS_OF_LLM, node="gpu-node-5")
+    measure_bandwidth(w, [bus])
+    counting = CountingGateway(cluster.gateway())
+    check = JobCheckData(job=JobRef(name="llm", namespace=w.ns), attempt=0, checks=["validation"])
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), gateway=counting)
+    try:
+        outcome = validate.handle(Envelope(id="1", type=EventType.JOB_CHECK, source="/crefn/resync",
+                                           data=check.model_dump(by_alias=True)), ctx)
+    finally:
+        ctx.cel.close()
+    assert outcome.reply is not None
+    assert [f"{method} {path.split(f'/namespaces/{w.ns}/')[1]}" for method, path in counting.calls] == calls
 
 
 def test_measurements_arriving_later_are_validated_on_the_tick(world: Callable[..., World]) -> None:

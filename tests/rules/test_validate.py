@@ -9,6 +9,7 @@ import pytest
 
 from events.emitted import JobCheckData, JobRef
 from events.envelope import Envelope
+from events.objects import Pod
 from events.types import EventType
 from functions.plan import RecordEvent, WriteStatus
 from functions.rules.cel import outcomes as outcomes_of
@@ -17,7 +18,7 @@ from functions.rules.thresholds import measured_values, to_evaluate
 from functions.rules.validate import Found, Observed, Skipped, decide
 from functions.settings import Settings
 from tests.handlers.test_validate import GROUP, VIOLATED
-from tests.support.helpers import NOW, cond, job
+from tests.support.helpers import NOW, cond, job, pod
 
 NODES = "gpu-b, gpu-a,gpu-b"
 
@@ -30,7 +31,8 @@ def check_event(checks: list[str]) -> Envelope:
     return Envelope(id="1", type=EventType.JOB_CHECK, source="/crefn/resync", data=data.model_dump(by_alias=True))
 
 
-def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = None, skip: str = "") -> Observed:
+def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = None, skip: str = "",
+             pods: tuple[Pod, ...] | None = None) -> Observed:
     """What `read` gives, the thresholds evaluated in this process (`functions.celbudget` runs the same code)."""
     measured = measured_values("llm", "job-uid", (), bandwidth or (), "nvcre.nvidia.com")
     outcomes = {key: next(outcomes_of("value", expression, [value]))
@@ -38,7 +40,7 @@ def observed(state: JobState | None, bandwidth: list[dict[str, Any]] | None = No
     cause, ref = check_event(["validation"]), JobRef(name="llm", namespace="ns")
     if skip:
         return Skipped(cause, ref, skip)
-    return Found(cause, ref, state, (), tuple(bandwidth or ()), outcomes) if state else Gone(ref)
+    return Found(cause, ref, state, (), tuple(bandwidth or ()), outcomes, pods) if state else Gone(ref)
 
 
 def awaiting(thresholds: dict[str, str] | None = None, conditions: list[dict[str, Any]] | None = None,
@@ -87,10 +89,28 @@ def test_an_earlier_attribution_is_kept() -> None:
     assert plan.reply is not None and plan.reply.data.model_dump(by_alias=True)["failedNodes"] == earlier
 
 
-@pytest.mark.parametrize("nodes", ["", " , "], ids=["no-annotation", "empty-annotation"])
-def test_no_group_nodes_no_failed_nodes(nodes: str) -> None:
-    write = decide(observed(awaiting(nodes=nodes), [bandwidth("350")]), Settings(), NOW).effects[0]
-    assert isinstance(write, WriteStatus) and "failedNodes" not in write.status
+@pytest.mark.parametrize(("nodes", "pods", "expected"), [
+    ("", (pod("p0", "gpu-9"), pod("p1", "gpu-3"), pod("p2", "gpu-9"), pod("p3")), ["gpu-3", "gpu-9"]),
+    (" , ", (pod("p0", "gpu-4", phase="Succeeded"),), ["gpu-4"]),
+    ("", (pod("p3"),), None),
+    ("", (), None),
+], ids=["no-annotation-placed-pods", "empty-annotation-placed-pod", "no-pod-placed", "no-pods"])
+def test_without_group_nodes_the_nodes_the_pods_were_bound_to(nodes: str, pods: tuple[Pod, ...],
+                                                               expected: list[str] | None) -> None:
+    """CRE's `setJobValidationStatus` fills an empty failedNodes from `groupNodeNames`: without the annotation,
+    every node the Job's pods were bound to (any phase, de-duplicated, sorted)."""
+    write = decide(observed(awaiting(nodes=nodes), [bandwidth("350")], pods=pods), Settings(), NOW).effects[0]
+    assert isinstance(write, WriteStatus)
+    assert write.status.get("failedNodes") == (None if expected is None else [
+        {"name": n, "reason": "ThresholdViolation", "message": VIOLATED} for n in expected])
+
+
+def test_a_violation_whose_pods_were_not_read_waits_for_the_next_check() -> None:
+    """The read saw the measurement timeout an instant before it ran out: decided on the next check, with
+    the pods read."""
+    plan = decide(observed(awaiting(nodes=""), [bandwidth("350")]), Settings(), NOW)
+    assert plan.effects == () and plan.reply is None
+    assert plan.reason == ("Job ns/llm: ThresholdViolated found without its pods read; decided on the next check")
 
 
 def test_thresholds_met_is_false_with_a_normal_event_and_no_nodes() -> None:

@@ -98,7 +98,8 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("workloadrun", "create configmaps", lambda gw, ns: gw.create(CONFIGMAPS, ns, {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}})),
     ("phase", "get pods", lambda gw, ns: gw.get(PODS, ns, "p")),
-    *((f, "list pods", lambda gw, ns: gw.list_all(PODS, ns)) for f in ("status", "restart", "timeout", "launch")),
+    *((f, "list pods", lambda gw, ns: gw.list_all(PODS, ns))
+      for f in ("status", "restart", "timeout", "launch", "validate")),
     *((f, "get pods/log", lambda gw, ns: read_log(gw, ns)) for f in ("restart", "timeout", "launch")),
     ("timeout", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("apiserversource", "watch pods in all namespaces", lambda gw, ns: gw.list_all(PODS, None)),
