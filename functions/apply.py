@@ -24,9 +24,17 @@ from pydantic import ValidationError
 from events.envelope import Outbound
 from functions.alertsinks import configured_sinks, notify
 from functions.client import deliver
-from functions.codec import one_line
 from functions.context import Context
-from functions.errors import AlreadyExists, Conflict, CrefnError, NotFound, NotYet, PermanentError, Unrecorded
+from functions.errors import (
+    AlreadyExists,
+    Conflict,
+    CrefnError,
+    NotFound,
+    NotYet,
+    PermanentError,
+    Unrecorded,
+    one_line,
+)
 from functions.plan import (
     WRITES,
     Annotate,
@@ -175,7 +183,7 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
             if effect.refused is None:
                 raise
             done.reasons.append(f"{effect.body.get('kind')} {effect.body.get('metadata', {}).get('name')} "
-                                f"refused: {e.detail or e}")
+                                f"refused: {one_line(e.detail) or e}")
             for follow in effect.refused.follow(e.detail or str(e)):
                 apply_effect(follow, ctx, done)
             done.refused = True

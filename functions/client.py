@@ -25,9 +25,9 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from events.envelope import Outbound
-from functions.codec import Record, decode, encode, one_line
+from functions.codec import Record, decode, encode
 from functions.credentials import CredentialFileError, read_credential
-from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable
+from functions.errors import CrefnError, PermanentError, TemporaryError, Throttled, Unavailable, one_line
 
 RETRIED = frozenset({404, 408, 409, 429, 500, 502, 503, 504})
 """Answers Knative's delivery retries."""

@@ -22,7 +22,7 @@ from cloudevents import exceptions as ce_exceptions
 from cloudevents.http import from_http
 
 from events.envelope import Envelope, Outbound
-from functions.errors import PermanentError
+from functions.errors import PermanentError, one_line
 
 Record = dict[str, Any]
 CORE_ATTRIBUTES = frozenset({"id", "type", "source", "subject", "specversion", "datacontenttype", "dataschema",
@@ -144,6 +144,3 @@ def within_limits(record: Record) -> Record:
     return record
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -22,8 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
-from functions.codec import MAX_BODY_BYTES, decode, one_line
-from functions.errors import PermanentError, TemporaryError
+from functions.codec import MAX_BODY_BYTES, decode
+from functions.errors import PermanentError, TemporaryError, one_line
 from functions.journal import Journal
 from functions.metrics import count_dropped, expose_process, set_journal_bytes
 from functions.server import METRICS_PATH, answer_for

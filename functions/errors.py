@@ -14,9 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` on one line (each run of whitespace one space), at most `limit` characters (`…` when cut): for
+    answers and logs, never for what is recorded on an object (an Event's note has its own cap)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 class CrefnError(Exception):
-    """Base of every error the functions answer for. `detail` is the peer's own words (the API
-    server's message), when the error comes from an answer."""
+    """Base of every error the functions answer for. `detail` is the peer's own words in full (the API
+    server's message, as an Event note quotes it), when the error comes from an answer; `str()` quotes
+    them on one bounded line."""
 
     detail: str = ""
 

@@ -35,6 +35,7 @@ from functions.errors import (
     TemporaryError,
     Throttled,
     Unavailable,
+    one_line,
 )
 from functions.metrics import count_kube_request
 from functions.resources import Resource
@@ -265,15 +266,15 @@ an admission webhook's or a quota's."""
 
 
 def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -> CrefnError:
-    """One boundary from an API error answer to our error kinds, with a trimmed one-line message."""
+    """One boundary from an API error answer to our error kinds: a trimmed one-line message, the API's
+    own in full as the error's `detail`."""
     reason, message = "", ""
     try:
         payload = json.loads(body or "{}")
         reason, message = str(payload.get("reason", "")), str(payload.get("message", ""))
     except (ValueError, TypeError, AttributeError):
         message = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
-    message = " ".join(message.split())[:300]
-    text = f"{method} {path}: {status} {reason or http_reason}: {message}".rstrip(": ")
+    text = f"{method} {path}: {status} {reason or http_reason}: {one_line(message)}".rstrip(": ")
     error: CrefnError
     if status == 404:
         error = NotFound(text)
@@ -285,7 +286,7 @@ def error_of(status: int, http_reason: str, body: Any, method: str, path: str) -
         error = Throttled(text)
     elif status >= 500 or status == 0:
         error = Unavailable(text)
-    elif status == 403 and RBAC_DENIAL.search(message):
+    elif status == 403 and RBAC_DENIAL.search(one_line(message)):
         error = Forbidden(text)
     else:
         error = PermanentError(text)

@@ -25,7 +25,7 @@ from flask import Request, Response
 from events.envelope import Envelope, InvalidEvent, Outbound
 from events.types import ApiServerType, EventType
 from functions import tracing
-from functions.codec import MAX_BODY_BYTES, Record, decode, encode, one_line, to_envelope, within_limits
+from functions.codec import MAX_BODY_BYTES, Record, decode, encode, to_envelope, within_limits
 from functions.errors import (
     AlreadyExists,
     Conflict,
@@ -39,6 +39,7 @@ from functions.errors import (
     TooLarge,
     Unavailable,
     Unrecorded,
+    one_line,
 )
 from functions.metrics import Exposition, count_decision, count_event, expose_process
 

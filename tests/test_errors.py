@@ -73,15 +73,20 @@ def test_every_api_answer_becomes_its_error_kind_and_answer(status: int, reason:
     assert error.detail == message
 
 
-@pytest.mark.parametrize(("body", "detail"), [
-    (b"<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>"),
-    (b"line one\nline two", "line one line two"),
-    (json.dumps({"message": "x" * 1000}).encode(), "x" * 300),
-    (None, ""),
+@pytest.mark.parametrize(("body", "detail", "text"), [
+    (b"<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>",
+     "PATCH /apis/x: 503 Service Unavailable: <html>502 Bad Gateway</html>"),
+    (b"line one\nline two", "line one\nline two", "PATCH /apis/x: 503 Service Unavailable: line one line two"),
+    (json.dumps({"message": "x" * 1000}).encode(), "x" * 1000,
+     "PATCH /apis/x: 503 Service Unavailable: " + "x" * 299 + "…"),
+    (None, "", "PATCH /apis/x: 503 Service Unavailable"),
 ], ids=["not-json", "two-lines-made-one", "trimmed-to-300", "no-body"])
-def test_a_body_becomes_one_trimmed_line(body: bytes | None, detail: str) -> None:
+def test_a_body_becomes_one_trimmed_line_and_the_detail_keeps_it_whole(body: bytes | None, detail: str,
+                                                                       text: str) -> None:
+    """The answer and the logs quote one line of at most 300 characters; `detail`, which an Event's note
+    quotes (capped there at 1024 bytes, as CRE does), is the API's message as it came."""
     error = error_of(503, "Service Unavailable", body, "PATCH", "/apis/x")
-    assert isinstance(error, errors.Unavailable) and error.detail == detail and "\n" not in str(error)
+    assert isinstance(error, errors.Unavailable) and error.detail == detail and str(error) == text
 
 
 ERROR_ANSWERS = [

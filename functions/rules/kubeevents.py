@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from events.emitted import ConditionSummary
+from functions.errors import one_line
 from functions.plan import Effect, RecordEvent, Wait
 from functions.rules.jobs import JobState
 
@@ -97,6 +98,6 @@ class RefusalWarning:
     then: tuple[Effect, ...] = ()
 
     def follow(self, error: str) -> tuple[Effect, ...]:
-        note = f"{self.message}{error}"
-        warning = action_event(self.state, self.reason, note, self.now, self.function)
-        return (warning, Wait(f"{note} (retried)")) if self.retried else (warning, *self.then)
+        warning = action_event(self.state, self.reason, f"{self.message}{error}", self.now, self.function)
+        return (warning, Wait(f"{self.message}{one_line(error)} (retried)")) if self.retried \
+            else (warning, *self.then)

@@ -18,6 +18,7 @@ from typing import Any
 
 from events.emitted import ConditionSummary
 from events.types import RunReason
+from functions.errors import one_line
 from functions.plan import Create, Effect, Plan, WriteStatus, nothing
 from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
 from functions.rules.conditions import (
@@ -143,7 +144,7 @@ class BuildFailed:
     settings: Settings
 
     def follow(self, error: str) -> tuple[Effect, ...]:
-        message = f"{self.kind} {self.name} was refused: {error}"
+        message = f"{self.kind} {self.name} was refused: {one_line(error)}"
         return run_conditions(self.run, condition("Failed", RunReason.BUILD_FAILED, message), self.now, self.settings)
 
 

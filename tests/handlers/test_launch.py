@@ -304,9 +304,19 @@ def test_unlabelled_jobs_are_managed_only_with_manage_all(manage_all: bool, func
         assert {d.status for d in w.answers("launch")} == {202}
 
 
+ENV_ERRORS = "; ".join(f'spec.trainer.env[{i}].name: Invalid value: "BAD-{i}": a valid environment variable name '
+                       f'must consist of alphabetic characters, digits, "_", "-", or "."' for i in range(4))
+
+
+@pytest.mark.parametrize(("denial", "kept"), [
+    (f"TrainingRuntime torch-distributed is not ready: {ENV_ERRORS}", None),
+    (f"TrainingRuntime torch-distributed is not ready: {ENV_ERRORS}; {ENV_ERRORS}", 1009),
+], ids=["whole", "over-the-1024-byte-cap"])
 def test_a_refused_create_is_retried_with_a_warning_and_never_fails_the_job(
-        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str, relay: Any,
-        tmp_path: Path) -> None:
+        denial: str, kept: int | None, functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str,
+        relay: Any, tmp_path: Path) -> None:
+    """CRE's Warning `WorkloadCreationError` quotes the API's message in full (`Failed to create TrainJob/<name>:
+    <err>`), the note capped at 1024 bytes with `... [truncated]` (`kept`: the note's characters before it)."""
     urls = functions()
     world = make_world(gateway, namespace, urls, poll=False)
     job = f"refused-{uuid.uuid4().hex[:6]}"
@@ -315,7 +325,7 @@ def test_a_refused_create_is_retried_with_a_warning_and_never_fails_the_job(
              "metadata": {"name": "probe", "labels": {"nvcre.nvidia.com/job": job}},
              "spec": {"runtimeRef": {"name": "torch-distributed"}}}
     webhook = DenyingWebhook(gateway, tmp_path, f"deny-{job}", object_selector={
-        "matchLabels": {"nvcre.nvidia.com/job": job}}, message="TrainingRuntime torch-distributed is not ready",
+        "matchLabels": {"nvcre.nvidia.com/job": job}}, message=denial,
         rules=[{"operations": ["CREATE"], "apiGroups": ["trainer.kubeflow.org"], "apiVersions": ["v1alpha1"],
                 "resources": ["trainjobs"]}], probe=(TRAINJOBS, namespace, probe))
     try:
@@ -324,12 +334,16 @@ def test_a_refused_create_is_retried_with_a_warning_and_never_fails_the_job(
         for _ in range(2):  # Knative's retries: the same answer, one Event
             answer = send(urls["launch"], record)
             assert answer.status == 503, answer.text
-            assert f"Failed to create TrainJob/{job}-workload:" in answer.text
-            assert "TrainingRuntime torch-distributed is not ready" in answer.text
+            assert answer.text.startswith(f'TrainJob {job}-workload refused: admission webhook "deny-{job}.crefn.test" '
+                                          'denied the request: TrainingRuntime torch-distributed is not ready: ')
+            assert len(answer.text.strip()) == 300 and "\n" not in answer.text.strip()  # one line, bounded
         assert len(webhook.reviews) == probed + 2
         events = job_events(gateway, namespace, job)
         assert [(e["type"], e["reason"]) for e in events] == [("Warning", "WorkloadCreationError")]
-        assert events[0]["message"].startswith(f"Failed to create TrainJob/{job}-workload: ")
+        whole = f'Failed to create TrainJob/{job}-workload: admission webhook "deny-{job}.crefn.test" denied the ' \
+            f'request: {denial}'
+        assert events[0]["message"] == (whole if kept is None else whole[:kept] + "... [truncated]")
+        assert len(events[0]["message"].encode()) == (len(whole) if kept is None else 1024)
         status = world.job(job).get("status") or {}
         assert not status.get("conditions") and gateway.get(TRAINJOBS, namespace, f"{job}-workload") is None
     finally:

@@ -72,7 +72,7 @@ class DenyingWebhook:
             try:
                 self.gateway.request("POST", res.path(namespace), body=body, query=[("dryRun", "All")])
             except PermanentError as e:
-                if self.message in str(e):
+                if self.message in e.detail:
                     return
                 raise
             if time.monotonic() > deadline:
