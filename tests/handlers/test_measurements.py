@@ -145,31 +145,39 @@ def test_a_name_taken_in_a_race_is_read_again(cluster: LocalCluster, gateway: Ga
     assert gateway.get(BANDWIDTH, namespace, "llm-bandwidth") is not None  # decided again on the second read
 
 
+@pytest.mark.parametrize(("kind", "plural"), [
+    ("GoodputMeasurement", "goodputmeasurements"), ("BandwidthMeasurement", "bandwidthmeasurements"),
+], ids=["goodput", "bandwidth"])
 def test_a_refused_create_is_a_warning_and_never_keeps_the_other_back(
-        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str, tmp_path: Path) -> None:
+        kind: str, plural: str, functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str,
+        tmp_path: Path) -> None:
+    """CRE's `MeasurementCreationError`: `Failed to ensure <kind>: failed to create <kind>: <err>`, the API's
+    message in full; the other measurement is created all the same, and the Job gets no verdict."""
     name = f"refused-{uuid.uuid4().hex[:6]}"
     create_job(gateway, namespace, name, goodput={"logProfileRef": "nemo"}, bandwidth={"logProfileRef": "nccl"})
     launched(gateway, namespace, name)
-    probe = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "GoodputMeasurement",
-             "metadata": {"name": "probe", "labels": {f"{GROUP}/job": name}},
-             "spec": {"jobRef": {"kind": "Job", "name": name}, "logProfileRef": "p"}}
+    spec: dict[str, Any] = {"jobRef": {"kind": "Job", "name": name}, "logProfileRef": "p"}
+    probe = {"apiVersion": f"{GROUP}/v1alpha1", "kind": kind,
+             "metadata": {"name": "probe", "labels": {f"{GROUP}/job": name}}, "spec": spec}
+    (denied, denied_name), (other, other_name) = sorted(
+        [(GOODPUT, f"{name}-goodput"), (BANDWIDTH, f"{name}-bandwidth")], key=lambda r: r[0].kind != kind)
     webhook = DenyingWebhook(gateway, tmp_path, f"deny-{name}", object_selector={"matchLabels": {f"{GROUP}/job": name}},
                              message="LogProfile nemo does not exist",
                              rules=[{"operations": ["CREATE"], "apiGroups": [GROUP], "apiVersions": ["v1alpha1"],
-                                     "resources": ["goodputmeasurements"]}], probe=(GOODPUT, namespace, probe))
+                                     "resources": [plural]}], probe=(denied, namespace, probe))
     try:
         url = functions()["measurements"]
         for _ in range(2):  # a redelivery: the same answer, one Event
             assert send(url, created_record(namespace, name)).status == 202
     finally:
         webhook.remove()
-    assert gateway.get(GOODPUT, namespace, f"{name}-goodput") is None
-    assert gateway.get(BANDWIDTH, namespace, f"{name}-bandwidth") is not None
+    assert gateway.get(denied, namespace, denied_name) is None
+    assert gateway.get(other, namespace, other_name) is not None
     events = job_events(gateway, namespace, name)
-    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "MeasurementCreationError")]
-    message = events[0]["message"]
-    assert message.startswith("Failed to ensure GoodputMeasurement: failed to create GoodputMeasurement: ")
-    assert "LogProfile nemo does not exist" in message
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [(
+        "Warning", "MeasurementCreationError",
+        f'Failed to ensure {kind}: failed to create {kind}: admission webhook "deny-{name}.crefn.test" denied the '
+        'request: LogProfile nemo does not exist')]
     assert not ((gateway.get(JOBS, namespace, name) or {}).get("status") or {}).get("conditions")  # not a verdict
 
 
