@@ -3,7 +3,8 @@
 the reset in `restartFromCheckpoint`). Pure.
 
 - Creation: `<job>-goodput` / `<job>-bandwidth` (CRE's `Truncate` to 63), owned by the Job, labelled
-  `<cre group>/job`; the BandwidthMeasurement annotated `<cre group>/job-uid: <the Job's uid>`.
+  `<cre group>/job` and `app.kubernetes.io/managed-by: nvcre` (CRE's value); the BandwidthMeasurement
+  annotated `<cre group>/job-uid: <the Job's uid>`.
 - A BandwidthMeasurement measures the Job when its `spec.jobRef` names it and its job-uid annotation
   names the Job's uid or is absent; a Job's GoodputMeasurement: the first listed naming the Job.
 - The reset on a checkpoint restart (a status merge patch) clears the stall state.
@@ -20,7 +21,7 @@ from pydantic import Field, ValidationError
 
 from events.envelope import first_error
 from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec, KubeModel, KubeObject
-from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, job_label, job_uid_annotation
+from events.types import CRE_MANAGED_BY_VALUE, CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, job_label, job_uid_annotation
 from functions.errors import PermanentError
 from functions.plan import WriteStatus
 from functions.resources import Resource, cre_goodput
@@ -76,7 +77,7 @@ def measurement_body(state: JobState, group: str, kind: str, name: str, spec: Ma
     return {
         "apiVersion": f"{group}/{CRE_VERSION}", "kind": kind,
         "metadata": {"name": name, "namespace": job.metadata.namespace,
-                     "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, job_label(group): job.metadata.name},
+                     "labels": {MANAGED_BY_LABEL: CRE_MANAGED_BY_VALUE, job_label(group): job.metadata.name},
                      "ownerReferences": [{"apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name,
                                           "uid": job.metadata.uid, "controller": True,
                                           "blockOwnerDeletion": True}]},

@@ -78,7 +78,7 @@ def test_the_lifecycle_creates_the_measurements_cre_would(world: Callable[..., W
     assert [a.status for a in w.answers("measurements")] == [202]
     owner = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
              "uid": made["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
-    labels = {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm"}
+    labels = {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm"}
     gm, bm = w.gw.get(GOODPUT, w.ns, "llm-goodput"), w.gw.get(BANDWIDTH, w.ns, "llm-bandwidth")
     assert gm is not None and bm is not None
     assert gm["metadata"]["labels"] == labels and gm["metadata"]["ownerReferences"] == [owner]

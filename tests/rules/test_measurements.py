@@ -23,7 +23,7 @@ def test_bodies_are_cres() -> None:
     gm = goodput_body(state, GROUP, GoodputMeasurementSpec(log_profile_ref="nemo", sample_interval="45s"))
     owner = [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm", "uid": "job-uid",
               "controller": True, "blockOwnerDeletion": True}]
-    labels = {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm"}
+    labels = {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm"}
     assert gm == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement",
                   "metadata": {"name": "llm-goodput", "namespace": "ns", "labels": labels, "ownerReferences": owner},
                   "spec": {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "llm"},
