@@ -19,7 +19,8 @@ def test_numbers_move_by_one_texts_are_wrapped_and_timedelta_arguments_count_as_
         "NOTE_LIMIT__const_1": "NOTE_LIMIT: 1024 -> 1025", "NOTE_LIMIT__const_2": "NOTE_LIMIT: 1024 -> 1023",
         "TRUNCATED__const_1": "TRUNCATED: '... [truncated]' -> 'XX... [truncated]XX'",
         "REPORTING_CONTROLLER__const_1": "REPORTING_CONTROLLER: 'crefn.dev/controller' -> "
-                                         "'XXcrefn.dev/controllerXX'"}
+                                         "'XXcrefn.dev/controllerXX'",
+        "CAUSE_ANNOTATION__const_1": "CAUSE_ANNOTATION: 'crefn.dev/cause' -> 'XXcrefn.dev/causeXX'"}
     assert changes("functions.rules.running") == {
         "DEFAULT_SCHEDULING_GRACE__const_1": "DEFAULT_SCHEDULING_GRACE: 300 -> 301",
         "DEFAULT_SCHEDULING_GRACE__const_2": "DEFAULT_SCHEDULING_GRACE: 300 -> 299"}

@@ -514,6 +514,7 @@ def test_a_verdict_delivered_again_after_a_crash_sends_its_event_and_its_reply(
     assert reply["previous"] is None and reply["workloadRun"] == "wr"
     events = [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr")]
     assert events[-1] == ("Warning", "WorkloadFailed", "Workload TrainJob/wr-workload failed: node-0 failed")
+    assert job_events(gateway, ns, "wr")[-1]["metadata"]["annotations"]["crefn.dev/cause"] == failed["attributes"]["id"]
 
     again = send(urls["restart"], failed)  # the Broker refused the answer: Knative retries
     assert again.status == 200 and json.loads(again.body)["new"] == reply["new"]
