@@ -5,8 +5,8 @@
 accepted become the errors of `functions.errors` by `error_for()`, the HTTP twin of the gateway's table.
 A CloudEvent sent with a token file carries `Authorization: Bearer` (Knative's OIDC sender identity), the
 file read at each send (`bearer()`). A `Peer` is a sink whose URL and credentials are secrets (an alert
-sink): its requests carry them, its errors name it (`slack`) and never hold them, and its redirects are
-not followed.
+sink, `K_SINK` with its OIDC token): its requests carry them, its answers and errors name it (`slack`) and
+never hold them, and its redirects are not followed.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, unquote_plus, urlsplit, urlunsplit
 
 from events.envelope import Outbound
 from functions.codec import Record, decode, encode
@@ -80,14 +80,17 @@ class Answer:
 def post(url: str, headers: Mapping[str, str], body: bytes, timeout: float = 30,
          opener: urllib.request.OpenerDirector | None = None) -> Answer:
     """One POST (through `opener`, a Peer's, when given); the answer whatever its status. Unavailable when the
-    peer cannot be reached."""
+    peer cannot be reached, or its answer breaks off (a 5xx whose body never ends is no answer either)."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
     try:
         with (opener.open if opener else urllib.request.urlopen)(request, timeout=timeout) as resp:
             return Answer(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
     except urllib.error.HTTPError as e:
         with e:
-            return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
+            try:
+                return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
+            except (http.client.HTTPException, OSError) as broken:  # its body broken off, or never finished
+                raise Unavailable(f"{url} answered {e.code} incompletely: {type(broken).__name__}") from broken
     except (urllib.error.URLError, OSError) as e:
         raise Unavailable(f"{url} unreachable: {getattr(e, 'reason', e)}") from e
     except http.client.HTTPException as e:  # the peer went away mid-answer (a killed pod)
@@ -105,10 +108,16 @@ def bearer(token_file: str | None) -> dict[str, str]:
     """The `Authorization` header of the OIDC token in `token_file`, read now (a projected token is rotated
     by the kubelet), or none without a file. TemporaryError (503), naming the file and never its content,
     when it cannot be read or holds no credential."""
+    token = oidc_token(token_file)
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def oidc_token(token_file: str | None) -> str:
+    """The OIDC token in `token_file`, read now, or "" without a file; TemporaryError as `bearer()` says."""
     if not token_file:
-        return {}
+        return ""
     try:
-        return {"authorization": f"Bearer {read_credential(token_file)}"}
+        return read_credential(token_file)
     except CredentialFileError as e:
         raise TemporaryError(f"OIDC token file {e}") from None
 
@@ -126,19 +135,14 @@ def error_for(what: str, answer: Answer) -> CrefnError:
 
 def deliver(url: str | Peer, event: Record | Outbound, what: str = "", timeout: float = 10,
             token_file: str | None = None) -> Answer:
-    """POST one CloudEvent that must be accepted (2xx); otherwise the error its answer means."""
-    if isinstance(url, Peer):
-        headers, body = encode(event)
-        answer = url.post(headers, body, timeout)
-        if not answer.accepted:
-            raise error_for(url.name, answer)
-        return answer
-    try:
-        answer = send(url, event, timeout=timeout, token_file=token_file)
-    except Unavailable as e:
-        raise Unavailable(f"{what or 'sink'}: {e}") from e
+    """POST one CloudEvent that must be accepted (2xx); otherwise the error its answer means. A URL (`K_SINK`)
+    is sent as a `Peer` named `what`: its URL and the OIDC token of `token_file` are secrets, cut out of
+    every error, and a redirect is not followed."""
+    peer = url if isinstance(url, Peer) else Peer(what or "sink", url, bearer_token=oidc_token(token_file))
+    headers, body = encode(event)
+    answer = peer.post(headers, body, timeout)
     if not answer.accepted:
-        raise error_for(what or f"sink {url}", answer)
+        raise error_for(peer.name, answer)
     return answer
 
 
@@ -175,29 +179,34 @@ class Peer:
     ca_file: str = ""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """More text to cut out of errors (what the body carries: a routing key)."""
+    api_path: str = ""
+    """The path of the peer's API appended to its URL's (`at`): public, so not cut out of its answers."""
 
     def at(self, path: str) -> Peer:
         """The same peer, `path` appended to its URL's path."""
-        parts = urlsplit(self.url)
-        return replace(self, url=urlunsplit(parts._replace(path=parts.path.rstrip("/") + path)))
+        return replace(self, api_path=self.api_path + path)
 
     def post(self, headers: Mapping[str, str], body: bytes, timeout: float) -> Answer:
-        """One POST with the peer's credentials; the answer whatever its status (scrubbed unless 2xx). Unavailable
-        when the peer cannot be reached, or a credential or CA file cannot be read; PermanentError when its URL
-        or a credential cannot be sent (a character HTTP does not carry)."""
+        """One POST with the peer's credentials; the answer whatever its status, scrubbed (a 2xx answer may
+        echo a secret too). Unavailable when the peer cannot be reached or its answer breaks off, or a credential
+        or CA file cannot be read; PermanentError when its URL or a credential cannot be sent (a character HTTP
+        does not carry)."""
         parts = urlsplit(self.url)
         authorization, said = self._authorization(parts)
         secrets = self._secret_texts(parts, said)
-        url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2],
+                                        path=parts.path.rstrip("/") + self.api_path if self.api_path else parts.path))
         try:
             answer = post(url, {**headers, **authorization}, body, timeout, self._opener())
         except Unavailable as e:
-            reason = getattr(e.__cause__, "reason", e.__cause__)
-            raise Unavailable(scrub(f"{self.name}: unreachable ({reason})", secrets)) from None
+            what = str(e).removeprefix(f"{url} ")
+            if not what.startswith("answered "):
+                what = f"unreachable ({getattr(e.__cause__, 'reason', e.__cause__)})"
+            raise Unavailable(f"{self.name}: {scrub(what, secrets)}") from None  # the name is not a secret
         except ValueError as e:  # urllib and http.client quote the URL or the header they refuse
             raise PermanentError(f"{self.name}: its URL or credentials cannot be sent ({type(e).__name__})") \
                 from None
-        return answer if answer.accepted else replace(answer, body=scrub(answer.text, secrets).encode())
+        return replace(answer, body=scrub_bytes(answer.body, secrets))
 
     def _authorization(self, parts: SplitResult) -> tuple[dict[str, str], list[str]]:
         """The Authorization header, and the credentials it says (to scrub)."""
@@ -220,10 +229,13 @@ class Peer:
             raise Unavailable(f"{self.name}: its {what} file {e}") from None
 
     def _secret_texts(self, parts: SplitResult, said: list[str]) -> list[str]:
+        """What a peer's answer may quote: the URL, its userinfo, its path and query whole and each path segment
+        and query value alone (raw and decoded: a webhook's last segment, `token=…`), the credentials."""
         path = parts.path if parts.path not in ("", "/") else ""
         userinfo = parts.netloc.rpartition("@")[0]
+        pieces = [*path.split("/"), *(pair.partition("=")[2] for pair in parts.query.split("&"))]
         found = [self.url, userinfo, unquote(parts.password or ""), path, parts.query, unquote(path),
-                 self.bearer_token, self.password, *said, *self.secrets]
+                 *pieces, *(unquote_plus(p) for p in pieces), self.bearer_token, self.password, *said, *self.secrets]
         return sorted({s for s in found if len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
 
     def _opener(self) -> urllib.request.OpenerDirector:
@@ -239,6 +251,13 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "[redacted]")
     return text
+
+
+def scrub_bytes(body: bytes, secrets: Sequence[str]) -> bytes:
+    """`body` with every secret (longest first, as UTF-8) cut out; the rest byte for byte."""
+    for secret in secrets:
+        body = body.replace(secret.encode(), b"[redacted]")
+    return body
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -8,6 +8,8 @@ A sink's redirect is not followed. The alert function shows how many sinks it ha
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -100,6 +102,35 @@ def test_sinks_down_or_quoting_their_secrets_show_them_in_no_answer_log_line_or_
     assert logged.count('"status": 503') == 3  # the direct event, and the brokered one and its retry
     for shown in (answer.text, logged, json.dumps(letter)):
         assert "SECRET" not in shown and "crefn:" not in shown and "hooks" not in shown
+
+
+def test_a_sink_breaking_off_its_error_answer_is_a_503_and_the_others_are_still_sent(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """Alertmanager answers 503 and its body ends early (100 bytes announced, 5 sent): a one-line 503 naming
+    it, and Slack is sent the alert all the same."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_short() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 100\r\n\r\nshort")
+
+    threading.Thread(target=answer_short, daemon=True).start()
+    slack = Receiver(200, b"ok")
+    try:
+        served = alert_fn(serve, cluster, CREFN_ALERTMANAGER_URL=f"http://127.0.0.1:{listener.getsockname()[1]}/",
+                          CREFN_SLACK_WEBHOOK_URL=slack.url.rstrip("/") + SLACK_PATH)
+        answer = send(served.url, failed(gateway, namespace, "broken"))
+    finally:
+        listener.close()
+        slack.close()
+    assert (answer.status, answer.text) == (503, "alert sinks failed: alertmanager: answered 503 incompletely: "
+                                                 "IncompleteRead (delivered to the others: CREJobFailed firing)")
+    assert [json.loads(body)["text"] for _, _, body in slack.requests] == [
+        f"CRITICAL: CRE Job {namespace}/broken failed (WorkloadFailed)"]
 
 
 # -- Alertmanager's credentials and CA ---------------------------------------------------------------

@@ -281,3 +281,41 @@ def test_a_tick_posts_with_the_oidc_token_read_at_each_send(serve: Callable[...,
     logged = resync.log_path.read_text() if resync.log_path and resync.log_path.exists() else ""
     assert "cannot be read" in logged or not logged
     assert "token.value" not in logged + gone.text + unreadable.text
+
+
+def test_a_sink_quoting_the_oidc_token_or_a_k_sink_url_with_credentials_shows_them_nowhere(
+        serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str, tmp_path: Any) -> None:
+    """K_SINK refusing the event with an answer that quotes the bearer token it was sent, and a K_SINK whose
+    URL holds a password or a query token and cannot be reached: resync answers 503 (the tick is retried),
+    and neither its answer nor its log holds the token, the password or the query's token."""
+    from functions.resources import TRAINJOBS
+    from localstack.manifests import service_account_user
+    from tests.support.helpers import Receiver, closed_port
+
+    in_step_job(gateway, namespace, "quoted")
+    gateway.delete(TRAINJOBS, namespace, "quoted-workload")  # drift: every tick sends this Job's event
+    token = tmp_path / "token"
+    token.write_text("eyJhbGciOiJSUzI1NiJ9.OIDCSECRETpayload.sig\n")
+    sink = Receiver(401, b"could not verify request: Bearer eyJhbGciOiJSUzI1NiJ9.OIDCSECRETpayload.sig")
+    kubeconfig = str(cluster.kubeconfig_for(service_account_user("crefn-resync")))
+    down = closed_port()
+    try:
+        quoting = serve("resync", CREFN_KUBECONFIG=kubeconfig, K_SINK=sink.url, CREFN_OIDC_TOKEN_PATH=str(token),
+                        CREFN_LOG_LEVEL="INFO")
+        refused = send(quoting.url, ping())
+        password = serve("resync", CREFN_KUBECONFIG=kubeconfig, CREFN_LOG_LEVEL="INFO",
+                         K_SINK=f"http://crefn:PASSWORDsecret@127.0.0.1:{down}/ns/default")
+        in_url = send(password.url, ping())
+        query = serve("resync", CREFN_KUBECONFIG=kubeconfig, CREFN_LOG_LEVEL="INFO",
+                      K_SINK=f"http://127.0.0.1:{down}/ns/default?access_token=T0KENsecret")
+        in_query = send(query.url, ping())
+    finally:
+        sink.close()
+    assert refused.status == 503
+    assert "K_SINK: answered 401: could not verify request: Bearer [redacted]" in refused.text
+    for answer in (in_url, in_query):
+        assert answer.status == 503 and "K_SINK: unreachable ([Errno 111] Connection refused)" in answer.text
+    logged = "".join(s.log_path.read_text() for s in (quoting, password, query) if s.log_path is not None)
+    assert logged.count("K_SINK: answered 401: could not verify request: Bearer [redacted]") >= 1
+    for shown in (refused.text, in_url.text, in_query.text, logged):
+        assert "OIDCSECRET" not in shown and "PASSWORDsecret" not in shown and "T0KENsecret" not in shown
