@@ -212,7 +212,11 @@ def check_url(url: str) -> None:
     userinfo may be the secret (a Slack webhook's path, a password)."""
     if not url.isprintable() or any(c.isspace() for c in url):
         raise ValueError("not a URL: it holds spaces or control characters")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # its text quotes the netloc (a password): say what is wrong, not what was given
+        raise ValueError("not a URL: its host or userinfo holds characters that turn into `@`, `:`, `/`, `?` or "
+                         "`#` once normalized (NFKC)") from None
     if "://" not in url or not parts.scheme:
         raise ValueError("not a URL: it has no scheme (it must begin with https:// or http://)")
     if parts.scheme.lower() not in ("http", "https"):

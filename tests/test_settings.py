@@ -66,6 +66,10 @@ REFUSED = {
     "a password where the port goes": (
         {"CREFN_ALERTMANAGER_URL": f"http://am:{PASSWORD}"},
         "CREFN_ALERTMANAGER_URL: not a URL: its port is not a number from 0 to 65535"),
+    "a full-width @ in the password": (
+        {"CREFN_ALERTMANAGER_URL": "https://crefn:am-pa55\uff20t0pSECRET@am.example.com/"},
+        "CREFN_ALERTMANAGER_URL: not a URL: its host or userinfo holds characters that turn into `@`, `:`, `/`, "
+        "`?` or `#` once normalized (NFKC)"),
     "a space inside": ({"CREFN_SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0 SECRET"},
                        "CREFN_SLACK_WEBHOOK_URL: not a URL: it holds spaces or control characters"),
     "routing key with punctuation": (
@@ -148,3 +152,15 @@ def test_the_alert_function_refuses_to_start_on_a_slack_url_without_its_scheme()
                              env=env, capture_output=True, text=True, timeout=60, check=False)
     assert (started.returncode, started.stdout) == (1, "")
     assert started.stderr == f"crefn alert: invalid settings: CREFN_SLACK_WEBHOOK_URL: {NO_SCHEME}\n"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("99999999999999h", "not a duration: '99999999999999h' is longer than Go's longest (2562047h47m16.854775807s)"),
+    ("1d", "not a duration: '1d' (e.g. 90s, 1m30s, 24h)"),
+], ids=["past-go-s-range", "not-go"])
+def test_a_default_timeout_that_is_no_go_duration_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str,
+                                                               why: str) -> None:
+    monkeypatch.setenv("CREFN_DEFAULT_TIMEOUT_PER_JOB", value)
+    with pytest.raises(InvalidSettings) as refused:
+        load_settings()
+    assert str(refused.value) == f"invalid settings: CREFN_DEFAULT_TIMEOUT_PER_JOB: {why}"
