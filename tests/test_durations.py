@@ -23,3 +23,25 @@ def test_go_durations(text: str, expected: timedelta) -> None:
 def test_not_durations_say_so(text: str) -> None:
     with pytest.raises(ValueError, match="not a duration"):
         parse_go_duration(text)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2562047h47m16.854775807s", timedelta(days=106751, seconds=85636, microseconds=854775)),
+    ("-2562047h47m16.854775808s", -timedelta(days=106751, seconds=85636, microseconds=854775)),
+    ("9223372036854775807ns", timedelta(days=106751, seconds=85636, microseconds=854775)),
+], ids=["longest", "most-negative", "longest-in-ns"])
+def test_go_durations_reach_go_s_limits(text: str, expected: timedelta) -> None:
+    assert parse_go_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["2562047h47m16.854775808s", "9223372036854775808ns", "99999999999999h",
+                                  "-99999999999999h", "1" * 5000 + "h"],
+                         ids=["just-past", "just-past-in-ns", "huge", "huge-negative", "5000-digits"])
+def test_durations_past_go_s_range_are_not_durations(text: str) -> None:
+    """Go's ParseDuration refuses them (an int64 of nanoseconds), so an annotation holding one is as good as
+    none: the default applies."""
+    from functions.durations import positive_duration
+
+    with pytest.raises(ValueError, match=r"is longer than Go's longest \(2562047h47m16\.854775807s\)"):
+        parse_go_duration(text)
+    assert positive_duration(text, timedelta(hours=24)) == timedelta(hours=24)

@@ -60,6 +60,15 @@ def dedup_key(alert: AlertData) -> str:
     return f"{alert.job.namespace}/{alert.job.name}/{alert.alertname}"
 
 
+def until(since: datetime, ttl: timedelta) -> datetime:
+    """When an alert held from `since` ends: `ttl` later, or the last time a datetime holds when that is past
+    it (a condition's `lastTransitionTime` of 9999-12-31, written by hand)."""
+    try:
+        return since + ttl
+    except OverflowError:
+        return datetime.max.replace(tzinfo=since.tzinfo)
+
+
 def restarts_text(count: int, max_restarts: int | None) -> str:
     return f"{count}/{max_restarts}" if max_restarts is not None else f"{count} (no checkpoint restarts configured)"
 
@@ -87,11 +96,11 @@ def failed_alerts(data: JobConditionChangedData, max_restarts: int | None, since
                     if data.failure and data.failure.pod_name and data.failure.node_name else "")
     alerts = [make_alert(FAILED, "critical", "firing", ns, job, new.reason,
                          f"CRE Job {where} failed ({new.reason}){where_failed}", description, since,
-                         since + FAILED_ALERT_TTL)]
+                         until(since, FAILED_ALERT_TTL))]
     if max_restarts and data.restart_count >= max_restarts:
         alerts.append(make_alert(EXHAUSTED, "critical", "firing", ns, job, new.reason,
                                  f"CRE Job {where} failed after all {max_restarts} checkpoint restarts",
-                                 description, since, since + FAILED_ALERT_TTL))
+                                 description, since, until(since, FAILED_ALERT_TTL)))
     return alerts
 
 
@@ -99,7 +108,7 @@ def blocked_alert(ns: str, job: str, message: str, since: datetime) -> AlertData
     return make_alert(BLOCKED, "warning", "firing", ns, job, Reason.WORKLOAD_SCHEDULING_BLOCKED,
                       f"CRE Job {ns}/{job}: its pods cannot be scheduled",
                       f"Job {ns}/{job}: {message}. The Job's clocks are paused until the pods are placed.", since,
-                      since + FAILED_ALERT_TTL)
+                      until(since, FAILED_ALERT_TTL))
 
 
 def validation_alert(ns: str, job: str, reason: str, message: str, failed_nodes: Sequence[FailedNode],
@@ -107,7 +116,8 @@ def validation_alert(ns: str, job: str, reason: str, message: str, failed_nodes:
     nodes = ", ".join(n.name for n in failed_nodes) or "none recorded"
     return make_alert(VALIDATION, "warning", "firing", ns, job, "ValidationFailed",
                       f"CRE Job {ns}/{job} succeeded but failed validation ({reason})",
-                      f"Job {ns}/{job}: {message}. Reason: {reason}. Nodes: {nodes}.", since, since + FAILED_ALERT_TTL)
+                      f"Job {ns}/{job}: {message}. Reason: {reason}. Nodes: {nodes}.", since,
+                      until(since, FAILED_ALERT_TTL))
 
 
 def on_job_deleted(job: dict[str, Any], now: datetime) -> list[AlertData]:
@@ -230,7 +240,7 @@ def restart_states(state: JobState, now: datetime) -> list[Timed]:
     held_from = grace_end or job.status.workload_start_time or now
     return [(make_alert(RESTARTED, "warning", "firing", ns, name, RESTART_REASON,
                         f"CRE Job {ns}/{name} restarted from checkpoint ({budget})", description, now,
-                        held_from + RESTART_ALERT_TTL), grace_end)]
+                        until(held_from, RESTART_ALERT_TTL)), grace_end)]
 
 
 def transition(state: JobState, cond_type: str) -> datetime | None:
@@ -253,4 +263,5 @@ def hardware_alert(ns: str, job: str, message: str, failed_nodes: Sequence[Faile
     return make_alert(HARDWARE, "warning", "firing", ns, job, Reason.HARDWARE_FAILURE_DETECTED,
                       f"CRE Job {ns}/{job}: hardware failure on {', '.join(unhealthy) or 'a node'}",
                       f"Job {ns}/{job}: {message}. Failed nodes: "
-                      f"{', '.join(n.name for n in failed_nodes) or 'none recorded'}.", since, since + FAILED_ALERT_TTL)
+                      f"{', '.join(n.name for n in failed_nodes) or 'none recorded'}.", since,
+                      until(since, FAILED_ALERT_TTL))

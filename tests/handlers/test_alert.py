@@ -403,6 +403,26 @@ def test_chat_gets_a_fresh_cre_verdict_once_and_an_old_one_never(
     assert len(slack.bodies) == 1
 
 
+def test_a_verdict_dated_at_the_end_of_time_is_announced_not_a_500(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+        alertmanager: LocalAlertmanager) -> None:
+    """A Failed condition whose lastTransitionTime is 9999-12-31T23:59:59Z (written by hand): the alert held
+    from then ends at the last second a timestamp holds, instead of past it (an overflow, answered 500)."""
+    slack = Receiver(200, b"ok")
+    try:
+        url = alert_fn(serve, cluster, CREFN_MODE="observe", CREFN_SLACK_WEBHOOK_URL=slack.url,
+                       CREFN_ALERTMANAGER_URL=alertmanager.url)
+        late = cre_writes(gateway, namespace, "late", [*EXCLUSIVE_FAILED, ("Failed", "True", "WorkloadFailed")],
+                          since=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
+        answer = send(url, job_updated(gateway, late))
+    finally:
+        slack.close()
+    assert (answer.status, answer.text) == (202, "")
+    assert [body["text"] for body in slack.bodies] == [f"CRITICAL: CRE Job {namespace}/late failed (WorkloadFailed)"]
+    (alert,) = listed(alertmanager, namespace, "CREJobFailed")
+    assert (alert["startsAt"], alert["endsAt"]) == ("9999-12-31T23:59:59.000Z", "9999-12-31T23:59:59.000Z")
+
+
 SLACK_SECRET, PAGERDUTY_SECRET = "T0SECRET/B0SECRET/xoxSECRETSLACKPATH", "PDSECRETROUTINGKEY0"
 
 
