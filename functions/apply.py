@@ -1,15 +1,16 @@
 """Plans performed, and the one helper for optimistic concurrency.
 
-`apply(plan)` performs a plan's effects in order through the gateway, the alert sinks and the HTTP
-client, then what follows it (`then`, decided on what the writes answered: `follow_up`), then gives the
-answer. Locked writes of one object chain: each carries the resourceVersion the previous one left. A create
-the API refuses for good is followed by the effects the plan gave for that case instead of the rest; an
-Event whose name is taken is recorded already; a `Delete` whose object is gone or whose uid precondition
-fails is done. In observe mode (`CREFN_MODE=observe`) no effect that writes to the cluster is performed;
-the reply, alerts and sends happen as in manage mode. `run(read, decide)` is every handler's loop: read
-fresh, decide, apply; when the world changed under the handler (`Conflict`; `Unrecorded`, with the object
-created, after the plan's create), it reads again and decides once more, then lets the conflict through
-(409, Knative retries). `run_each` is `run` for each Job of an event about several, one error per Job.
+`apply(plan)` performs a plan's effects in order through the gateway, the alert sinks and the HTTP client,
+then what follows it (`then`, decided on what the writes answered: `follow_up`; one that fails leaves the
+answer as it is, said in its reason and marked `unfinished`), then gives the answer. Locked writes of one
+object chain: each carries the resourceVersion the previous one left. A create the API refuses for good is
+followed by the effects the plan gave for that case instead of the rest; an Event whose name is taken is
+recorded already; a `Delete` whose object is gone or whose uid precondition fails is done. In observe mode
+(`CREFN_MODE=observe`) no effect that writes to the cluster is performed; the reply, alerts and sends happen
+as in manage mode. `run(read, decide)` is every handler's loop: read fresh, decide, apply; on a `Conflict` (a
+stale resourceVersion, a name taken by a create; `Unrecorded`, with the object created, after the plan's
+create) it reads and decides once more, then lets it through (409). `run_each` is `run` for each Job of an
+event about several, one Job's error kept with it.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
         return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
     if plan.then is not None:
         follow_up(plan.then, ctx, done, done)
-    return Outcome(reply_for(plan, done.created), "; ".join(reasons_of(plan, done)), tuple(done.sent))
+    return Outcome(reply_for(plan, done.created), "; ".join(reasons_of(plan, done)), tuple(done.sent),
+                   done.unfinished)
 
 
 def reasons_of(plan: Plan, done: Applied) -> list[str]:
@@ -119,6 +121,7 @@ def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> N
         plan = then.follow(source.created, source.written)
     except (CrefnError, ValidationError) as e:  # what the writes answered could not be read
         done.reasons.append(f"not followed up: {one_line(str(e))}")
+        done.unfinished = True
         return
     if not ctx.settings.k_sink and (plan.reply is not None or any(isinstance(e, Send) for e in plan.effects)):
         done.reasons.append("not followed up: K_SINK is not set")
@@ -127,6 +130,7 @@ def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> N
         followed = effects_of(plan, ctx)
     except CrefnError as e:  # the effects before it stand; the next decision that sees them goes on
         done.reasons.append(f"follow-up stopped: {e}")
+        done.unfinished = True
         return
     reply = None if followed.refused else reply_for(plan, followed.created)
     if reply is not None:
@@ -134,6 +138,7 @@ def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> N
             apply_effect(Send(reply), ctx, followed)
         except CrefnError as e:  # its writes are done: what follows them still follows
             followed.reasons.append(f"its event not sent: {e}")
+            done.unfinished = True
     done.sent.extend(followed.sent)
     done.reasons.extend(reasons_of(plan, followed))
     if plan.then is not None and not followed.refused:
@@ -154,6 +159,8 @@ class Applied:
     """A create was refused: its `refused` effects replaced the rest of the plan."""
     sent: list[str] = field(default_factory=list)
     """The types of the events sent."""
+    unfinished: bool = False
+    """A follow-up failed (its decision, an effect, or its event not sent): `Outcome.unfinished`."""
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:

@@ -142,11 +142,13 @@ class Plan:
 @dataclass(frozen=True)
 class Outcome:
     """What was done: the event to reply with (200), or why there is none (202), and the types of the
-    events sent (`Send`), in order."""
+    events sent (`Send`), in order. `unfinished`: what was to follow the plan's writes failed (its
+    decision, an effect or its event); `reason` says how, the answer stands."""
 
     reply: Outbound | None
     reason: str
     sent: tuple[str, ...] = ()
+    unfinished: bool = False
 
 
 def nothing(reason: str) -> Plan:

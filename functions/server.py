@@ -65,6 +65,8 @@ METRICS_PATH = "/metrics"
 SCRAPE_METHODS = frozenset({"GET", "HEAD"})
 KNOWN_TYPES = frozenset({*EventType, *ApiServerType})
 """Event types counted by name in `crefn_events_total`; any other is counted as `other`."""
+FOLLOW_UP_FAILED = "followup:failed"
+"""The `decision` counted, besides the answer's own, when what was to follow the handler's writes failed."""
 log = logging.getLogger("crefn")
 
 
@@ -76,6 +78,11 @@ class Reply(Protocol):
 
     @property
     def reason(self) -> str: ...
+
+    @property
+    def unfinished(self) -> bool:
+        """What was to follow the handler's writes failed (said in `reason`, the answer stands)."""
+        ...
 
 
 def parse_request(request: Request) -> tuple[Record, dict[str, str]]:
@@ -122,6 +129,7 @@ class Taken:
 
     reason: str
     reply: None = None
+    unfinished: bool = False
 
 
 def respond(request: Request, handler: Callable[[Envelope], Reply], function: str) -> Response:
@@ -162,11 +170,14 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
                        decision_of(e) if decided else "", e.retry_after if isinstance(e, TemporaryError) else None)
     except Exception as e:  # a bug: answer 500, keep the process alive
         return _bug(function, env, span, started, e, "error:internal" if decided else "")
+    if decided and outcome.unfinished:
+        count_decision(function, FOLLOW_UP_FAILED)
     if outcome.reply is None:
         return _answer(function, env, span, started, 202, outcome.reason, "nothing" if decided else "")
     headers, body = encode(outcome.reply)
-    _log(function, env, span, started, 200, f"replied {outcome.reply.type}", decision_of(outcome.reply),
-         outcome.reply.subject)
+    replied = f"replied {outcome.reply.type}"
+    _log(function, env, span, started, 200, one_line(f"{replied}: {outcome.reason}") if outcome.reason else replied,
+         decision_of(outcome.reply), outcome.reply.subject)
     return Response(body, status=200, headers=headers)
 
 

@@ -5,6 +5,7 @@ left InProgress and Failed read as Failed. The decision, pure: tests/rules/test_
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import urllib.request
@@ -528,6 +529,30 @@ def test_without_k_sink_the_first_phase_is_left_to_the_tick(world: Callable[...,
     w.tick()
     (true,) = [c for c in w.job()["status"]["conditions"] if c["status"] == "True"]
     assert true["reason"] == "WorkloadRunning"
+
+
+@pytest.mark.own_process  # served in the test process, every function would share one set of metrics
+def test_a_follow_up_that_fails_is_logged_and_counted_though_the_answer_is_200(
+        serve: Callable[..., Any], world: Callable[..., World], cluster: LocalCluster, namespace: str) -> None:
+    """The TrainJob created, its first phase cannot be announced (K_SINK down): the answer is the 200 with
+    the creation's event, and its log line and `crefn_decisions_total` say the follow-up failed."""
+    from tests.support.helpers import closed_port
+
+    w = world()
+    w.create_job()
+    served = serve("launch", CREFN_KUBECONFIG=str(cluster.kubeconfig_for(service_account_user("crefn-launch"))),
+                   K_SINK=f"http://127.0.0.1:{closed_port()}/", CREFN_LOG_LEVEL="INFO",
+                   CREFN_RESTART_GRACE_SECONDS="0")
+    answer = send(served.url, w.job_record())
+    assert answer.status == 200 and answer.headers["ce-type"] == "dev.crefn.workload.created"
+    assert served.log_path is not None
+    (line,) = [json.loads(text) for text in served.log_path.read_text().splitlines() if '"status": 200' in text]
+    assert line["reason"] == ("replied dev.crefn.workload.created: Workload TrainJob/llm-workload created and is "
+                              "starting; its event not sent: K_SINK: unreachable ([Errno 111] Connection refused)")
+    with urllib.request.urlopen(served.url + "metrics", timeout=10) as resp:
+        counted = [text for text in resp.read().decode().splitlines() if text.startswith("crefn_decisions_total")]
+    assert sorted(counted) == ['crefn_decisions_total{decision="followup:failed",function="launch"} 1.0',
+                               'crefn_decisions_total{decision="reply:workload.created",function="launch"} 1.0']
 
 
 def restarted_with_grace(w: World, namespace: str, ends: datetime, status: dict[str, Any] | None = None) -> Any:
