@@ -3,14 +3,13 @@
 `apply(plan)` performs a plan's effects in order through the gateway, the alert sinks and the HTTP client,
 then what follows it (`then`, decided on what the writes answered: `follow_up`; one that fails leaves the
 answer as it is, said in its reason and marked `unfinished`), then gives the answer. Locked writes of one
-object chain: each carries the resourceVersion the previous one left. A create the API refuses for good is
-followed by the effects the plan gave for that case instead of the rest; an Event whose name is taken is
-recorded already; a `Delete` whose object is gone or whose uid precondition fails is done. In observe mode
-(`CREFN_MODE=observe`) no effect that writes to the cluster is performed; the reply, alerts and sends happen
-as in manage mode. `run(read, decide)` is every handler's loop: read fresh, decide, apply; on a `Conflict` (a
-stale resourceVersion, a name taken by a create; `Unrecorded`, with the object created, after the plan's
-create) it reads and decides once more, then lets it through (409). `run_each` is `run` for each Job of an
-event about several, one Job's error kept with it.
+object chain on the resourceVersion each leaves. A create the API refuses for good is followed by the effects
+the plan gave for that case instead of the rest; an Event whose name is taken is recorded already; a `Delete`
+whose object is gone or whose uid precondition fails is done. Observe mode (`CREFN_MODE=observe`) performs no
+effect that writes to the cluster; the reply, alerts and sends happen as in manage mode. `run(read, decide)`
+is every handler's loop: read fresh, decide, apply; on a `Conflict` (a stale resourceVersion, a name taken;
+`Unrecorded`, with the object created, after the plan's create) it reads and decides once more, then lets it
+through (409). `run_each` is `run` for each Job of an event about several, one Job's error kept with it.
 """
 
 from __future__ import annotations
