@@ -136,9 +136,11 @@ def error_for(what: str, answer: Answer) -> CrefnError:
 def deliver(url: str | Peer, event: Record | Outbound, what: str = "", timeout: float = 10,
             token_file: str | None = None) -> Answer:
     """POST one CloudEvent that must be accepted (2xx); otherwise the error its answer means. A URL (`K_SINK`)
-    is sent as a `Peer` named `what`: its URL and the OIDC token of `token_file` are secrets, cut out of
-    every error, and a redirect is not followed."""
-    peer = url if isinstance(url, Peer) else Peer(what or "sink", url, bearer_token=oidc_token(token_file))
+    is sent as a `Peer` named `what`: the credentials its URL carries (userinfo, query) and the OIDC token of
+    `token_file` are secrets, cut out of every error (its path, the Broker's address, is not), and a redirect
+    is not followed."""
+    peer = url if isinstance(url, Peer) else Peer(what or "sink", url, bearer_token=oidc_token(token_file),
+                                                  public_path=True)
     headers, body = encode(event)
     answer = peer.post(headers, body, timeout)
     if not answer.accepted:
@@ -181,6 +183,8 @@ class Peer:
     """More text to cut out of errors (what the body carries: a routing key)."""
     api_path: str = ""
     """The path of the peer's API appended to its URL's (`at`): public, so not cut out of its answers."""
+    public_path: bool = False
+    """The URL's path is an address, not a secret (`K_SINK`, a Broker's): its segments stay in errors."""
 
     def at(self, path: str) -> Peer:
         """The same peer, `path` appended to its URL's path."""
@@ -231,7 +235,7 @@ class Peer:
     def _secret_texts(self, parts: SplitResult, said: list[str]) -> list[str]:
         """What a peer's answer may quote: the URL, its userinfo, its path and query whole and each path segment
         and query value alone (raw and decoded: a webhook's last segment, `token=…`), the credentials."""
-        path = parts.path if parts.path not in ("", "/") else ""
+        path = parts.path if parts.path not in ("", "/") and not self.public_path else ""
         userinfo = parts.netloc.rpartition("@")[0]
         pieces = [*path.split("/"), *(pair.partition("=")[2] for pair in parts.query.split("&"))]
         found = [self.url, userinfo, unquote(parts.password or ""), path, parts.query, unquote(path),

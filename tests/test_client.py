@@ -150,6 +150,14 @@ def test_an_event_sent_to_k_sink_has_its_url_and_oidc_token_cut_out_of_errors(tm
     finally:
         sink.close()
     assert str(refused.value) == "K_SINK: answered 401: could not verify request: Bearer [redacted]"
+    broker = Receiver(403, b"event type t from /s not allowed by EventPolicy crefn: broker crefn-system/crefn")
+    try:  # the Broker's address is no secret: its words stay whole
+        with pytest.raises(PermanentError) as denied:
+            deliver(f"{broker.url}/crefn-system/crefn", event, "K_SINK", token_file=str(token))
+    finally:
+        broker.close()
+    assert str(denied.value) == \
+        "K_SINK: answered 403: event type t from /s not allowed by EventPolicy crefn: broker crefn-system/crefn"
     down = closed_port()
     for url in (f"http://user:PASSWORDsecret@127.0.0.1:{down}/ns/b", f"http://127.0.0.1:{down}/ns/b?access_token=T0KENsecret"):
         with pytest.raises(Unavailable) as unreachable:

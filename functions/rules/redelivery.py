@@ -4,27 +4,33 @@ A function that wrote a verdict (`Failed`, `Succeeded`) and died before its Kube
 whose reply the Broker refused, sees the same event again (Knative delivers at least once) on a terminal Job.
 It restates the verdict when the Job's True exclusive condition is exactly the one the event would write (type,
 reason, message) for the Job's current attempt, written within `DECISION_WINDOW`, and the event was seen no
-later than the write (`observedAt`, when it has one). Then the transition Event
-(`functions.rules.kubeevents.transition_name`) is read: missing (a crash before it), it is recorded and the
-reply sent; recorded with this event's id (`crefn.dev/cause`), only the reply is sent; recorded for another
-event (one raced with the deciding one), nothing. Details: docs/functions.md#verdicts-delivered-again
+later than the write (`observedAt`, when it has one); never in observe mode (the functions wrote nothing). Then
+the transition Event (`functions.rules.kubeevents.transition_name`) is read: missing, it is recorded and the
+reply sent, once `DECIDING` is over (before, the decider may be recording it: a wait); recorded with this
+event's id (`crefn.dev/cause`), only the reply is sent; recorded for another event, nothing.
+Details: docs/functions.md#verdicts-delivered-again
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from events.emitted import ConditionSummary, WorkloadRef
 from events.envelope import Envelope
-from functions.plan import Plan, nothing
+from functions.plan import Plan, nothing, wait_until
 from functions.rules.attempts import is_current
 from functions.rules.claims import DECISION_WINDOW
 from functions.rules.conditions import parse_rfc3339
 from functions.rules.jobs import JobState, condition_changed
 from functions.rules.kubeevents import CAUSE_ANNOTATION, job_event, transition_name
+
+DECIDING = timedelta(seconds=30)
+"""How long a verdict's decider may still be at work after its write: as long as the Broker waits for a function's
+answer (its delivery `timeout`, PT30S in knative/base). A missing Event is not made good before: the decider
+records it, and its event's reply goes out once."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +51,10 @@ def written_at(state: JobState, new: ConditionSummary) -> datetime | None:
 
 
 def restating(state: JobState, new: ConditionSummary | None, workload: WorkloadRef, observed_at: datetime | None,
-              now: datetime) -> str:
+              now: datetime, observe: bool) -> str:
     """The name of the transition Event to read when the event may be the one that decided the Job's verdict
-    `new`, delivered again ("" when it is not)."""
-    if new is None or not is_current(state.job, workload):
+    `new`, delivered again ("" when it is not, and always in observe mode)."""
+    if observe or new is None or not is_current(state.job, workload):
         return ""
     at = written_at(state, new)
     if at is None or now - at > DECISION_WINDOW:
@@ -66,6 +72,11 @@ def restate(state: JobState, new: ConditionSummary, announced: Mapping[str, Any]
         by = ((announced.get("metadata") or {}).get("annotations") or {}).get(CAUSE_ANNOTATION)
         if by != cause.id:
             return nothing(f"{state.where} is terminal: its {new.type}/{new.reason} was announced by another event")
+    at = written_at(state, new)
+    if announced is None and at is not None and now - at < DECIDING:
+        age = int((now - at).total_seconds())
+        return Plan((wait_until(f"{state.where}: its {new.type}/{new.reason} was written {age} s ago: its decider "
+                                "may still be recording its Event", at + DECIDING, now),))
     effects = () if announced is not None else (
         job_event(state, transition_name(state, new), new.reason, new.message, new.type == "Failed", now, function,
                   cause.id),)

@@ -190,11 +190,13 @@ def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobSta
 
 
 def reset_pending(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
-    """Whether the event is about the attempt whose restart the Job records last, and the next attempt has not
-    started (no `workloadStartTime`): that restart's last step, the GoodputMeasurement reset, may be undone (a
-    crash after its commit), and the next attempt's stall check would measure from the failed one's steps."""
+    """Whether the event is about the attempt whose restart the Job records last, the Job is not terminal and
+    the next attempt has not started (no `workloadStartTime`): that restart's last step, the GoodputMeasurement
+    reset, may be undone (a crash after its commit), and the next attempt's stall check would measure from the
+    failed one's steps. A terminal Job's measurement is its record: never reset for an old attempt's event."""
     status = state.job.status
-    return data.workload.attempt == status.restart_count - 1 and status.workload_start_time is None
+    return data.workload.attempt == status.restart_count - 1 and status.workload_start_time is None \
+        and not state.terminal
 
 
 def goodputs_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]:
@@ -268,14 +270,14 @@ def verdict_of(observed: Observed) -> ConditionSummary | None:
     return None if failure is None else condition("Failed", Reason.WORKLOAD_FAILED, failed_message(failure))
 
 
-def restate_wanted(observed: Observed, now: datetime) -> str:
+def restate_wanted(observed: Observed, now: datetime, observe: bool) -> str:
     """The transition Event to read for a terminal Job when the event may be the one that decided its verdict,
     delivered again (`functions.rules.redelivery.restating`); "" otherwise."""
     state, data = observed.state, observed.data
     if state is None or not state.terminal or is_recorded(state.job, data.workload) or not is_failure(data):
         return ""
     observed_at = data.observed_at if isinstance(data, WorkloadPhaseData) else None
-    return restating(state, verdict_of(observed), data.workload, observed_at, now)
+    return restating(state, verdict_of(observed), data.workload, observed_at, now, observe)
 
 
 def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobState, settings: Settings,

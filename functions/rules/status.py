@@ -123,12 +123,12 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
     return state.true_condition == condition_for(result.phase, workload.name, result.message)
 
 
-def restate_wanted(state: JobState, data: WorkloadPhaseData, now: datetime) -> str:
+def restate_wanted(state: JobState, data: WorkloadPhaseData, now: datetime, observe: bool) -> str:
     """The transition Event to read when the Job is terminal and the event, a Succeeded phase, may be the one
     that decided its `Succeeded` verdict, delivered again (`functions.rules.redelivery.restating`); "" otherwise."""
     if not state.terminal or data.phase is not Phase.SUCCEEDED:
         return ""
-    return restating(state, succeeded(data), data.workload, data.observed_at, now)
+    return restating(state, succeeded(data), data.workload, data.observed_at, now, observe)
 
 
 def succeeded(data: WorkloadPhaseData) -> ConditionSummary:

@@ -15,6 +15,7 @@ import pytest
 
 from functions.client import send
 from functions.codec import to_envelope
+from functions.errors import NotYet
 from functions.gateway import Gateway
 from functions.plan import WriteStatus
 from functions.resources import TRAINJOBS, cre_goodput
@@ -325,6 +326,37 @@ def test_a_redelivered_failure_finishes_the_reset_of_the_jobs_last_restart(
     assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "1"  # and the next attempt launched
 
 
+def test_an_old_attempts_failure_never_resets_a_terminal_jobs_measurement(
+        world: Callable[..., World], cluster: LocalCluster) -> None:
+    """Restart 1 recorded, then attempt 1 failed before it was seen running: the Job is terminal, its
+    measurement the record of attempt 1. A copy of attempt 0's failure (replayed, forged) resets nothing."""
+    from functions.context import Context
+    from functions.handlers import restart
+    from functions.settings import Settings
+
+    w = world()
+    w.create_job(max_restarts=1)
+    w.checkpoint_evidence()
+    measure(w, lastStepTimestamp="2026-11-30T09:00:00Z", avgStepTimeSec="2.5",
+            applicationStartTime="2026-11-30T08:00:00Z")
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    generation = w.job()["metadata"]["generation"]
+    conditions = [{"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": at,
+                   "observedGeneration": generation}
+                  for kind, status, reason, message in (("Failed", "True", "WorkloadStalled", "stalled"),
+                                                        ("InProgress", "False", "NotApplicable", ""),
+                                                        ("Succeeded", "False", "NotApplicable", ""))]
+    w.gw.patch(JOBS, w.ns, "llm", {"status": {"restartCount": 1, "conditions": conditions, "workloadRef": {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+        "namespace": w.ns}}}, status=True)
+    outcome = restart.handle(to_envelope(phase_record(w.ns, "llm", "Failed", attempt=0)),
+                             Context(Settings(kubeconfig=str(cluster.kubeconfig))))
+    assert outcome.reply is None
+    status = (w.gw.get(GOODPUT, w.ns, "llm-goodput") or {})["status"]
+    assert (status["lastStepTimestamp"], status["avgStepTimeSec"], status["applicationStartTime"]) == (
+        "2026-11-30T09:00:00Z", "2.5", "2026-11-30T08:00:00Z")
+
+
 def test_a_stall_restarts_the_job_from_its_checkpoint_and_resets_the_goodput(
         world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:
     w = world(functions(CREFN_RESTART_GRACE_SECONDS="30"))  # the grace holds the next attempt back
@@ -497,13 +529,20 @@ def test_a_verdict_delivered_again_after_a_crash_sends_its_event_and_its_reply(
     gateway.patch(TRAINJOBS, ns, "wr-workload", {"status": {"conditions": [
         {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "node-0 failed",
          "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}]}}, status=True)
+    decided = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
     failed = phase_record(ns, "wr", "Failed")
     failed["data"]["workload"]["uid"] = (gateway.get(TRAINJOBS, ns, "wr-workload") or {})["metadata"]["uid"]
-    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    failed["data"]["observedAt"] = decided.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), clock=lambda: decided)
     plan = restart.decide(restart.read(to_envelope(failed), ctx), ctx.settings, ctx.clock())
     assert [type(e) for e in plan.effects] == [WriteStatus, RecordEvent]
     apply(Plan(plan.effects[:1]), ctx)  # the verdict written, then the process dies
     assert job_events(gateway, ns, "wr")[-1]["reason"] == "WorkloadCreated"
+    with pytest.raises(NotYet) as waited:  # 10 s after the write, its decider may still be at work
+        restart.handle(to_envelope(failed), Context(ctx.settings, clock=lambda: decided + timedelta(seconds=10)))
+    assert waited.value.retry_after == 20
+    observing = Context(Settings(kubeconfig=str(cluster.kubeconfig), mode="observe"))
+    assert restart.handle(to_envelope(failed), observing).reply is None  # the functions wrote nothing to restate
 
     answer = send(urls["restart"], failed)  # Knative delivers it again
     assert answer.status == 200 and answer.ce["type"] == "dev.crefn.job.condition.changed", answer.text

@@ -8,8 +8,11 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from functions.client import send
 from functions.codec import to_envelope
+from functions.errors import NotYet
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import job_events
 from tests.support.world import World, phase_record
@@ -43,14 +46,21 @@ def test_a_success_delivered_again_after_a_crash_sends_its_event_and_its_reply(
     w.trainer("run")
     w.settle()
     w.trainer("complete")
+    decided = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
     done = phase_record(w.ns, "llm", "Succeeded")
     done["data"]["message"] = "all jobs completed"
-    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    done["data"]["observedAt"] = decided.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), clock=lambda: decided)
     plan = status.decide(status.read(to_envelope(done), ctx), ctx.settings, ctx.clock())
     assert [type(e) for e in plan.effects] == [WriteStatus, RecordEvent]
     apply(Plan(plan.effects[:1]), ctx)  # the verdict written, then the process dies
     assert w.final() == ("Succeeded", "WorkloadCompleted", 0)
     assert job_events(w.gw, w.ns)[-1]["reason"] == "WorkloadCreated"
+    with pytest.raises(NotYet) as waited:  # 10 s after the write, its decider may still be at work
+        status.handle(to_envelope(done), Context(ctx.settings, clock=lambda: decided + timedelta(seconds=10)))
+    assert waited.value.retry_after == 20
+    observing = Context(Settings(kubeconfig=str(cluster.kubeconfig), mode="observe"))
+    assert status.handle(to_envelope(done), observing).reply is None  # the functions wrote nothing to restate
 
     answer = send(functions()["status"], done)  # Knative delivers it again
     assert answer.status == 200 and answer.ce["jobcondition"] == "Succeeded", answer.text
