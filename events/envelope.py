@@ -36,6 +36,8 @@ class Envelope:
     type: str
     source: str
     subject: str = ""
+    time: str = ""
+    """The `time` attribute as sent ("" when absent): when the source decided the event."""
     extensions: Mapping[str, str] = field(default_factory=dict)
     data: Any = None
     traceparent: str = ""

@@ -85,6 +85,7 @@ def to_envelope(record: Record, headers: Mapping[str, str] | None = None, tracep
     headers = headers or {}
     return Envelope(
         id=attrs["id"], type=attrs["type"], source=attrs["source"], subject=str(attrs.get("subject") or ""),
+        time=str(attrs.get("time") or ""),
         extensions={k: str(v) for k, v in attrs.items() if k not in CORE_ATTRIBUTES and k not in TRACE_ATTRIBUTES},
         data=record.get("data"),
         traceparent=traceparent or str(attrs.get("traceparent") or headers.get("traceparent") or ""),

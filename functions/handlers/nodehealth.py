@@ -1,6 +1,5 @@
 """`nodehealth`: CRE's node health check (`spec.nodeHealthMonitor.cel`) → `HardwareFailed` and
 `failedNodes` (the rules and the decision: `functions.rules.nodehealth`).
-
 `dev.crefn.job.check` (the resync tick) checks the Job it names. A Node add/update (the ApiServerSource
 `crefn-nodes`, Resource mode: only the new Node, so CRE's "did a health-relevant field change" filter
 cannot be applied) checks every Job whose managed pods there (`spec.nodeName`, all namespaces) name it
@@ -9,7 +8,8 @@ replied for, the others left to their next check; 503 when one failed and none w
 read, per Job: the Job fresh; for a managed, non-terminal Job with a monitor, its attempt's pods, the
 Nodes they run or wait on (one unreadable is skipped, as CRE does), the expression on them (in a worker
 process within `CREFN_CEL_BUDGET_SECONDS`; a rejection is logged once per Job and expression) and,
-with `CREFN_HARDWARE_FAILURE_ACTION=restart`, the attempt's TrainJob.
+with `CREFN_HARDWARE_FAILURE_ACTION=restart`, the attempt's TrainJob; when the event may be the one that
+made `HardwareFailed` True, delivered again (`rules.restate_wanted`), that condition's Event.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from functions.apply import run, run_each
 from functions.context import Context
 from functions.errors import CrefnError, Unavailable
 from functions.plan import Outcome
-from functions.reads import read_job, read_managed_pods_on_node, read_node, read_pods, read_trainjob
+from functions.reads import read_event, read_job, read_managed_pods_on_node, read_node, read_pods, read_trainjob
 from functions.rules import nodehealth as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.due import monitors_nodes
@@ -44,6 +44,7 @@ from functions.rules.nodehealth import (
     monitor_expression,
     pod_nodes,
 )
+from functions.rules.redelivery import Announced
 
 FUNCTION = rules.FUNCTION
 ACCEPTS = frozenset({EventType.JOB_CHECK.value, ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value})
@@ -83,7 +84,10 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
     evaluation = evaluate(tuple(nodes), ctx.cel.outcomes("node", expression, tuple(nodes.values())))
     if evaluation.rejected is not None:
         log_rejected(state.job.metadata.uid, expression, state.where, evaluation.rejected.error)
-    return Evaluated(env, job, state, evaluation, tuple(unread), trainjob)
+        return Evaluated(env, job, state, evaluation, tuple(unread), trainjob)
+    name = "" if ctx.settings.observe else rules.restate_wanted(state, evaluation, env, ctx.clock())
+    announced = Announced(read_event(ctx, state.ref.namespace, name)) if name else None
+    return Evaluated(env, job, state, evaluation, tuple(unread), trainjob, announced)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -46,7 +46,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
     observed = replace(observed, state=state, trainjob=None if held_by else trainjob, held_by=held_by)
     if rules.why_not_its_workload(state, data.workload, trainjob):
         return observed
-    if name := rules.restate_wanted(observed, ctx.clock(), ctx.settings.observe):
+    if name := not ctx.settings.observe and rules.restate_wanted(observed, ctx.clock()):
         return replace(observed, announced=Announced(read_event(ctx, state.ref.namespace, name)))
     goodputs_read, as_evidence = rules.goodputs_wanted(observed, ctx.settings)
     goodputs = read_goodputs(ctx, state, as_evidence) if goodputs_read else ()

@@ -42,7 +42,7 @@ def read(env: Envelope, ctx: Context) -> Observed:
         return Gone(data.job)
     if why_not_ours(state, data.job, ctx.settings):
         return Found(env, data, state)
-    if name := rules.restate_wanted(state, data, ctx.clock(), ctx.settings.observe):
+    if name := not ctx.settings.observe and rules.restate_wanted(state, data, ctx.clock()):
         return Found(env, data, state, Announced(read_event(ctx, state.ref.namespace, name)))
     if why_not_current(state, data.workload):
         return Found(env, data, state)

@@ -7,10 +7,13 @@ deadline), its current attempt's TrainJob and, while the Job has no failure log,
 attempt with the log of the one the timeout records (the trainer step's pod that ran, container
 `node`). decide: `functions.rules.timeout.decide`; the message says `while its pods were
 unschedulable` whenever `schedulingBlockedSince` is set at the timeout, whichever clock ran out. The
-delete reaches `restart` as a failure of a terminal Job: a timed-out Job is never restarted.
+delete reaches `restart` as a failure of a terminal Job: a timed-out Job is never restarted. A terminal Job
+the event may have timed out, delivered again (`rules.restate_wanted`): its TrainJob and its verdict's Event.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from events.emitted import JobDeadlineData
 from events.envelope import Envelope, InvalidEvent, parse_data
@@ -18,11 +21,12 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_capture, read_job, read_trainjob
+from functions.reads import read_capture, read_event, read_job, read_trainjob
 from functions.rules import timeout as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.deadline import deadline
-from functions.rules.jobs import Gone
+from functions.rules.jobs import Gone, JobState, why_not_ours
+from functions.rules.redelivery import Announced
 from functions.rules.timeout import Found, Observed, decide
 
 FUNCTION = rules.FUNCTION
@@ -36,14 +40,22 @@ def read(env: Envelope, ctx: Context) -> Observed:
     state = read_job(ctx, data.job.namespace, data.job.name)
     if state is None:
         return Gone(data.job)
+    if state.terminal and not ctx.settings.observe and not why_not_ours(state, data.job, ctx.settings) \
+            and (name := rules.restate_wanted(state, data, env, ctx.clock())):
+        return Found(env, data, state, current_trainjob(ctx, state),
+                     announced=Announced(read_event(ctx, state.ref.namespace, name)))
     if state.terminal or deadline(state, ctx.clock(), ctx.settings.default_timeout_per_job) is None:
         return Found(env, data, state)
-    ref = state.job.status.workload_ref
-    trainjob = read_trainjob(ctx, ref.namespace or state.ref.namespace, ref.name) if ref else None
-    if not of_attempt(trainjob, state.job.status.restart_count):
-        trainjob = None
+    trainjob = current_trainjob(ctx, state)
     capture = None if state.job.status.failure_log else read_capture(ctx, state, timeout=True)
     return Found(env, data, state, trainjob, capture)
+
+
+def current_trainjob(ctx: Context, state: JobState) -> dict[str, Any] | None:
+    """The TrainJob `workloadRef` names, when it is of the Job's current attempt."""
+    ref = state.job.status.workload_ref
+    trainjob = read_trainjob(ctx, ref.namespace or state.ref.namespace, ref.name) if ref else None
+    return trainjob if of_attempt(trainjob, state.job.status.restart_count) else None
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:

@@ -8,7 +8,8 @@ fresh; while it awaits validation with its keys all known, the namespace's Goodp
 BandwidthMeasurements (the kinds its keys need) and, once every key has a value, each threshold's outcome,
 evaluated in a worker process within `CREFN_CEL_BUDGET_SECONDS` (`functions.celbudget`); the attempt's pods
 only for a failed verdict that needs their nodes (no failedNodes, no group-nodes annotation). decide:
-`functions.rules.validate.decide`; the answer goes to `alert` and to `workloadrun` (the run's mirror).
+`functions.rules.validate.decide`; the answer goes to `alert` and to `workloadrun` (the run's mirror). A Job
+validated already that the event may have decided, delivered again (`rules.restate_wanted`): its verdict's Event.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_job, read_measurements, read_pods
+from functions.reads import read_event, read_job, read_measurements, read_pods
 from functions.rules import validate as rules
 from functions.rules.cel import CelOutcome
 from functions.rules.due import awaiting_validation, not_asked
-from functions.rules.jobs import Gone
+from functions.rules.jobs import Gone, why_not_ours
+from functions.rules.redelivery import Announced
 from functions.rules.thresholds import BANDWIDTH_KEYS, GOODPUT_KEYS, measured_values, to_evaluate, unknown_keys
 from functions.rules.validate import Found, Observed, Skipped, decide, verdict_of, wants_placed_nodes
 
@@ -51,7 +53,9 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if state is None:
         return Gone(ref)
     if not awaiting_validation(state):
-        return Found(env, ref, state)
+        name = "" if ctx.settings.observe or why_not_ours(state, ref, ctx.settings) \
+            else rules.restate_wanted(state, env, ctx.clock())
+        return Found(env, ref, state, announced=Announced(read_event(ctx, ref.namespace, name)) if name else None)
     goodput: tuple[dict[str, Any], ...] = ()
     bandwidth: tuple[dict[str, Any], ...] = ()
     outcomes: dict[str, CelOutcome] = {}

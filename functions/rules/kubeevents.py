@@ -7,7 +7,7 @@ otherwise. The exclusive set records one only when the True exclusive **type** f
 (a TrainJob create the API refused: `RefusalWarning`) record a Warning of their own. Each Event follows the status write
 it reports in the plan, so it is recorded only once that write succeeded; its name is derived from
 the transition (Job uid, type, attempt) or the action (Job uid, attempt, reason, error), so a
-redelivered event finds the name taken and records nothing twice. A transition Event carries the id of the
+redelivered event finds the name taken and records nothing twice. A verdict's Event carries the id of the
 event that decided it (`crefn.dev/cause`): what tells a redelivery of that event from another
 (`functions.rules.redelivery`).
 """
@@ -64,6 +64,12 @@ def job_event(state: JobState, name: str, reason: str, message: str, warning: bo
 def transition_name(state: JobState, new: ConditionSummary) -> str:
     """The name of the Event of the flip to `new`'s type in the Job's current attempt."""
     return event_name(state, new.type, str(state.job.status.restart_count))
+
+
+def condition_name(state: JobState, cond_type: str, reason: str) -> str:
+    """The name of the Event of an independent condition's write (`HardwareFailed`, `ValidationFailed`) in the
+    Job's current attempt."""
+    return event_name(state, cond_type, reason, str(state.job.status.restart_count))
 
 
 def transition_event(state: JobState, new: ConditionSummary, now: datetime, function: str,

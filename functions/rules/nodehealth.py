@@ -8,7 +8,8 @@ check`); only a new (name, reason) pair is news: `HardwareFailed=True`/`Hardware
 `Hardware failure detected on node(s): [n1 n2]`. Node → Jobs: the pods on a Node name their Job with
 the label `<cre group>/job`. `decide` is the `nodehealth` function's decision for one Job, on what
 `functions.handlers.nodehealth` read; `deferring` the same once another Job on the Node has taken the
-answer (one event per answer). The rules in full: docs/functions.md#node-health-decision
+answer (one event per answer). The rules in full: docs/functions.md#node-health-decision; the flip to True
+delivered again: `restate_wanted` (docs/functions.md#verdicts-delivered-again)
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ from datetime import datetime
 from typing import Any
 
 from events.emitted import FailedNode, JobHardwareFailedData, JobRef
-from events.envelope import Envelope, to_outbound
+from events.envelope import Envelope, Outbound, to_outbound
 from events.objects import Pod
 from events.types import EventType, Reason, job_label
-from functions.plan import Delete, Effect, Plan, nothing
+from functions.plan import Delete, Effect, Plan, Wait, nothing
 from functions.resources import TRAINJOBS
 from functions.rules.attempts import controlled_by
 from functions.rules.cel import CelOutcome
 from functions.rules.due import monitors_nodes
 from functions.rules.jobs import Gone, JobState, why_not_active
-from functions.rules.kubeevents import action_event
+from functions.rules.kubeevents import action_event, cap_note, condition_name, job_event
+from functions.rules.redelivery import Announced, announce_again, restating_condition, sent_at, transition_time
 from functions.rules.verdicts import independent_write
 from functions.settings import Settings
 
@@ -147,6 +149,9 @@ class Evaluated:
     evaluation: Evaluation = field(default_factory=Evaluation)
     unread: tuple[tuple[str, str], ...] = ()
     trainjob: dict[str, Any] | None = None
+    announced: Announced | None = None
+    """The Event of the Job's `HardwareFailed`, read when the event may be the one that wrote it, delivered again
+    (`restate_wanted`)."""
 
 
 Observed = Gone | Found | Evaluated
@@ -171,17 +176,67 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if not merge.new:
         unhealthy = f"unhealthy [{' '.join(evaluation.unhealthy)}], " if evaluation.unhealthy else ""
         deleting = ", deleting the attempt's TrainJob" if delete else ""
-        return Plan(delete, reason="; ".join([f"{state.where}: {unhealthy}no new failed node{deleting}", *notes]))
+        kept = Plan(delete, reason="; ".join([f"{state.where}: {unhealthy}no new failed node{deleting}", *notes]))
+        if observed.announced is None:
+            return kept
+        restated = restate(state, observed.announced.event, observed.cause, delete, settings, now)
+        return restated if restated.reply is not None or any(isinstance(e, Wait) for e in restated.effects) else kept
     message = hardware_message(merge.failed_nodes)
     failed_nodes = [n.model_dump(by_alias=True) for n in merge.failed_nodes]
     write = independent_write(state, CONDITION, True, Reason.HARDWARE_FAILURE_DETECTED, message, now,
-                              settings.cre_group, FUNCTION, {"failedNodes": failed_nodes})
+                              settings.cre_group, FUNCTION, {"failedNodes": failed_nodes}, cause=observed.cause.id)
     assert write is not None  # a new failedNodes entry is a change
-    data = JobHardwareFailedData(job=state.ref, nodes=list(merge.new), failed_nodes=list(merge.failed_nodes),
-                                 message=message, action=settings.hardware_failure_action)
-    reply = to_outbound(EventType.JOB_HARDWARE_FAILED, FUNCTION, state.ref.namespace, state.ref.name, data,
-                        observed.cause)
+    reply = hardware_failed(state, merge.new, merge.failed_nodes, message, settings, observed.cause)
     return Plan((*write.effects, *delete), reply=reply, reason="; ".join(notes))
+
+
+def hardware_failed(state: JobState, nodes: Sequence[str], failed_nodes: Sequence[FailedNode], message: str,
+                    settings: Settings, cause: Envelope) -> Outbound:
+    """`dev.crefn.job.hardware.failed`: the nodes newly found unhealthy, the Job's failedNodes after the write."""
+    data = JobHardwareFailedData(job=state.ref, nodes=list(nodes), failed_nodes=list(failed_nodes), message=message,
+                                 action=settings.hardware_failure_action)
+    return to_outbound(EventType.JOB_HARDWARE_FAILED, FUNCTION, state.ref.namespace, state.ref.name, data, cause)
+
+
+def hardware_condition(state: JobState) -> dict[str, Any]:
+    """The Job's `HardwareFailed` condition when it is True with the node health check's reason, else empty."""
+    cond = next((c for c in state.conditions if c.get("type") == CONDITION), {})
+    true = cond.get("status") == "True" and cond.get("reason") == Reason.HARDWARE_FAILURE_DETECTED
+    return cond if true else {}
+
+
+def restate_wanted(state: JobState, evaluation: Evaluation, cause: Envelope, now: datetime) -> str:
+    """The Event to read when the event may be the one that made `HardwareFailed` True, delivered again: the Job's
+    `HardwareFailureDetected` nodes are exactly those the event finds unhealthy (nothing new: what it would have
+    written on a Job without them), `HardwareFailed` names them all, and it became True within the decision
+    window, no earlier than the event was sent (`functions.rules.redelivery`); "" otherwise."""
+    failed = state.job.status.failed_nodes
+    if not evaluation.unhealthy or detected(failed) != evaluation.unhealthy \
+            or hardware_condition(state).get("message") != hardware_message(failed):
+        return ""
+    return restating_condition(state, CONDITION, sent_at(cause), now)
+
+
+def restate(state: JobState, announced: Mapping[str, Any] | None, cause: Envelope, delete: tuple[Effect, ...],
+            settings: Settings, now: datetime) -> Plan:
+    """The flip's Event (when missing) and its `job.hardware.failed` again, read off the stored Job; nothing (no
+    reply) when another event announced it, or when its Event's note is not the condition's message any more (a
+    node joined since: its own event announced the Job's failedNodes, and this one did not decide it)."""
+    message = str(hardware_condition(state).get("message") or "")
+    reason = Reason.HARDWARE_FAILURE_DETECTED.value
+    if announced is not None and announced.get("note") != cap_note(message):
+        return nothing(f"{state.where}: a node joined {CONDITION} after its event")
+    event = job_event(state, condition_name(state, CONDITION, reason), reason, message, True, now, FUNCTION,
+                      cause.id)
+    failed = state.job.status.failed_nodes
+    return announce_again(state, f"{CONDITION}/{reason}", announced, event, cause,
+                          hardware_failed(state, detected(failed), failed, message, settings, cause),
+                          transition_time(state, CONDITION), now, delete)
+
+
+def detected(failed_nodes: Iterable[FailedNode]) -> tuple[str, ...]:
+    """The names of the node health check's entries (`HardwareFailureDetected`), sorted."""
+    return tuple(sorted({n.name for n in failed_nodes if n.reason == Reason.HARDWARE_FAILURE_DETECTED}))
 
 
 def rejected(state: JobState, evaluation: Evaluation, now: datetime) -> Plan:

@@ -27,7 +27,7 @@ from functions.plan import Delete, Effect, Plan, Written, nothing
 from functions.resources import TRAINJOBS
 from functions.rules import grace
 from functions.rules.adapter import decide_phase
-from functions.rules.attempts import is_recorded, workload_name
+from functions.rules.attempts import is_current, is_recorded, workload_name
 from functions.rules.conditions import changes_condition, condition, decide_conditions
 from functions.rules.jobs import JobState, as_written, condition_changed, why_not_current, why_not_ours
 from functions.rules.launch import LaunchObserved, decide_launch, owned_by, patched_jobs, why_not_launch
@@ -270,14 +270,15 @@ def verdict_of(observed: Observed) -> ConditionSummary | None:
     return None if failure is None else condition("Failed", Reason.WORKLOAD_FAILED, failed_message(failure))
 
 
-def restate_wanted(observed: Observed, now: datetime, observe: bool) -> str:
+def restate_wanted(observed: Observed, now: datetime) -> str:
     """The transition Event to read for a terminal Job when the event may be the one that decided its verdict,
     delivered again (`functions.rules.redelivery.restating`); "" otherwise."""
     state, data = observed.state, observed.data
-    if state is None or not state.terminal or is_recorded(state.job, data.workload) or not is_failure(data):
+    if state is None or not state.terminal or is_recorded(state.job, data.workload) or not is_failure(data) \
+            or not is_current(state.job, data.workload):
         return ""
     observed_at = data.observed_at if isinstance(data, WorkloadPhaseData) else None
-    return restating(state, verdict_of(observed), data.workload, observed_at, now, observe)
+    return restating(state, verdict_of(observed), observed_at, now)
 
 
 def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobState, settings: Settings,

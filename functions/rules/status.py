@@ -123,12 +123,12 @@ def in_step(state: JobState, workload: WorkloadRef, result: PhaseResult) -> bool
     return state.true_condition == condition_for(result.phase, workload.name, result.message)
 
 
-def restate_wanted(state: JobState, data: WorkloadPhaseData, now: datetime, observe: bool) -> str:
+def restate_wanted(state: JobState, data: WorkloadPhaseData, now: datetime) -> str:
     """The transition Event to read when the Job is terminal and the event, a Succeeded phase, may be the one
     that decided its `Succeeded` verdict, delivered again (`functions.rules.redelivery.restating`); "" otherwise."""
-    if not state.terminal or data.phase is not Phase.SUCCEEDED:
+    if not state.terminal or data.phase is not Phase.SUCCEEDED or not is_current(state.job, data.workload):
         return ""
-    return restating(state, succeeded(data), data.workload, data.observed_at, now, observe)
+    return restating(state, succeeded(data), data.observed_at, now)
 
 
 def succeeded(data: WorkloadPhaseData) -> ConditionSummary:

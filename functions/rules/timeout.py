@@ -5,7 +5,8 @@ Job whose bound has run out on that read and this clock (`functions.rules.deadli
 stale: a restart or a recovery since the tick moves the clocks) gets one status write, the whole
 exclusive set `Failed`/`JobTimedOut`/the deadline's message with the failure log (reason `Timeout`)
 while the Job has none, then its TrainJob deleted with a uid precondition; the reply is
-`job.condition.changed`.
+`job.condition.changed`. Delivered again after that write (`restate_wanted`, `functions.rules.redelivery`), the
+event makes good the Event, the TrainJob delete and the reply; its `time` (the tick's) stands for `observedAt`.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from events.emitted import JobDeadlineData
+from events.emitted import ConditionSummary, JobDeadlineData
 from events.envelope import Envelope
 from events.types import Reason
 from functions.plan import Delete, Effect, Plan, nothing
 from functions.resources import TRAINJOBS
 from functions.rules.attempts import controlled_by, current_workload_ref
 from functions.rules.conditions import condition
-from functions.rules.deadline import deadline
-from functions.rules.jobs import Gone, JobState, condition_changed, why_not_active
+from functions.rules.deadline import TIMED_OUT, TIMED_OUT_BLOCKED, deadline
+from functions.rules.jobs import Gone, JobState, condition_changed, why_not_active, why_not_ours
 from functions.rules.pods import Capture, failure_log_field
+from functions.rules.redelivery import Announced, restate, restating, sent_at
 from functions.rules.verdicts import condition_write
 from functions.settings import Settings
 
@@ -41,15 +43,38 @@ class Found:
     state: JobState
     trainjob: dict[str, Any] | None = None
     capture: Capture | None = None
+    announced: Announced | None = None
+    """The transition Event of the Job's `JobTimedOut`, read when the event may be the one that decided it,
+    delivered again (`restate_wanted`); then `trainjob` is read too."""
 
 
 Observed = Gone | Found
+
+
+def timed_out(state: JobState) -> ConditionSummary:
+    """The verdict a timeout writes on the Job as read: unschedulable whenever `schedulingBlockedSince` is set
+    (which the verdict keeps)."""
+    blocked = state.job.status.scheduling_blocked_since is not None
+    return condition("Failed", Reason.JOB_TIMED_OUT, TIMED_OUT_BLOCKED if blocked else TIMED_OUT)
+
+
+def restate_wanted(state: JobState, data: JobDeadlineData, cause: Envelope, now: datetime) -> str:
+    """The transition Event to read for a Job timed out in the event's attempt when the event may be the one that
+    decided it, delivered again: the tick sends it with its `time` when it finds the bound run out on a Job that
+    is not terminal, so a deadline event sent after the verdict was written is not the one that wrote it;
+    "" otherwise."""
+    if not state.terminal or data.attempt != state.job.status.restart_count:
+        return ""
+    return restating(state, timed_out(state), sent_at(cause), now)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if isinstance(observed, Gone):
         return nothing(observed.why)
     state = observed.state
+    if observed.announced is not None and not why_not_ours(state, observed.data.job, settings):
+        return restate(state, timed_out(state), observed.announced.event, now, FUNCTION, observed.cause, None,
+                       delete_trainjob(state, observed.trainjob))
     if why := why_not_active(state, observed.data.job, settings):
         return nothing(why)
     due = deadline(state, now, settings.default_timeout_per_job)
@@ -59,11 +84,16 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     write = condition_write(state, new, now, settings.cre_group, FUNCTION,
                             failure_log_field(state, observed.capture, timeout=True))
     assert write is not None  # the Job is not terminal: the flip is a change
-    effects: list[Effect] = [*write.effects]
-    trainjob = observed.trainjob
-    if trainjob is not None and not trainjob["metadata"].get("deletionTimestamp") \
-            and controlled_by(trainjob, state.job.metadata.uid):  # never another's, whatever workloadRef says
-        meta = trainjob["metadata"]
-        effects.append(Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]))
     workload = current_workload_ref(state.job) if state.job.status.workload_ref else None
-    return Plan(tuple(effects), reply=condition_changed(state, write.status, new, FUNCTION, observed.cause, workload))
+    return Plan((*write.effects, *delete_trainjob(state, observed.trainjob)),
+                reply=condition_changed(state, write.status, new, FUNCTION, observed.cause, workload))
+
+
+def delete_trainjob(state: JobState, trainjob: dict[str, Any] | None) -> tuple[Effect, ...]:
+    """The current attempt's TrainJob (None: gone, or of another attempt) deleted with a uid precondition, unless
+    it is going already or is not the Job's (never another's, whatever `workloadRef` says)."""
+    if trainjob is None or trainjob["metadata"].get("deletionTimestamp") \
+            or not controlled_by(trainjob, state.job.metadata.uid):
+        return ()
+    meta = trainjob["metadata"]
+    return (Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]),)

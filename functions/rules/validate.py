@@ -8,24 +8,27 @@ resourceVersion; on True, while the Job has no `failedNodes`, the nodes of its g
 those its attempt's pods were bound to, CRE's `groupNodeNames`) each get an entry with reason
 `ThresholdViolation` and the verdict's message. Its Kubernetes Event: a
 Warning on the flip to True, a Normal `ThresholdsMet` on the False write. The reply is
-`dev.crefn.job.validation`.
+`dev.crefn.job.validation`. Delivered again after that write (`restate_wanted`, `functions.rules.redelivery`), the
+event makes good the Event and the reply, read off the stored condition; its `time` stands for `observedAt`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from events.emitted import FailedNode, JobRef, JobValidationData
-from events.envelope import Envelope, to_outbound
+from events.envelope import Envelope, Outbound, to_outbound
 from events.objects import Pod
 from events.types import EventType, Reason
 from functions.plan import Plan, nothing
 from functions.rules.cel import CelOutcome
 from functions.rules.due import awaiting_validation
 from functions.rules.jobs import Gone, JobState, why_not_ours
+from functions.rules.kubeevents import condition_name, job_event
+from functions.rules.redelivery import Announced, announce_again, restating_condition, sent_at, transition_time
 from functions.rules.thresholds import (
     Verdict,
     Waiting,
@@ -64,6 +67,9 @@ class Found:
     bandwidth: tuple[dict[str, Any], ...] = ()
     outcomes: Mapping[str, CelOutcome] = field(default_factory=dict)
     pods: tuple[Pod, ...] | None = None
+    announced: Announced | None = None
+    """The Event of the Job's `ValidationFailed`, read when the event may be the one that decided it, delivered
+    again (`restate_wanted`)."""
 
 
 Observed = Skipped | Gone | Found
@@ -77,6 +83,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     state = observed.state
     if why := why_not_ours(state, observed.job, settings):
         return nothing(why)
+    if observed.announced is not None:
+        return restated(state, observed.announced.event, observed.cause, now)
     if not awaiting_validation(state):
         return nothing(f"{state.where} is not awaiting validation" + (
             "" if state.job.spec.thresholds else " (no thresholds)"))
@@ -94,13 +102,40 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         if nodes:
             extra["failedNodes"] = [n.model_dump(by_alias=True) for n in nodes]
     write = independent_write(state, CONDITION, verdict.failed, verdict.reason, verdict.message, now,
-                              settings.cre_group, FUNCTION, extra, normal_event=True)
+                              settings.cre_group, FUNCTION, extra, normal_event=True, cause=observed.cause.id)
     assert write is not None  # the Job has no ValidationFailed condition: writing one is a change
-    data = JobValidationData(job=state.ref, failed=verdict.failed, reason=verdict.reason, message=verdict.message,
-                             failed_nodes=nodes)  # the Job's failedNodes after the write
-    return Plan(write.effects, reply=to_outbound(EventType.JOB_VALIDATION, FUNCTION, state.ref.namespace,
-                                                 state.ref.name, data, observed.cause),
+    return Plan(write.effects, reply=validation(state, verdict.failed, verdict.reason, verdict.message, nodes,
+                                                observed.cause),
                 reason=f"{state.where}: {CONDITION}={'True' if verdict.failed else 'False'}/{verdict.reason}")
+
+
+def validation(state: JobState, failed: bool, reason: str, message: str, nodes: Sequence[FailedNode],
+               cause: Envelope) -> Outbound:
+    """`dev.crefn.job.validation` for a verdict, with the Job's failedNodes after its write."""
+    data = JobValidationData(job=state.ref, failed=failed, reason=reason, message=message, failed_nodes=list(nodes))
+    return to_outbound(EventType.JOB_VALIDATION, FUNCTION, state.ref.namespace, state.ref.name, data, cause)
+
+
+def restate_wanted(state: JobState, cause: Envelope, now: datetime) -> str:
+    """The Event to read for a succeeded Job validated already when the event may be the one that decided its
+    `ValidationFailed`, delivered again: a success's `job.condition.changed` or a tick's check, each sent (its
+    `time`) before the verdict was written (the tick asks only while the Job awaits validation); "" otherwise."""
+    true = state.true_condition
+    if awaiting_validation(state) or true is None or true.type != "Succeeded":
+        return ""
+    return restating_condition(state, CONDITION, sent_at(cause), now)
+
+
+def restated(state: JobState, announced: Mapping[str, Any] | None, cause: Envelope, now: datetime) -> Plan:
+    """The verdict's Event (when missing) and its `dev.crefn.job.validation` again, read off the stored Job."""
+    cond = next(c for c in state.conditions if c.get("type") == CONDITION)
+    failed, reason = cond.get("status") == "True", str(cond.get("reason") or "")
+    message = str(cond.get("message") or "")
+    event = job_event(state, condition_name(state, CONDITION, reason), reason, message, failed, now, FUNCTION,
+                      cause.id)
+    return announce_again(state, f"{CONDITION}={'True' if failed else 'False'}/{reason}", announced, event, cause,
+                          validation(state, failed, reason, message, state.job.status.failed_nodes, cause),
+                          transition_time(state, CONDITION), now)
 
 
 def verdict_of(state: JobState, goodput: tuple[dict[str, Any], ...], bandwidth: tuple[dict[str, Any], ...],

@@ -23,7 +23,7 @@ from events.types import Reason, group_nodes_annotation
 from functions.plan import Effect
 from functions.rules.conditions import decide_conditions, decide_independent
 from functions.rules.jobs import JobState, write_status
-from functions.rules.kubeevents import event_name, job_event, transition_event
+from functions.rules.kubeevents import condition_name, job_event, transition_event
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,12 @@ def condition_write(state: JobState, new: ConditionSummary, now: datetime, group
 
 def independent_write(state: JobState, cond_type: str, status: bool, reason: str, message: str, now: datetime,
                       group: str, function: str, extra: Mapping[str, Any] | None = None,
-                      normal_event: bool = False) -> ConditionWrite | None:
+                      normal_event: bool = False, cause: str = "") -> ConditionWrite | None:
     """The write of an independent condition (`HardwareFailed`, `ValidationFailed`) with `extra` status
     fields, on the read resourceVersion like every write, but with no terminal guard: CRE evaluates
     thresholds after `Succeeded`, and hardware failures are not terminal. Its Event: a Warning on the
-    flip to True; with `normal_event`, a Normal one on the first False write (CRE's `ThresholdsMet`).
-    None when it would change nothing."""
+    flip to True; with `normal_event`, a Normal one on the first False write (CRE's `ThresholdsMet`); `cause`:
+    the id of the deciding event, recorded on it. None when it would change nothing."""
     conditions = decide_independent(state.conditions, state.job.metadata.generation, cond_type, status, reason,
                                     message, now)
     patch: dict[str, Any] = dict(extra or {})
@@ -69,8 +69,8 @@ def independent_write(state: JobState, cond_type: str, status: bool, reason: str
     before = next((c for c in state.conditions if c.get("type") == cond_type), None)
     flipped = conditions is not None and (before or {}).get("status") != ("True" if status else "False")
     if flipped and (status or (before is None and normal_event)):
-        name = event_name(state, cond_type, reason, str(state.job.status.restart_count))
-        effects.append(job_event(state, name, reason, message, status, now, function))
+        name = condition_name(state, cond_type, reason)
+        effects.append(job_event(state, name, reason, message, status, now, function, cause))
     return ConditionWrite(patch, tuple(effects))
 
 

@@ -10,6 +10,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -25,10 +26,11 @@ from functions.handlers import nodehealth
 from functions.handlers.nodehealth import read
 from functions.resources import NODES, cre_jobs
 from functions.settings import Settings
+from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.kubelet import ensure_node
 from localstack.cluster.pods import create_pod, set_running, terminate
 from localstack.eventing.apisource import apiserver_record
-from tests.support.helpers import job_events
+from tests.support.helpers import announced_once, job_events, waits_while_its_decider_may_be_at_work
 from tests.support.world import World
 
 HW = "HardwareFailureDetected"
@@ -416,3 +418,59 @@ def test_the_api_server_caps_a_node_health_expression_at_2048_characters(world: 
         monitored(w, CORDONED + " " * (2049 - len(CORDONED)), name="too-long")
     assert str(refused.value).endswith(
         "spec.nodeHealthMonitor.cel.expression in body should be at most 2048 chars long")
+
+
+def test_a_hardware_failure_delivered_again_after_a_crash_sends_its_event_and_its_reply(
+        world: Callable[..., World], functions: Callable[..., dict[str, str]], cluster: LocalCluster) -> None:
+    """Killed after the HardwareFailed write, before its Event and its reply: the same check, delivered again
+    (nothing new on the Job any more), records the Event and answers `job.hardware.failed`; delivered once more,
+    it answers again and records nothing twice; another event, the same one past the hour, or the same one once
+    another node has joined the condition, restates nothing."""
+    from functions.apply import apply
+    from functions.plan import Plan, RecordEvent, WriteStatus
+
+    w = world()
+    monitored(w)
+    n1, n2 = node_name(w, "gpu-1"), node_name(w, "gpu-2")
+    place(w, "llm-workload-node-0-0", n1)
+    w.gw.patch(NODES, None, n1, {"spec": {"unschedulable": True}})
+    decided = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
+    check = check_record(w.ns)
+    check["attributes"]["time"] = (decided - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), clock=lambda: decided)
+    try:
+        plan = nodehealth.decide(read(to_envelope(check), JobRef(name="llm", namespace=w.ns), ctx), ctx.settings,
+                                 ctx.clock())
+    finally:
+        ctx.cel.close()
+    assert [type(e) for e in plan.effects] == [WriteStatus, RecordEvent]
+    apply(Plan(plan.effects[:1]), ctx)  # the condition written, then the process dies
+    message = f"Hardware failure detected on node(s): [{n1}]"
+    assert hardware(w) == ("True", HW, message)
+    assert not [e for e in job_events(w.gw, w.ns) if e["reason"] == HW]
+    waits_while_its_decider_may_be_at_work(nodehealth.handle, check, ctx.settings, decided)
+
+    url = functions()["nodehealth"]
+    answer = send(url, check)  # Knative delivers it again
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.job.hardware.failed", answer.text
+    assert json.loads(answer.body) == {"job": {"name": "llm", "namespace": w.ns}, "nodes": [n1],
+                                       "failedNodes": [{"name": n1, "reason": HW, "message": DETAIL}],
+                                       "message": message, "action": "report"}
+    events = [(e["type"], e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["reason"] == HW]
+    assert events == [("Warning", HW, message)]
+    recorded = next(e for e in job_events(w.gw, w.ns) if e["reason"] == HW)
+    assert recorded["metadata"]["annotations"]["crefn.dev/cause"] == "check-llm"
+
+    announced_once(url, check, answer.body, nodehealth.handle, ctx.settings, lambda: job_events(w.gw, w.ns))
+
+    place(w, "llm-workload-node-1-0", n2)
+    w.gw.patch(NODES, None, n2, {"spec": {"unschedulable": True}})
+    joined = {"attributes": {**check["attributes"], "id": "check-3", "time": stamp_now()}, "data": check["data"]}
+    grown = send(url, joined)
+    assert grown.status == 200 and json.loads(grown.body)["nodes"] == [n2]
+    assert send(url, check).status == 202  # the first check decided gpu-1 alone: gpu-2 is not restated
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(w.gw, w.ns) if e["reason"] == HW] == events
+
+
+def stamp_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

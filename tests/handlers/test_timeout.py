@@ -5,6 +5,7 @@ Timestamps are back-dated; no test sleeps."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from functions.client import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import create_pod, set_running
-from tests.support.helpers import job_events
+from tests.support.helpers import announced_once, job_events, waits_while_its_decider_may_be_at_work
 from tests.support.world import World
 
 LABELS = {"nvcre.nvidia.com/job": "llm", "crefn.dev/attempt": "0", "crefn.dev/managed": "true",
@@ -149,3 +150,45 @@ def test_the_default_bound_applies_to_jobs_without_the_annotation(world: Callabl
     w.tick(rounds=1)
     w.settle()
     assert exclusive(w.job()["status"])["Failed"][1] == "JobTimedOut"
+
+
+def test_a_timeout_delivered_again_after_a_crash_sends_its_event_its_delete_and_its_reply(
+        world: Callable[..., World], functions: Callable[..., dict[str, str]], cluster: LocalCluster) -> None:
+    """Killed after the JobTimedOut write, before its Event, the TrainJob delete and the reply: the same deadline
+    event, delivered again, records the Event, deletes the TrainJob and answers `job.condition.changed`; delivered
+    once more, it answers again and records nothing twice; another event, or the same one past the hour, restates
+    nothing."""
+    from functions.apply import apply
+    from functions.codec import to_envelope
+    from functions.context import Context
+    from functions.handlers import timeout
+    from functions.plan import Delete, Plan, RecordEvent, WriteStatus
+    from functions.settings import Settings
+
+    w = bounded(world)
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"workloadStartTime": stamp(-timedelta(minutes=61))}}, status=True)
+    decided = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
+    record = deadline_record(w.ns)
+    record["attributes"]["time"] = stamp(-timedelta(seconds=41))  # when the tick sent it
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), clock=lambda: decided)
+    plan = timeout.decide(timeout.read(to_envelope(record), ctx), ctx.settings, ctx.clock())
+    assert [type(e) for e in plan.effects] == [WriteStatus, RecordEvent, Delete]
+    apply(Plan(plan.effects[:1]), ctx)  # the verdict written, then the process dies
+    assert exclusive(w.job()["status"])["Failed"] == ("True", "JobTimedOut", "Job exceeded timeoutPerJob")
+    assert not [e for e in job_events(w.gw, w.ns) if e["reason"] == "JobTimedOut"]
+    assert w.trainjob() is not None
+    waits_while_its_decider_may_be_at_work(timeout.handle, record, ctx.settings, decided)
+
+    url = functions()["timeout"]
+    answer = send(url, record)  # Knative delivers it again
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.job.condition.changed", answer.text
+    reply = json.loads(answer.body)
+    assert reply["new"] == {"type": "Failed", "reason": "JobTimedOut", "message": "Job exceeded timeoutPerJob"}
+    assert reply["previous"] is None and reply["workload"]["name"] == "llm-workload"
+    events = [(e["type"], e["reason"], e["message"]) for e in job_events(w.gw, w.ns)]
+    assert events[-1] == ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob")
+    assert job_events(w.gw, w.ns)[-1]["metadata"]["annotations"]["crefn.dev/cause"] == "d1"
+    assert w.trainjob() is None  # the delete the crash left undone
+
+    old = announced_once(url, record, answer.body, timeout.handle, ctx.settings, lambda: job_events(w.gw, w.ns))
+    assert old.reason == f"Job {w.ns}/llm is terminal"

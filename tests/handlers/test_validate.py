@@ -5,6 +5,7 @@ the WorkloadRun that mirrors the verdict. No test sleeps. The decision, pure: te
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from functions.rules.measurements import bandwidth_measurements
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import create_pod
 from localstack.eventing.apisource import apiserver_record
-from tests.support.helpers import job_events
+from tests.support.helpers import announced_once, job_events, waits_while_its_decider_may_be_at_work
 from tests.support.world import World
 
 GROUP = "nvcre.nvidia.com"
@@ -370,3 +371,53 @@ def test_a_workloadrun_waits_for_the_verdict_and_mirrors_it(bus: str, expected: 
     assert run_validation(w) == own
     mirrors = [o for o in w.broker.outcomes if o.trigger == "crefn-workloadrun-validations"]
     assert mirrors and all(o.status == 202 for o in mirrors if o.final)
+
+
+def test_a_validation_delivered_again_after_a_crash_sends_its_event_and_its_reply(
+        world: Callable[..., World], functions: Callable[..., dict[str, str]], cluster: LocalCluster) -> None:
+    """Killed after the ValidationFailed write, before its Event and its reply: the same check, delivered again
+    (the Job no longer awaits validation), records the Event and answers `dev.crefn.job.validation`; delivered
+    once more, it answers again and records nothing twice; another event, or the same one past the hour,
+    restates nothing."""
+    from functions.apply import apply
+    from functions.codec import to_envelope
+    from functions.context import Context
+    from functions.handlers import validate
+    from functions.plan import Plan, RecordEvent, WriteStatus
+    from functions.settings import Settings
+
+    w = world(poll=False)
+    with_thresholds(w, {"busBandwidthGBps": "value >= 400"}, nodes="gpu-node-2")
+    w.gw.patch(w.jobs, w.ns, "llm", {"status": {"conditions": [
+        {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted", "message": "done",
+         "lastTransitionTime": stamp()}]}}, status=True)
+    measure_bandwidth(w, ["350"])
+    check = {"attributes": {"specversion": "1.0", "id": "c1", "source": "/crefn/resync",
+                            "type": "dev.crefn.job.check", "subject": f"{w.ns}/llm",
+                            "time": stamp(-timedelta(seconds=41)), "namespace": w.ns, "job": "llm",
+                            "partitionkey": f"{w.ns}/llm"},
+             "data": {"job": {"name": "llm", "namespace": w.ns}, "attempt": 0, "checks": ["validation"]}}
+    decided = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), clock=lambda: decided)
+    try:
+        plan = validate.decide(validate.read(to_envelope(check), ctx), ctx.settings, ctx.clock())
+    finally:
+        ctx.cel.close()
+    assert [type(e) for e in plan.effects] == [WriteStatus, RecordEvent]
+    apply(Plan(plan.effects[:1]), ctx)  # the verdict written, then the process dies
+    assert validation(w) == ("True", "ThresholdViolated", VIOLATED)
+    assert not [e for e in job_events(w.gw, w.ns) if e["reason"] == "ThresholdViolated"]
+    waits_while_its_decider_may_be_at_work(validate.handle, check, ctx.settings, decided)
+
+    url = functions()["validate"]
+    answer = send(url, check)  # Knative delivers it again
+    assert answer.status == 200 and answer.ce["type"] == "dev.crefn.job.validation", answer.text
+    assert json.loads(answer.body) == {
+        "job": {"name": "llm", "namespace": w.ns}, "failed": True, "reason": "ThresholdViolated", "message": VIOLATED,
+        "failedNodes": [{"name": "gpu-node-2", "reason": "ThresholdViolation", "message": VIOLATED}]}
+    events = [(e["type"], e["reason"], e["message"]) for e in job_events(w.gw, w.ns)]
+    assert events == [("Warning", "ThresholdViolated", VIOLATED)]
+    assert job_events(w.gw, w.ns)[-1]["metadata"]["annotations"]["crefn.dev/cause"] == "c1"
+
+    old = announced_once(url, check, answer.body, validate.handle, ctx.settings, lambda: job_events(w.gw, w.ns))
+    assert old.reason == f"Job {w.ns}/llm is not awaiting validation"

@@ -8,15 +8,25 @@ import socket
 import subprocess
 import threading
 import time
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from events.envelope import Envelope
 from events.objects import Pod
+from functions.client import send
+from functions.codec import to_envelope
+from functions.context import Context
+from functions.errors import NotYet
 from functions.gateway import Gateway
+from functions.plan import Outcome
 from functions.resources import cre_jobs
 from functions.rules.jobs import JobState, parse_job
+from functions.settings import Settings
 
 REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver", "ce-type": "test.reply",
                "content-type": "application/json"}
@@ -239,3 +249,41 @@ class CountingGateway(Gateway):
                 content_type: str = "application/json") -> dict[str, Any]:
         self.calls.append((method, path))
         return super().request(method, path, body=body, query=query, content_type=content_type)
+
+
+def handled_at(handle: Callable[[Envelope, Context], Outcome], record: dict[str, Any], settings: Settings,
+               at: datetime) -> Outcome:
+    """A handler's outcome for a CloudEvent record on a clock set at `at` (its CEL workers closed after)."""
+    ctx = Context(settings, clock=lambda: at)
+    try:
+        return handle(to_envelope(record), ctx)
+    finally:
+        ctx.cel.close()
+
+
+def waits_while_its_decider_may_be_at_work(handle: Callable[[Envelope, Context], Outcome], record: dict[str, Any],
+                                           settings: Settings, decided: datetime) -> None:
+    """A decision written at `decided`, its Event missing: delivered again 10 s later, the answer waits the 20 s
+    left of the Broker's 30 s delivery timeout (its decider may still be recording the Event); in observe mode
+    (the functions wrote nothing) it restates nothing."""
+    with pytest.raises(NotYet) as waited:
+        handled_at(handle, record, settings, decided + timedelta(seconds=10))
+    assert waited.value.retry_after == 20
+    observing = settings.model_copy(update={"mode": "observe"})
+    assert handled_at(handle, record, observing, decided + timedelta(seconds=40)).reply is None
+
+
+def announced_once(url: str, record: dict[str, Any], answer: bytes, handle: Callable[[Envelope, Context], Outcome],
+                   settings: Settings, recorded: Callable[[], list[Any]]) -> Outcome:
+    """A decision restated after a crash (its answer `answer`), delivered once more as the Broker refused that
+    answer: the same answer, nothing recorded twice (`recorded`: the Job's Events); the event under another id:
+    202; past the hour on the injected clock: no reply, nothing recorded, the outcome returned."""
+    before = recorded()
+    again = send(url, record)
+    assert again.status == 200 and json.loads(again.body) == json.loads(answer)
+    assert recorded() == before
+    raced = {"attributes": {**record["attributes"], "id": "raced"}, "data": record["data"]}
+    assert send(url, raced).status == 202  # announced by the event that decided it
+    old = handled_at(handle, record, settings, datetime.now(UTC) + timedelta(hours=2))
+    assert old.reply is None and recorded() == before
+    return old
