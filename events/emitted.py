@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from events.types import EventType, Phase
@@ -79,7 +79,7 @@ class WorkloadPhaseData(EventData):
     phase: Phase
     reason: str = ""
     message: str = ""
-    observed_at: datetime
+    observed_at: AwareDatetime
     failed_before: bool | None = Field(default=None, description="for a deleted TrainJob: whether its last state "
                                                                  "was Failed (its failure was reported then); "
                                                                  "absent when not known")

@@ -76,6 +76,14 @@ def read_event(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None
     return ctx.gateway.get(EVENTS, namespace, name)
 
 
+def read_first_event(ctx: Context, namespace: str, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The first of the named Events that exists (None: none does)."""
+    for name in names:
+        if (event := read_event(ctx, namespace, name)) is not None:
+            return event
+    return None
+
+
 def read_pod(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
     return ctx.gateway.get(PODS, namespace, name)
 

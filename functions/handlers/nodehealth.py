@@ -27,7 +27,7 @@ from functions.apply import run, run_each
 from functions.context import Context
 from functions.errors import CrefnError, Unavailable
 from functions.plan import Outcome
-from functions.reads import read_event, read_job, read_managed_pods_on_node, read_node, read_pods, read_trainjob
+from functions.reads import read_first_event, read_job, read_managed_pods_on_node, read_node, read_pods, read_trainjob
 from functions.rules import nodehealth as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.due import monitors_nodes
@@ -85,8 +85,9 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
     if evaluation.rejected is not None:
         log_rejected(state.job.metadata.uid, expression, state.where, evaluation.rejected.error)
         return Evaluated(env, job, state, evaluation, tuple(unread), trainjob)
-    name = "" if ctx.settings.observe else rules.restate_wanted(state, evaluation, env, ctx.clock())
-    announced = Announced(read_event(ctx, state.ref.namespace, name)) if name else None
+    attempt = parse_data(env, JobCheckData).attempt if env.type == EventType.JOB_CHECK else None
+    names = () if ctx.settings.observe else rules.restate_wanted(state, evaluation, env, attempt, ctx.clock())
+    announced = Announced(read_first_event(ctx, state.ref.namespace, names)) if names else None
     return Evaluated(env, job, state, evaluation, tuple(unread), trainjob, announced)
 
 

@@ -22,7 +22,7 @@ from events.types import EventType
 from functions.apply import run
 from functions.context import Context
 from functions.plan import Outcome
-from functions.reads import read_event, read_job, read_measurements, read_pods
+from functions.reads import read_first_event, read_job, read_measurements, read_pods
 from functions.rules import validate as rules
 from functions.rules.cel import CelOutcome
 from functions.rules.due import awaiting_validation, not_asked
@@ -53,9 +53,10 @@ def read(env: Envelope, ctx: Context) -> Observed:
     if state is None:
         return Gone(ref)
     if not awaiting_validation(state):
-        name = "" if ctx.settings.observe or why_not_ours(state, ref, ctx.settings) \
+        names = () if ctx.settings.observe or why_not_ours(state, ref, ctx.settings) \
             else rules.restate_wanted(state, env, ctx.clock())
-        return Found(env, ref, state, announced=Announced(read_event(ctx, ref.namespace, name)) if name else None)
+        announced = Announced(read_first_event(ctx, ref.namespace, names)) if names else None
+        return Found(env, ref, state, announced=announced)
     goodput: tuple[dict[str, Any], ...] = ()
     bandwidth: tuple[dict[str, Any], ...] = ()
     outcomes: dict[str, CelOutcome] = {}

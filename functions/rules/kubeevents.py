@@ -72,6 +72,12 @@ def condition_name(state: JobState, cond_type: str, reason: str) -> str:
     return event_name(state, cond_type, reason, str(state.job.status.restart_count))
 
 
+def condition_names(state: JobState, cond_type: str, reason: str) -> tuple[str, ...]:
+    """`condition_name` in the Job's current attempt, then in each earlier one: a condition stays True across a
+    restart, its Event named for the attempt in which it became True."""
+    return tuple(event_name(state, cond_type, reason, str(n)) for n in range(state.job.status.restart_count, -1, -1))
+
+
 def transition_event(state: JobState, new: ConditionSummary, now: datetime, function: str,
                      cause: str = "") -> RecordEvent | None:
     """The Event of a write that makes `new` the True exclusive condition, when its type flips; `cause`: the

@@ -23,7 +23,7 @@ from functions.plan import Effect, Plan, RecordEvent, nothing, wait_until
 from functions.rules.claims import DECISION_WINDOW
 from functions.rules.conditions import parse_rfc3339
 from functions.rules.jobs import JobState, condition_changed
-from functions.rules.kubeevents import CAUSE_ANNOTATION, condition_name, job_event, transition_name
+from functions.rules.kubeevents import CAUSE_ANNOTATION, condition_names, job_event, transition_name
 
 DECIDING = timedelta(seconds=30)
 """How long a decider may still be at work after its write: as long as the Broker waits for a function's answer
@@ -39,8 +39,9 @@ class Announced:
 
 
 def sent_at(cause: Envelope) -> datetime | None:
-    """The event's `time` attribute: when its source decided it (None: absent or unreadable)."""
-    return parse_rfc3339(cause.time)
+    """The event's `time` attribute: when its source decided it (None: absent, unreadable, or without an offset)."""
+    sent = parse_rfc3339(cause.time)
+    return sent if sent is not None and sent.tzinfo is not None else None
 
 
 def written_at(state: JobState, new: ConditionSummary) -> datetime | None:
@@ -73,13 +74,14 @@ def restating(state: JobState, new: ConditionSummary | None, observed_at: dateti
     return transition_name(state, new)
 
 
-def restating_condition(state: JobState, cond_type: str, observed_at: datetime | None, now: datetime) -> str:
-    """The name of the Event of the Job's independent condition `cond_type` to read when the event may be the one
-    that wrote it, delivered again ("" when it is not)."""
+def restating_condition(state: JobState, cond_type: str, sent: datetime | None, now: datetime) -> tuple[str, ...]:
+    """The names of the Events of the Job's independent condition `cond_type` to read (`condition_names`: the
+    current attempt's first; the first found is the condition's) when the event, sent at `sent`, may be the one
+    that wrote it, delivered again; none when it is not, or says not when it was sent."""
     cond = next((c for c in state.conditions if c.get("type") == cond_type), None)
-    if cond is None or not recent(transition_time(state, cond_type), observed_at, now):
-        return ""
-    return condition_name(state, cond_type, str(cond.get("reason") or ""))
+    if cond is None or sent is None or not recent(transition_time(state, cond_type), sent, now):
+        return ()
+    return condition_names(state, cond_type, str(cond.get("reason") or ""))
 
 
 def caused_by(announced: Mapping[str, Any]) -> str:

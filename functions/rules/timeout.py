@@ -61,11 +61,12 @@ def timed_out(state: JobState) -> ConditionSummary:
 def restate_wanted(state: JobState, data: JobDeadlineData, cause: Envelope, now: datetime) -> str:
     """The transition Event to read for a Job timed out in the event's attempt when the event may be the one that
     decided it, delivered again: the tick sends it with its `time` when it finds the bound run out on a Job that
-    is not terminal, so a deadline event sent after the verdict was written is not the one that wrote it;
-    "" otherwise."""
-    if not state.terminal or data.attempt != state.job.status.restart_count:
+    is not terminal, so a deadline event sent after the verdict was written is not the one that wrote it, nor one
+    that does not say when it was sent; "" otherwise."""
+    sent = sent_at(cause)
+    if not state.terminal or data.attempt != state.job.status.restart_count or sent is None:
         return ""
-    return restating(state, timed_out(state), sent_at(cause), now)
+    return restating(state, timed_out(state), sent, now)
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:

@@ -116,13 +116,13 @@ def validation(state: JobState, failed: bool, reason: str, message: str, nodes: 
     return to_outbound(EventType.JOB_VALIDATION, FUNCTION, state.ref.namespace, state.ref.name, data, cause)
 
 
-def restate_wanted(state: JobState, cause: Envelope, now: datetime) -> str:
-    """The Event to read for a succeeded Job validated already when the event may be the one that decided its
+def restate_wanted(state: JobState, cause: Envelope, now: datetime) -> tuple[str, ...]:
+    """The Events to read for a succeeded Job validated already when the event may be the one that decided its
     `ValidationFailed`, delivered again: a success's `job.condition.changed` or a tick's check, each sent (its
-    `time`) before the verdict was written (the tick asks only while the Job awaits validation); "" otherwise."""
+    `time`) before the verdict was written (the tick asks only while the Job awaits validation); none otherwise."""
     true = state.true_condition
     if awaiting_validation(state) or true is None or true.type != "Succeeded":
-        return ""
+        return ()
     return restating_condition(state, CONDITION, sent_at(cause), now)
 
 

@@ -42,3 +42,17 @@ def test_every_verdict_event_type_has_a_sample() -> None:
     verdicts = {EventType.JOB_DEADLINE, EventType.JOB_CHECK, EventType.WORKLOAD_STALLED,
                 EventType.JOB_HARDWARE_FAILED, EventType.JOB_VALIDATION}
     assert {p.stem for p in EMITTED} >= {t.value for t in verdicts}
+
+
+def test_a_phase_seen_at_a_time_without_an_offset_is_refused() -> None:
+    """`observedAt` is compared with API server timestamps, which carry one: a time without it is invalid data
+    (400), never a comparison that fails later (500)."""
+    from pydantic import ValidationError
+
+    from events.emitted import WorkloadPhaseData
+    from tests.support.world import phase_record
+
+    data = phase_record("ns", "llm", "Failed")["data"]
+    assert WorkloadPhaseData.model_validate(data).observed_at.tzinfo is not None
+    with pytest.raises(ValidationError, match="observedAt"):
+        WorkloadPhaseData.model_validate({**data, "observedAt": "2026-01-01T00:00:00"})

@@ -36,6 +36,7 @@ def test_no_write_time_restates_nothing() -> None:
     ("2026-03-01T12:00:00.250+00:00", WRITTEN + timedelta(milliseconds=250)),
     ("", None),
     ("yesterday", None),
-], ids=["rfc3339", "with-fraction-and-offset", "absent", "unreadable"])
+    ("2026-03-01T12:00:00", None),
+], ids=["rfc3339", "with-fraction-and-offset", "absent", "unreadable", "without-an-offset"])
 def test_the_time_attribute_stands_for_when_the_event_was_seen(time: str, expected: datetime | None) -> None:
     assert sent_at(Envelope(id="d1", type="dev.crefn.job.deadline", source="/crefn/resync", time=time)) == expected
