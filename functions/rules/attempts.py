@@ -13,6 +13,8 @@ from typing import Any
 from events.emitted import WorkloadRef
 from events.objects import CreJob, TrainJob
 from events.types import ATTEMPT_LABEL, TRAINJOB_API_VERSION, TRAINJOB_KIND
+from functions.plan import Delete, Effect
+from functions.resources import TRAINJOBS
 from functions.rules.naming import truncate
 
 WORKLOAD_NAME_LIMIT = 44
@@ -44,6 +46,15 @@ def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
     """Whether an object (raw) has the object of that uid as its controller (its controlling ownerReference)."""
     owners = [o for o in (obj.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")]
     return bool(uid) and any(o.get("uid") == uid for o in owners)
+
+
+def delete_attempt(trainjob: Mapping[str, Any] | None, job_uid: str) -> tuple[Effect, ...]:
+    """The attempt's TrainJob deleted with its uid as the precondition, unless it is gone, going already or not
+    controlled by the Job of `job_uid` (never another's, whatever `workloadRef` names)."""
+    if trainjob is None or trainjob["metadata"].get("deletionTimestamp") or not controlled_by(trainjob, job_uid):
+        return ()
+    meta = trainjob["metadata"]
+    return (Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]),)
 
 
 def is_current(job: CreJob, workload: WorkloadRef) -> bool:

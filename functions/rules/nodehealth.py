@@ -23,9 +23,8 @@ from events.emitted import FailedNode, JobHardwareFailedData, JobRef
 from events.envelope import Envelope, Outbound, to_outbound
 from events.objects import Pod
 from events.types import EventType, Reason, job_label
-from functions.plan import Delete, Effect, Plan, Wait, nothing
-from functions.resources import TRAINJOBS
-from functions.rules.attempts import controlled_by
+from functions.plan import Effect, Plan, nothing
+from functions.rules.attempts import delete_attempt
 from functions.rules.cel import CelOutcome
 from functions.rules.due import monitors_nodes
 from functions.rules.jobs import Gone, JobState, why_not_active
@@ -180,7 +179,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         if observed.announced is None:
             return kept
         restated = restate(state, observed.announced.event, observed.cause, delete, settings, now)
-        return restated if restated.reply is not None or any(isinstance(e, Wait) for e in restated.effects) else kept
+        return restated if restated.reply is not None or restated.effects else kept  # else announced by another
     message = hardware_message(merge.failed_nodes)
     failed_nodes = [n.model_dump(by_alias=True) for n in merge.failed_nodes]
     write = independent_write(state, CONDITION, True, Reason.HARDWARE_FAILURE_DETECTED, message, now,
@@ -255,11 +254,7 @@ def rejected(state: JobState, evaluation: Evaluation, now: datetime) -> Plan:
 def restart_delete(trainjob: Mapping[str, Any] | None, state: JobState, settings: Settings) -> tuple[Effect, ...]:
     """The `restart` action: the attempt's TrainJob deleted (uid precondition), unless it is going already or
     is not the Job's (not controlled by it, whatever `workloadRef` names)."""
-    if settings.hardware_failure_action != "restart" or trainjob is None or trainjob["metadata"].get(
-            "deletionTimestamp") or not controlled_by(trainjob, state.job.metadata.uid):
-        return ()
-    meta = trainjob["metadata"]
-    return (Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]),)
+    return delete_attempt(trainjob, state.job.metadata.uid) if settings.hardware_failure_action == "restart" else ()
 
 
 def deferring(observed: Observed, settings: Settings, now: datetime) -> Plan:

@@ -18,9 +18,8 @@ from typing import Any
 from events.emitted import ConditionSummary, JobDeadlineData
 from events.envelope import Envelope
 from events.types import Reason
-from functions.plan import Delete, Effect, Plan, nothing
-from functions.resources import TRAINJOBS
-from functions.rules.attempts import controlled_by, current_workload_ref
+from functions.plan import Plan, nothing
+from functions.rules.attempts import current_workload_ref, delete_attempt
 from functions.rules.conditions import condition
 from functions.rules.deadline import TIMED_OUT, TIMED_OUT_BLOCKED, deadline
 from functions.rules.jobs import Gone, JobState, condition_changed, why_not_active, why_not_ours
@@ -75,7 +74,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     state = observed.state
     if observed.announced is not None and not why_not_ours(state, observed.data.job, settings):
         return restate(state, timed_out(state), observed.announced.event, now, FUNCTION, observed.cause, None,
-                       delete_trainjob(state, observed.trainjob))
+                       delete_attempt(observed.trainjob, state.job.metadata.uid))
     if why := why_not_active(state, observed.data.job, settings):
         return nothing(why)
     due = deadline(state, now, settings.default_timeout_per_job)
@@ -86,15 +85,6 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
                             failure_log_field(state, observed.capture, timeout=True))
     assert write is not None  # the Job is not terminal: the flip is a change
     workload = current_workload_ref(state.job) if state.job.status.workload_ref else None
-    return Plan((*write.effects, *delete_trainjob(state, observed.trainjob)),
+    return Plan((*write.effects, *delete_attempt(observed.trainjob, state.job.metadata.uid)),
                 reply=condition_changed(state, write.status, new, FUNCTION, observed.cause, workload))
 
-
-def delete_trainjob(state: JobState, trainjob: dict[str, Any] | None) -> tuple[Effect, ...]:
-    """The current attempt's TrainJob (None: gone, or of another attempt) deleted with a uid precondition, unless
-    it is going already or is not the Job's (never another's, whatever `workloadRef` says)."""
-    if trainjob is None or trainjob["metadata"].get("deletionTimestamp") \
-            or not controlled_by(trainjob, state.job.metadata.uid):
-        return ()
-    meta = trainjob["metadata"]
-    return (Delete(TRAINJOBS, meta["namespace"], meta["name"], meta["uid"]),)
