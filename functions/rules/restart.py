@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadRef, WorkloadStalledData
 from events.envelope import Envelope, to_outbound
@@ -174,19 +174,23 @@ def is_failure(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     return not isinstance(data, WorkloadPhaseData) or data.phase is Phase.FAILED
 
 
+def is_delete(data: WorkloadPhaseData | WorkloadStalledData) -> TypeGuard[WorkloadPhaseData]:
+    """Whether the event is about its TrainJob's delete (`Failed`/`WorkloadDeleted`)."""
+    return isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
+
+
 def reported_before(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     """Whether the event is the delete of a TrainJob that had failed before, as `phase` saw its last state: its
     failure was decided when it failed (the restart's own delete comes back so). Nothing is read for it; a
     forged one only skips work, and a failure whose event was lost comes back from the resync tick."""
-    return isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED and bool(data.failed_before)
+    return is_delete(data) and bool(data.failed_before)
 
 
 def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
     """Whether the attempt's TrainJob can change the decision: not for the delete of an attempt whose restart
     is recorded — that delete is the restart's own last step, and what a forged one would leave undone
     (an earlier attempt's TrainJob) `launch` or the resync tick deletes when it finds it."""
-    deleted = isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
-    return not (deleted and is_recorded(state.job, data.workload))
+    return not (is_delete(data) and is_recorded(state.job, data.workload))
 
 
 def reset_pending(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:
@@ -208,8 +212,7 @@ def goodputs_wanted(observed: Observed, settings: Settings) -> tuple[bool, bool]
     assert state is not None
     could_restart = decide_restart(state, evidence=True, require_evidence=True).restart
     stalled = isinstance(data, WorkloadStalledData)
-    deleted = isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
-    unfinished = is_recorded(state.job, data.workload) and reset_pending(data, state) and not deleted
+    unfinished = is_recorded(state.job, data.workload) and reset_pending(data, state) and not is_delete(data)
     return stalled or could_restart or unfinished, settings.require_checkpoint_evidence and could_restart
 
 
