@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from functions.errors import AlreadyExists, Unavailable
 from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
 from functions.resources import Resource
-from localstack.cluster.apiserver import LocalCluster, free_port, signal_group
+from localstack.cluster.apiserver import LocalCluster, signal_group
 from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests
 from localstack.eventing.chaos import Chaos
@@ -253,7 +254,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         if alertmanager is not None:
             settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
         say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
-        broker_port = free_port()
+        reserved = stack.enter_context(socket.socket())  # held until the Broker binds it: no function started
+        reserved.bind(("127.0.0.1", 0))                   # meanwhile is given the Broker's port
+        broker_port = int(reserved.getsockname()[1])
         broker_url = f"http://127.0.0.1:{broker_port}/"
         functions: dict[str, ServedFunction] = {}
         stack.callback(stop_all, functions)  # every one at once: Ctrl-C stops the stack within seconds
@@ -273,6 +276,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
                              on_outcome=timeline.outcome, on_publish=timeline.published, chaos=chaos)
         stack.callback(broker.close)
+        reserved.close()
         broker.serve(broker_port)
         say(f"[4/5] starting the ApiServerSources of knative/{overlay} → {broker_url}")
         for src in (d for d in docs if d["kind"] == "ApiServerSource"):
