@@ -205,8 +205,13 @@ class Gateway:
         content_type: str = "application/json",
     ) -> JsonObj:
         resp = self._call(method, path, body=body, query=query, content_type=content_type)
-        data = resp.read()
-        return json.loads(data) if data else {}
+        try:
+            data = resp.read()
+            return json.loads(data) if data else {}
+        except (urllib3.exceptions.HTTPError, OSError) as e:  # the answer broke off (the API server went away)
+            raise Unavailable(f"Kubernetes API answer to {method} {path} broke off: {type(e).__name__}") from e
+        except ValueError as e:  # not JSON (e.g. a proxy's page with a 200)
+            raise Unavailable(f"Kubernetes API answered {method} {path} with what is not JSON") from e
 
     def _call(
         self,
@@ -235,7 +240,11 @@ class Gateway:
             raise Unavailable(f"Kubernetes API unreachable: {type(e).__name__}") from e
         count_kube_request(verb, resource, str(resp.status))
         if resp.status >= 400:
-            raise error_of(resp.status, str(resp.reason or ""), resp.read(), method, path)
+            try:
+                message = resp.read()
+            except (urllib3.exceptions.HTTPError, OSError):
+                message = b""  # the answer broke off: its status says enough
+            raise error_of(resp.status, str(resp.reason or ""), message, method, path)
         return resp
 
 

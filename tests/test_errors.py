@@ -155,6 +155,30 @@ def test_a_failing_api_server_behind_a_proxy_through_the_gateway(tmp_path: Path,
         server.close()
 
 
+@pytest.mark.parametrize(("status", "body", "broken_off", "said"), [
+    (200, b'{"kind": "TrainJob", "metadata": {"na', True,
+     "Kubernetes API answer to GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/x broke off: "
+     "ProtocolError"),
+    (200, b"<html>an error page of a proxy</html>", False,
+     "Kubernetes API answered GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/x with what is "
+     "not JSON"),
+    (502, b"<html>Bad Gateway", True,
+     "GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/x: 502 Bad Gateway"),
+], ids=["broken-off", "not-json", "error-broken-off"])
+def test_an_answer_that_breaks_off_or_is_not_json_is_unavailable(tmp_path: Path, status: int, body: bytes,
+                                                                 broken_off: bool, said: str) -> None:
+    """An API server (or the proxy before it) going away mid-answer, or answering a page: a 503 to retry,
+    never a crash (500)."""
+    server = FailingApiServer(status, body=body, broken_off=broken_off)
+    try:
+        gw = gateway_to(server.url, tmp_path, timeout=5)
+        with closing(gw), pytest.raises(errors.Unavailable) as raised:
+            gw.get(TRAINJOBS, "ml", "x")
+        assert str(raised.value) == said and answer_for(raised.value) == 503
+    finally:
+        server.close()
+
+
 @pytest.mark.parametrize("status", [500, 503], ids=["500", "503"])
 def test_a_function_whose_api_server_fails_answers_503_never_400(serve: Callable[..., ServedFunction],
                                                                  tmp_path: Path, status: int) -> None:

@@ -127,16 +127,19 @@ class FailingApiServer:
     """What a client meets when the API server behind a proxy or load balancer is failing: every request,
     whatever its method, is answered `status` with a Kubernetes `Status` body (plain HTTP on loopback)."""
 
-    def __init__(self, status: int, reason: str = "ServiceUnavailable") -> None:
-        body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
-                           "reason": reason, "message": f"the server answered {status}"}).encode()
+    def __init__(self, status: int, reason: str = "ServiceUnavailable", body: bytes | None = None,
+                 broken_off: bool = False) -> None:
+        """`body` instead of the Status; `broken_off`: the answer promises more than it sends, then ends."""
+        body = body if body is not None else json.dumps({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status, "reason": reason,
+            "message": f"the server answered {status}"}).encode()
 
         class Handler(BaseHTTPRequestHandler):
             def answer(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
+                self.send_header("content-length", str(len(body) * (2 if broken_off else 1)))
                 self.end_headers()
                 self.wfile.write(body)
 
