@@ -17,10 +17,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import gc
 import os
 import subprocess
 import sys
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,43 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("CREFN_") or key in ("KUBECONFIG", "K_SINK"):
             monkeypatch.delenv(key)
+
+
+CONNECTED: list[Gateway] = []
+"""Every Gateway made in this test process, in order (`closes_its_gateways`)."""
+_gateway_init = Gateway.__init__
+
+
+def _recorded_init(self: Gateway, *args: Any, **kwargs: Any) -> None:
+    _gateway_init(self, *args, **kwargs)
+    CONNECTED.append(self)
+
+
+Gateway.__init__ = _recorded_init  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def closes_its_gateways() -> Iterator[None]:
+    """Every Gateway the test made (itself, its function-scoped fixtures, or a function it runs in this process)
+    is closed after it: its connections are closed then, rather than by the garbage collector at a moment of
+    its choosing, which warns of each one still open (an error here) in whatever test is running then."""
+    mark = len(CONNECTED)
+    yield
+    while len(CONNECTED) > mark:
+        CONNECTED.pop().close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def collects_its_garbage() -> Iterator[None]:
+    """The garbage collector run at the end of each module: a resource its tests left to it unclosed fails the
+    module that left it. (A ResourceWarning from a collection at any other moment names no culprit, only the test
+    running then: it is shown, not made an error; pyproject.toml's `filterwarnings`.)"""
+    yield
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    left = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not left, f"this module's tests left to the garbage collector, still open: {'; '.join(left)}"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

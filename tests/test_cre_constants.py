@@ -105,6 +105,9 @@ class KubeletLogs:
     def call_api(self, method: str, path: str, query: dict[str, Any], **_: Any) -> LogAnswer:
         return LogAnswer(tail(self.log, int(query["tailLines"]), None))
 
+    def close(self) -> None:
+        pass  # no connection: nothing to close
+
 
 class LogAnswer:
     """The answer of the API client, and the urllib3 response it carries."""
