@@ -84,6 +84,14 @@ def read_first_event(ctx: Context, namespace: str, names: tuple[str, ...]) -> di
     return None
 
 
+def has_events(ctx: Context, namespace: str, uid: str) -> bool:
+    """Whether the API server holds an Event about the object of that uid (`regarding.uid`; one LIST of at
+    most one item): what the cluster still says of an object that is gone. The API server keeps an Event an
+    hour by default (kube-apiserver's `--event-ttl`)."""
+    page = next(ctx.gateway.pages(EVENTS, namespace, page_size=1, field_selector=f"regarding.uid={uid}"))
+    return bool(page["items"])
+
+
 def read_pod(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:
     return ctx.gateway.get(PODS, namespace, name)
 

@@ -4,7 +4,8 @@ updates and deletes → alerts (SPEC §8).
 What reaches `alert` is a cue, never the text of a page: any pod can post an event to the Broker, so every
 alert is read off the Job as the API server stores it. read: the Job fresh, by the event's namespace and name;
 an update whose Job says nothing to alert on is answered without a read; a delete counts only when the Job is
-gone on the fresh read, or another Job (another uid) holds the name now. decide:
+gone on the fresh read, or another Job (another uid) holds the name now, and the Events the API server still
+holds about its uid are looked for when it has something to resolve (`reads.has_events`). decide:
 `functions.rules.alert.decide`. The Job gone: 202; it cannot be read (API away): 503, the Broker retries. With
 no sink configured nothing is read: there is nothing to send. Every configured sink is tried
 (`functions.alertsinks.notify`): one down or throttled makes the answer 503, naming it; one that refuses the
@@ -20,10 +21,10 @@ from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
 from functions.plan import Outcome
-from functions.reads import read_job
+from functions.reads import has_events, read_job
 from functions.rules import alert as rules
 from functions.rules.alert import Decided, Deleted, Observed, Skipped, Updated, decide, window
-from functions.rules.alerting import on_job_state
+from functions.rules.alerting import on_job_deleted, on_job_state
 from functions.rules.claims import Decision
 from functions.rules.jobs import parse_job
 
@@ -54,9 +55,11 @@ def read(env: Envelope, ctx: Context) -> Observed:
     stored = read_job(ctx, seen.ref.namespace, seen.ref.name)
     if change.verb == "update":
         return Updated(stored) if stored else Skipped(f"{seen.where} is gone")
-    if stored is not None and stored.job.metadata.uid == seen.job.metadata.uid:
+    uid = seen.job.metadata.uid
+    if stored is not None and stored.job.metadata.uid == uid:
         return Skipped(f"{seen.where} is still there: its delete event is stale or forged")
-    return Deleted(seen.raw, stored)
+    recorded = bool(uid) and bool(on_job_deleted(seen.raw, ctx.clock())) and has_events(ctx, seen.ref.namespace, uid)
+    return Deleted(seen.raw, stored, recorded)
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:

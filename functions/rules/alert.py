@@ -5,8 +5,8 @@ Job as the API server stores it (`functions.rules.alerting`): a decision event s
 claims that the stored Job bears out (`functions.rules.claims`); a Job update raises what the stored
 conditions say, announced unless the project wrote them (manage mode, a managed Job: its decision event
 announced them); a Job delete resolves what the deleted Job had raised and the Job now holding its name
-does not. Sent as one `Notify` to every configured sink; no alert, no sink configured, or none that
-takes them: 202.
+does not, restated (not in chat) when no Event the API server holds says the Job existed. Sent as one
+`Notify` to every configured sink; no alert, no sink configured, or none that takes them: 202.
 """
 
 from __future__ import annotations
@@ -52,10 +52,12 @@ class Updated:
 @dataclass(frozen=True)
 class Deleted:
     """A deleted Job as its delete event carries it, gone on the fresh read, and the Job of that name
-    standing now (another uid), if any."""
+    standing now (another uid), if any; `recorded`: the API server still holds an Event about the deleted
+    Job's uid, so it did exist (a delete event is forgeable: a Job that never existed is gone on any read)."""
 
     deleted: dict[str, Any]
     stored: JobState | None
+    recorded: bool = False
 
 
 Observed = Skipped | Decided | Updated | Deleted
@@ -87,6 +89,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return nothing(observed.why)
     if isinstance(observed, Deleted):
         alerts = on_deleted(observed.deleted, observed.stored, now)
+        if not observed.recorded:  # no Event says the Job existed: resolved only where a resolve of nothing is
+            alerts = [Restated.of(a) for a in alerts]  # nothing (Alertmanager, PagerDuty), never in chat
     elif isinstance(observed, Decided):
         alerts = on_decision(observed.stored, claimed(observed.decision, observed.stored), now)
         if not alerts:

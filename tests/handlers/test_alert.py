@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,7 @@ from functions.context import Context
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.handlers.alert import read
-from functions.resources import cre_jobs
+from functions.resources import EVENTS, cre_jobs
 from functions.rules.alert import Skipped
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster, free_port
@@ -129,6 +130,17 @@ def create_failed_job(gateway: Gateway, ns: str, restarts: int = 0, max_restarts
                         "observedGeneration": 1, "lastTransitionTime": now}]}}, status=True)
 
 
+def record_failure(gateway: Gateway, ns: str, job: dict[str, Any]) -> None:
+    """The Event the Job's failure left (a verdict records one as its condition flips), about its uid."""
+    meta = job["metadata"]
+    gateway.create(EVENTS, ns, {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": f"{meta['name']}.failed"},
+        "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "reportingController": "nvcre.nvidia.com/job",
+        "reportingInstance": "cre", "action": "WorkloadFailed", "reason": "WorkloadFailed", "type": "Warning",
+        "note": FAILED_MESSAGE, "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                              "name": meta["name"], "namespace": ns, "uid": meta["uid"]}})
+
+
 def ours(alerts: list[dict[str, Any]], ns: str) -> dict[str, dict[str, Any]]:
     return {a["labels"]["alertname"]: a for a in alerts if a["labels"].get("namespace") == ns}
 
@@ -218,11 +230,31 @@ def test_slack_and_pagerduty_payloads(serve: Callable[..., ServedFunction], clus
     assert (payload["severity"], payload["source"], payload["class"], payload["group"]) == (
         "critical", f"{namespace}/llm", "CREJobFailed", namespace)
     assert payload["summary"] and "exit code 137" in payload["custom_details"]["description"]
+    record_failure(gateway, namespace, job)
     gateway.delete(JOBS, namespace, "llm")
     assert send(url, job_deleted(gateway, namespace, job)).status == 202
     assert pagerduty.bodies[1] == {"routing_key": "R0UT1NGKEY", "dedup_key": f"{namespace}/llm/CREJobFailed",
                                    "event_action": "resolve"}
     assert slack.bodies[1]["text"].startswith("RESOLVED: ") and slack.bodies[1]["attachments"][0]["color"] == "good"
+
+
+def test_a_forged_delete_of_a_job_that_never_existed_posts_nothing_in_chat(
+        serve: Callable[..., ServedFunction], cluster: LocalCluster, gateway: Gateway, namespace: str,
+        receivers: tuple[Receiver, Receiver]) -> None:
+    """Any pod can post to the Broker: a delete event of a failed Job that never existed finds it gone, as a
+    deleted one. No Event of its uid says it existed, so Slack gets no `RESOLVED:` line; PagerDuty gets the
+    resolve, which changes nothing for an incident never opened. A Job that did exist but whose Events are all
+    gone (older than the API server keeps them) is resolved the same way."""
+    slack, pagerduty = receivers
+    url = alert_fn(serve, cluster, CREFN_SLACK_WEBHOOK_URL=slack.url, CREFN_PAGERDUTY_URL=pagerduty.url,
+                   CREFN_PAGERDUTY_ROUTING_KEY="R0UT1NGKEY")
+    never = create_failed_job(gateway, namespace, job="never")
+    gateway.delete(JOBS, namespace, "never")  # what a forger can claim: any name, any uid, any status
+    forged = {**never, "metadata": {**never["metadata"], "uid": str(uuid.uuid4())}}
+    assert send(url, job_deleted(gateway, namespace, forged)).status == 202
+    assert slack.bodies == []
+    assert pagerduty.bodies == [{"routing_key": "R0UT1NGKEY", "dedup_key": f"{namespace}/never/CREJobFailed",
+                                 "event_action": "resolve"}]
 
 
 HOSTILE = "<!channel> see <https://example.com|click> & <@U123>"

@@ -10,7 +10,7 @@ import pytest
 from events.emitted import AlertData
 from functions.alertsinks import Alertmanager, AlertSink, CloudEventsSink, PagerDuty, Slack, configured_sinks, meant_for
 from functions.plan import Notify
-from functions.rules.alert import Decided, Updated, decide, sink_names
+from functions.rules.alert import Decided, Deleted, Updated, decide, sink_names
 from functions.rules.alerting import Restated, on_job_deleted, on_job_state
 from functions.rules.claims import Decision
 from functions.rules.jobs import JobState, parse_job
@@ -101,3 +101,22 @@ def test_each_decision_event_raises_its_alert_or_answers_202(event: Decision, st
     (notify,) = plan.effects
     assert isinstance(notify, Notify)
     assert [f"{a.alertname} {a.status}" for a in notify.alerts] == expected
+
+
+@pytest.mark.parametrize(("recorded", "settings", "expected"), [
+    (True, {"slack_webhook_url": "http://slack"}, [("CREJobFailed resolved", False)]),
+    (False, {"slack_webhook_url": "http://slack"}, "1 alerts restated, no sink that takes them is configured"),
+    (False, {"slack_webhook_url": "http://slack", "pagerduty_routing_key": "k"}, [("CREJobFailed resolved", True)]),
+], ids=["its-events-held", "no-event-chat-only", "no-event-pagerduty"])
+def test_a_deleted_job_is_resolved_in_chat_only_when_an_event_says_it_existed(
+        recorded: bool, settings: dict[str, str], expected: list[tuple[str, bool]] | str) -> None:
+    """A delete event names a Job gone on the fresh read, which a Job that never existed is too: its resolves
+    are announced when the API server holds an Event about its uid, else restated (never in chat)."""
+    deleted = job(exclusive("Failed", "WorkloadFailed")).raw
+    plan = decide(Deleted(deleted, None, recorded), Settings.model_validate(settings), NOW)
+    if isinstance(expected, str):
+        assert (plan.effects, plan.reason) == ((), expected)
+        return
+    (notify,) = plan.effects
+    assert isinstance(notify, Notify)
+    assert [(f"{a.alertname} {a.status}", isinstance(a, Restated)) for a in notify.alerts] == expected

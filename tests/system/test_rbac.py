@@ -95,6 +95,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("resync", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),
     ("apiserversource", "list trainjobs", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("alert", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
+    ("alert", "list events", lambda gw, ns: gw.list_all(EVENTS, ns, field_selector="regarding.uid=x", page_size=1)),
     ("workloadrun", "create configmaps", lambda gw, ns: gw.create(CONFIGMAPS, ns, {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}})),
     ("phase", "get pods", lambda gw, ns: gw.get(PODS, ns, "p")),
