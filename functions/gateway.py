@@ -168,6 +168,8 @@ class Gateway:
             ended = True
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise Unavailable(f"stream of {path} ended: {e}") from e
+        except ValueError as e:  # a line that is not JSON
+            raise Unavailable(f"stream of {path} sent what is not JSON") from e
         finally:
             finish(resp, ended)
 
@@ -207,11 +209,14 @@ class Gateway:
         resp = self._call(method, path, body=body, query=query, content_type=content_type)
         try:
             data = resp.read()
-            return json.loads(data) if data else {}
+            answer = json.loads(data) if data else {}
         except (urllib3.exceptions.HTTPError, OSError) as e:  # the answer broke off (the API server went away)
             raise Unavailable(f"Kubernetes API answer to {method} {path} broke off: {type(e).__name__}") from e
         except ValueError as e:  # not JSON (e.g. a proxy's page with a 200)
             raise Unavailable(f"Kubernetes API answered {method} {path} with what is not JSON") from e
+        if not isinstance(answer, dict):  # `null` would read as "not found"
+            raise Unavailable(f"Kubernetes API answered {method} {path} with what is not a JSON object")
+        return answer
 
     def _call(
         self,

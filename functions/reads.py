@@ -84,12 +84,24 @@ def read_first_event(ctx: Context, namespace: str, names: tuple[str, ...]) -> di
     return None
 
 
-def has_events(ctx: Context, namespace: str, uid: str) -> bool:
-    """Whether the API server holds an Event about the object of that uid (`regarding.uid`; one LIST of at
-    most one item): what the cluster still says of an object that is gone. The API server keeps an Event an
-    hour by default (kube-apiserver's `--event-ttl`)."""
-    page = next(ctx.gateway.pages(EVENTS, namespace, page_size=1, field_selector=f"regarding.uid={uid}"))
+def has_events(ctx: Context, namespace: str, kind: str, name: str, uid: str) -> bool:
+    """Whether the API server holds an Event about that object, by its kind, name and uid together (a uid alone,
+    taken from an event, could be any object's): what the cluster still says of an object that is gone. One
+    LIST, served by the API server's watch cache (no scan of the namespace's Events in etcd). The API server
+    keeps an Event an hour by default (kube-apiserver's `--event-ttl`). Not allowed to list Events (the role
+    not yet updated): False, as for an object nothing is known of."""
+    selector = ",".join(f"regarding.{field}={field_value(value)}"
+                        for field, value in (("kind", kind), ("name", name), ("uid", uid)))
+    try:
+        page = next(ctx.gateway.pages(EVENTS, namespace, page_size=1, field_selector=selector, cached=True))
+    except Forbidden:
+        return False
     return bool(page["items"])
+
+
+def field_value(value: str) -> str:
+    """A value of a field selector, its separators escaped (as Kubernetes' `fields.EscapeValue`)."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
 
 
 def read_pod(ctx: Context, namespace: str, name: str) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import uuid
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,14 +69,14 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-CONNECTED: list[Gateway] = []
-"""Every Gateway made in this test process, in order (`closes_its_gateways`)."""
+CONNECTED: list[weakref.ref[Gateway]] = []
+"""Every Gateway made in this test process, in order (`closes_its_gateways`), not kept alive by being listed."""
 _gateway_init = Gateway.__init__
 
 
 def _recorded_init(self: Gateway, *args: Any, **kwargs: Any) -> None:
     _gateway_init(self, *args, **kwargs)
-    CONNECTED.append(self)
+    CONNECTED.append(weakref.ref(self))
 
 
 Gateway.__init__ = _recorded_init  # type: ignore[method-assign]
@@ -89,7 +90,8 @@ def closes_its_gateways() -> Iterator[None]:
     mark = len(CONNECTED)
     yield
     while len(CONNECTED) > mark:
-        CONNECTED.pop().close()
+        if (gateway := CONNECTED.pop()()) is not None:
+            gateway.close()
 
 
 @pytest.fixture(scope="module", autouse=True)

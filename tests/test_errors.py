@@ -164,7 +164,10 @@ def test_a_failing_api_server_behind_a_proxy_through_the_gateway(tmp_path: Path,
      "not JSON"),
     (502, b"<html>Bad Gateway", True,
      "GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/x: 502 Bad Gateway"),
-], ids=["broken-off", "not-json", "error-broken-off"])
+    (200, b"null", False,
+     "Kubernetes API answered GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/x with what is "
+     "not a JSON object"),
+], ids=["broken-off", "not-json", "error-broken-off", "not-an-object"])
 def test_an_answer_that_breaks_off_or_is_not_json_is_unavailable(tmp_path: Path, status: int, body: bytes,
                                                                  broken_off: bool, said: str) -> None:
     """An API server (or the proxy before it) going away mid-answer, or answering a page: a 503 to retry,

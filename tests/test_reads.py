@@ -52,3 +52,28 @@ def test_the_jobs_goodput_measurement_is_one_get_when_it_has_its_name(
         assert [g["metadata"]["name"] for g in got] == found
     finally:
         counting.close()
+
+
+def test_the_events_of_an_object_are_found_by_its_kind_name_and_uid_together(
+        cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """`has_events`: an Event as CRE records it (core/v1, `involvedObject`) is found through events.k8s.io's
+    `regarding`; the same uid under another kind or name is not that object; a role that may not list Events
+    knows of none."""
+    from functions.context import Context
+    from functions.reads import has_events
+    from functions.resources import EVENTS, Resource
+    from tests.support.world import cache_caught_up
+
+    gateway.create(Resource("", "v1", "events", "Event"), namespace, {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "llm.1"}, "reason": "WorkloadFailed",
+        "involvedObject": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                           "namespace": namespace, "uid": "u-1"}, "type": "Warning", "message": "m"})
+    cache_caught_up(gateway, namespace, [EVENTS])
+    ctx = Context(Settings(), gateway=gateway)
+    assert has_events(ctx, namespace, "Job", "llm", "u-1")
+    assert not has_events(ctx, namespace, "Job", "llm", "u-2")
+    assert not has_events(ctx, namespace, "Pod", "llm", "u-1")
+    assert not has_events(ctx, namespace, "Job", "other", "u-1")
+    assert not has_events(ctx, namespace, "Job", "llm", "u-1,regarding.kind=Job")
+    nobody = cluster.gateway("nobody")
+    assert not has_events(Context(Settings(), gateway=nobody), namespace, "Job", "llm", "u-1")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from events.emitted import JobConditionChangedData, JobHardwareFailedData, JobRestartedData, JobValidationData
 from events.envelope import Envelope, ResourceChange, parse_apiserver_event, parse_data
-from events.types import ApiServerType, EventType
+from events.types import JOB_KIND, ApiServerType, EventType
 from functions.apply import run
 from functions.context import Context
 from functions.errors import PermanentError
@@ -58,7 +58,8 @@ def read(env: Envelope, ctx: Context) -> Observed:
     uid = seen.job.metadata.uid
     if stored is not None and stored.job.metadata.uid == uid:
         return Skipped(f"{seen.where} is still there: its delete event is stale or forged")
-    recorded = bool(uid) and bool(on_job_deleted(seen.raw, ctx.clock())) and has_events(ctx, seen.ref.namespace, uid)
+    recorded = (bool(uid) and bool(on_job_deleted(seen.raw, ctx.clock()))
+                and has_events(ctx, seen.ref.namespace, JOB_KIND, seen.ref.name, uid))
     return Deleted(seen.raw, stored, recorded)
 
 

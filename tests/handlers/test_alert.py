@@ -22,10 +22,11 @@ from functions.context import Context
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.handlers.alert import read
-from functions.resources import EVENTS, cre_jobs
+from functions.resources import EVENTS, Resource, cre_jobs
 from functions.rules.alert import Skipped
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster, free_port
+from localstack.cluster.pods import create_pod
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
 from localstack.observability.alertmanager import LocalAlertmanager
@@ -34,6 +35,7 @@ from localstack.trainer import wait_until
 from tests.support import alertjobs
 from tests.support.alerts import NOW
 from tests.support.helpers import Receiver, closed_port, job, unreachable_kubeconfig
+from tests.support.world import cache_caught_up
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -130,15 +132,20 @@ def create_failed_job(gateway: Gateway, ns: str, restarts: int = 0, max_restarts
                         "observedGeneration": 1, "lastTransitionTime": now}]}}, status=True)
 
 
-def record_failure(gateway: Gateway, ns: str, job: dict[str, Any]) -> None:
-    """The Event the Job's failure left (a verdict records one as its condition flips), about its uid."""
-    meta = job["metadata"]
-    gateway.create(EVENTS, ns, {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": f"{meta['name']}.failed"},
-        "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "reportingController": "nvcre.nvidia.com/job",
-        "reportingInstance": "cre", "action": "WorkloadFailed", "reason": "WorkloadFailed", "type": "Warning",
-        "note": FAILED_MESSAGE, "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-                                              "name": meta["name"], "namespace": ns, "uid": meta["uid"]}})
+CORE_EVENTS = Resource("", "v1", "events", "Event")
+
+
+def record_failure(gateway: Gateway, ns: str, about: dict[str, Any]) -> None:
+    """The Event a failure leaves about an object (as CRE records it: a core/v1 Event, `involvedObject`), its
+    kind, name and uid; then waited for in the API server's watch cache, which `alert` lists it from."""
+    meta = about["metadata"]
+    gateway.create(CORE_EVENTS, ns, {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:8]}"},
+        "involvedObject": {"apiVersion": about["apiVersion"], "kind": about["kind"], "name": meta["name"],
+                           "namespace": ns, "uid": meta["uid"]},
+        "reason": "WorkloadFailed", "message": FAILED_MESSAGE, "type": "Warning", "count": 1,
+        "source": {"component": "nvcre-job-controller"}})
+    cache_caught_up(gateway, ns, [EVENTS])
 
 
 def ours(alerts: list[dict[str, Any]], ns: str) -> dict[str, dict[str, Any]]:
@@ -252,9 +259,16 @@ def test_a_forged_delete_of_a_job_that_never_existed_posts_nothing_in_chat(
     gateway.delete(JOBS, namespace, "never")  # what a forger can claim: any name, any uid, any status
     forged = {**never, "metadata": {**never["metadata"], "uid": str(uuid.uuid4())}}
     assert send(url, job_deleted(gateway, namespace, forged)).status == 202
+    # the uid of another object the namespace holds Events about (a pod of its own), or a uid made to widen
+    # the field selector: not this Job's
+    pod = create_pod(gateway, namespace, "never", {})
+    record_failure(gateway, namespace, {**pod, "apiVersion": "v1", "kind": "Pod"})
+    for uid in (pod["metadata"]["uid"], "=", ""):
+        borrowed = {**never, "metadata": {**never["metadata"], "uid": uid}}
+        assert send(url, job_deleted(gateway, namespace, borrowed)).status == 202
     assert slack.bodies == []
-    assert pagerduty.bodies == [{"routing_key": "R0UT1NGKEY", "dedup_key": f"{namespace}/never/CREJobFailed",
-                                 "event_action": "resolve"}]
+    resolve = {"routing_key": "R0UT1NGKEY", "dedup_key": f"{namespace}/never/CREJobFailed", "event_action": "resolve"}
+    assert pagerduty.bodies == [resolve] * 4
 
 
 HOSTILE = "<!channel> see <https://example.com|click> & <@U123>"
