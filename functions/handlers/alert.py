@@ -5,7 +5,7 @@ What reaches `alert` is a cue, never the text of a page: any pod can post an eve
 alert is read off the Job as the API server stores it. read: the Job fresh, by the event's namespace and name;
 an update whose Job says nothing to alert on is answered without a read; a delete counts only when the Job is
 gone on the fresh read, or another Job (another uid) holds the name now, and the Events the API server still
-holds about its uid are looked for when it has something to resolve (`reads.has_events`). decide:
+holds about it (kind, name and uid) are looked for when it has something to resolve (`reads.has_events`). decide:
 `functions.rules.alert.decide`. The Job gone: 202; it cannot be read (API away): 503, the Broker retries. With
 no sink configured nothing is read: there is nothing to send. Every configured sink is tried
 (`functions.alertsinks.notify`): one down or throttled makes the answer 503, naming it; one that refuses the

@@ -53,7 +53,8 @@ class Updated:
 class Deleted:
     """A deleted Job as its delete event carries it, gone on the fresh read, and the Job of that name
     standing now (another uid), if any; `recorded`: the API server still holds an Event about the deleted
-    Job's uid, so it did exist (a delete event is forgeable: a Job that never existed is gone on any read)."""
+    Job (its kind, name and uid), so it did exist (a delete event is forgeable: a Job that never existed is gone
+    on any read)."""
 
     deleted: dict[str, Any]
     stored: JobState | None
