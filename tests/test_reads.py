@@ -61,14 +61,10 @@ def test_the_events_of_an_object_are_found_by_its_kind_name_and_uid_together(
     knows of none."""
     from functions.context import Context
     from functions.reads import has_events
-    from functions.resources import EVENTS, Resource
-    from tests.support.world import cache_caught_up
+    from tests.support.helpers import record_failure
 
-    gateway.create(Resource("", "v1", "events", "Event"), namespace, {
-        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "llm.1"}, "reason": "WorkloadFailed",
-        "involvedObject": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
-                           "namespace": namespace, "uid": "u-1"}, "type": "Warning", "message": "m"})
-    cache_caught_up(gateway, namespace, [EVENTS])
+    record_failure(gateway, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                        "metadata": {"name": "llm", "uid": "u-1"}}, "m")
     ctx = Context(Settings(), gateway=gateway)
     assert has_events(ctx, namespace, "Job", "llm", "u-1")
     assert not has_events(ctx, namespace, "Job", "llm", "u-2")

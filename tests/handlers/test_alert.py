@@ -22,7 +22,7 @@ from functions.context import Context
 from functions.errors import PermanentError
 from functions.gateway import Gateway
 from functions.handlers.alert import read
-from functions.resources import EVENTS, Resource, cre_jobs
+from functions.resources import cre_jobs
 from functions.rules.alert import Skipped
 from functions.settings import Settings
 from localstack.cluster.apiserver import LocalCluster, free_port
@@ -34,8 +34,7 @@ from localstack.serving import ServedFunction
 from localstack.trainer import wait_until
 from tests.support import alertjobs
 from tests.support.alerts import NOW
-from tests.support.helpers import Receiver, closed_port, job, unreachable_kubeconfig
-from tests.support.world import cache_caught_up
+from tests.support.helpers import Receiver, closed_port, job, record_failure, unreachable_kubeconfig
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 
@@ -132,22 +131,6 @@ def create_failed_job(gateway: Gateway, ns: str, restarts: int = 0, max_restarts
                         "observedGeneration": 1, "lastTransitionTime": now}]}}, status=True)
 
 
-CORE_EVENTS = Resource("", "v1", "events", "Event")
-
-
-def record_failure(gateway: Gateway, ns: str, about: dict[str, Any]) -> None:
-    """The Event a failure leaves about an object (as CRE records it: a core/v1 Event, `involvedObject`), its
-    kind, name and uid; then waited for in the API server's watch cache, which `alert` lists it from."""
-    meta = about["metadata"]
-    gateway.create(CORE_EVENTS, ns, {
-        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:8]}"},
-        "involvedObject": {"apiVersion": about["apiVersion"], "kind": about["kind"], "name": meta["name"],
-                           "namespace": ns, "uid": meta["uid"]},
-        "reason": "WorkloadFailed", "message": FAILED_MESSAGE, "type": "Warning", "count": 1,
-        "source": {"component": "nvcre-job-controller"}})
-    cache_caught_up(gateway, ns, [EVENTS])
-
-
 def ours(alerts: list[dict[str, Any]], ns: str) -> dict[str, dict[str, Any]]:
     return {a["labels"]["alertname"]: a for a in alerts if a["labels"].get("namespace") == ns}
 
@@ -237,7 +220,7 @@ def test_slack_and_pagerduty_payloads(serve: Callable[..., ServedFunction], clus
     assert (payload["severity"], payload["source"], payload["class"], payload["group"]) == (
         "critical", f"{namespace}/llm", "CREJobFailed", namespace)
     assert payload["summary"] and "exit code 137" in payload["custom_details"]["description"]
-    record_failure(gateway, namespace, job)
+    record_failure(gateway, namespace, job, FAILED_MESSAGE)
     gateway.delete(JOBS, namespace, "llm")
     assert send(url, job_deleted(gateway, namespace, job)).status == 202
     assert pagerduty.bodies[1] == {"routing_key": "R0UT1NGKEY", "dedup_key": f"{namespace}/llm/CREJobFailed",
@@ -262,7 +245,7 @@ def test_a_forged_delete_of_a_job_that_never_existed_posts_nothing_in_chat(
     # the uid of another object the namespace holds Events about (a pod of its own), or a uid made to widen
     # the field selector: not this Job's
     pod = create_pod(gateway, namespace, "never", {})
-    record_failure(gateway, namespace, {**pod, "apiVersion": "v1", "kind": "Pod"})
+    record_failure(gateway, namespace, {**pod, "apiVersion": "v1", "kind": "Pod"}, FAILED_MESSAGE)
     for uid in (pod["metadata"]["uid"], "=", ""):
         borrowed = {**never, "metadata": {**never["metadata"], "uid": uid}}
         assert send(url, job_deleted(gateway, namespace, borrowed)).status == 202

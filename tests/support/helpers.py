@@ -8,6 +8,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,9 +25,10 @@ from functions.context import Context
 from functions.errors import NotYet
 from functions.gateway import Gateway
 from functions.plan import Outcome
-from functions.resources import cre_jobs
+from functions.resources import EVENTS, Resource, cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
+from tests.support.world import cache_caught_up
 
 REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver", "ce-type": "test.reply",
                "content-type": "application/json"}
@@ -73,6 +75,22 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+CORE_EVENTS = Resource("", "v1", "events", "Event")
+
+
+def record_failure(gateway: Gateway, ns: str, about: dict[str, Any], message: str) -> None:
+    """The Event a failure leaves about an object (as CRE records it: a core/v1 Event, `involvedObject`), its
+    kind, name and uid; then waited for in the API server's watch cache, which `alert` lists it from."""
+    meta = about["metadata"]
+    gateway.create(CORE_EVENTS, ns, {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:8]}"},
+        "involvedObject": {"apiVersion": about["apiVersion"], "kind": about["kind"], "name": meta["name"],
+                           "namespace": ns, "uid": meta["uid"]},
+        "reason": "WorkloadFailed", "message": message, "type": "Warning", "count": 1,
+        "source": {"component": "nvcre-job-controller"}})
+    cache_caught_up(gateway, ns, [EVENTS])
 
 
 def self_signed(directory: Path, name: str) -> tuple[Path, Path]:

@@ -12,7 +12,7 @@ the event redelivered, must never skip the grace period before the next TrainJob
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -60,22 +60,11 @@ class RacingGateway(Gateway):
         return super().request(method, path, body=body, query=query, content_type=content_type)
 
 
-OPENED: list[Gateway] = []
-"""The gateways `racing` connected, closed after each test."""
-
-
-@pytest.fixture(autouse=True)
-def close_gateways() -> Iterator[None]:
-    yield
-    while OPENED:
-        OPENED.pop().close()
-
-
 def racing(cluster: LocalCluster, function: str, race: Callable[[], None], at: str = "",
            clock: Callable[[], datetime] | None = None, method: str = "", **settings: Any) -> Context:
-    """The context `function` runs with: its ServiceAccount's gateway, racing; grace 0 unless told."""
+    """The context `function` runs with: its ServiceAccount's gateway, racing; grace 0 unless told. The gateway
+    is closed after the test, as every Gateway a test makes (tests/conftest.py, `closes_its_gateways`)."""
     inner = Gateway.connect(str(cluster.kubeconfig_for(service_account_user(f"crefn-{function}"))))
-    OPENED.append(inner)
     settings.setdefault("restart_grace_seconds", 0)
     options: dict[str, Any] = {"clock": clock} if clock else {}
     return Context(Settings(**settings), gateway=RacingGateway(inner, race, at, method), **options)
