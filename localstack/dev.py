@@ -125,5 +125,5 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
                 while True:
                     time.sleep(3600)
             except KeyboardInterrupt:
-                stack.terminate()  # every child at once; leaving the stack waits for them
+                pass  # leaving the stack stops every process at once (`start_stack`)
         return code

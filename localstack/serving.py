@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import functions
-from localstack.cluster.apiserver import free_port, kill_group, signal_group, stop_process
+from localstack.cluster.apiserver import free_port
+from localstack.processes import kill_group, signal_group, spawn, stop_process
 
 MAIN = Path(functions.__file__).with_name("main.py")
 
@@ -64,6 +65,10 @@ class ServedFunction:
         return self._proc.pid if self._proc else None
 
     @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self._proc
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
@@ -76,11 +81,9 @@ class ServedFunction:
                 "--host", "127.0.0.1", "--port", str(self.port)]
         if self.log_path:
             with self.log_path.open("ab") as out:
-                self._proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                              start_new_session=True)
+                self._proc = spawn(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
         else:
-            self._proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                                          start_new_session=True)
+            self._proc = spawn(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         proc = self._proc
         if wait_for_port(self.port, timeout, alive=lambda: proc.poll() is None):
             return self

@@ -11,7 +11,6 @@ monitoring overlay (`localstack.observability.prometheus`).
 from __future__ import annotations
 
 import contextlib
-import signal
 import socket
 import threading
 from collections.abc import Iterator, Mapping
@@ -25,17 +24,22 @@ from functions.errors import AlreadyExists, Unavailable
 from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
 from functions.resources import Resource
-from localstack.cluster.apiserver import LocalCluster, signal_group
+from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests
 from localstack.eventing.chaos import Chaos
 from localstack.manifests import NAMESPACE, render, service_account_user
 from localstack.observability.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.observability.prometheus import LocalPrometheus, PrometheusError, find_prometheus
+from localstack.processes import stop_together
 from localstack.serving import ServedFunction
 from localstack.timeline import Timeline
 
 RBAC_KINDS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+STOP_GRACE = 2.0
+"""Seconds the stack's processes have, all together, to stop on SIGTERM before they are SIGKILLed: a function stays
+in gunicorn's graceful stop for as long as a request it serves waits (on an API server stopping beside it), and
+nothing here needs a graceful stop."""
 STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apiserversource"))
 
 
@@ -92,8 +96,10 @@ class Supervisor:
             self.timeline.say(f"!! {name} did not start again: {e}")
 
     def stop(self) -> None:
+        """No more restarts; a restart under way is not waited for beyond a second (what it starts dies with the
+        supervisor's thread: `localstack.processes`)."""
         self._stop.set()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=1)
 
 
 def stop_all(functions: dict[str, ServedFunction]) -> None:
@@ -120,20 +126,6 @@ class Stack:
 
     def quiet(self) -> bool:
         return self.broker.wait_idle(timeout=0.5, quiet=0.3)
-
-    def terminate(self) -> None:
-        """Ask every child process to stop at once (SIGTERM to each process group), without waiting:
-        leaving the stack then only waits for them, so Ctrl-C takes as long as the slowest child."""
-        if self.supervisor is not None:
-            self.supervisor.stop()
-        for served in self.functions.values():
-            served.terminate()
-        for served in self.scrape_targets:
-            served.terminate()
-        for proc in (getattr(self.prometheus, "_proc", None), getattr(self.alertmanager, "_proc", None)):
-            if proc is not None and proc.poll() is None:
-                signal_group(proc, signal.SIGTERM)
-        self.cluster.terminate()
 
 
 def start_alertmanager(stack: contextlib.ExitStack, work_dir: Path, timeline: Timeline,
@@ -235,65 +227,78 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     say = timeline.say
     with contextlib.ExitStack() as stack:
         owned = cluster is None
-        if cluster is None:
-            say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
-            groups = tuple(dict.fromkeys((CRE_GROUP_DEFAULT, group)))
-            cluster = stack.enter_context(LocalCluster(work_dir / "cluster", users=STACK_USERS, cre_groups=groups,
-                                                       log=timeline.out, audit_users=STACK_USERS if audit else ()))
-        else:
-            say(f"[1/5] using the API server at {cluster.url}")
-        gw = cluster.gateway()
-        stack.callback(gw.close)
-        docs = render(overlay)
-        if parity_observer is not None:
-            docs += [d for d in render("overlays/observe") if d["kind"] in ("Trigger", "PingSource")
-                     and d["metadata"]["name"].startswith("crefn-parity")]
-        if owned or overlay == "base":  # a cluster given (the test suite's, shared) keeps base's roles
-            apply_rbac(gw, docs)
-        alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
-        if alertmanager is not None:
-            settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
-        say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
-        reserved = stack.enter_context(socket.socket())  # held until the Broker binds it: no function started
-        reserved.bind(("127.0.0.1", 0))                   # meanwhile is given the Broker's port
-        broker_port = int(reserved.getsockname()[1])
-        broker_url = f"http://127.0.0.1:{broker_port}/"
         functions: dict[str, ServedFunction] = {}
-        stack.callback(stop_all, functions)  # every one at once: Ctrl-C stops the stack within seconds
-        for target in TARGETS:
-            env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user(f"crefn-{target}"))),
-                   "K_SINK": broker_url}
-            if target == "parity" and parity_observer is not None:
-                env.update({**parity_observer, "CREFN_MODE": "observe"})
-            served = ServedFunction(target, env, out_dir / f"function-{target}.log")
-            functions[target] = served
-            served.start()
         scrape_targets: list[ServedFunction] = []
-        prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions,
-                                      scrape_targets) if monitoring else None
-        say(f"[3/5] starting the Broker with the Triggers and delivery of knative/{overlay}")
-        triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
-        broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl", event_log=out_dir / "events.jsonl",
-                             on_outcome=timeline.outcome, on_publish=timeline.published, chaos=chaos)
-        stack.callback(broker.close)
-        reserved.close()
-        broker.serve(broker_port)
-        say(f"[4/5] starting the ApiServerSources of knative/{overlay} → {broker_url}")
-        for src in (d for d in docs if d["kind"] == "ApiServerSource"):
-            for res in src["spec"]["resources"]:
-                selector = label_selector(res.get("selector") or {})
-                source_gw = cluster.gateway(service_account_user("crefn-apiserversource"))
-                source = WatchSource(source_gw, resource_of(res["apiVersion"], res["kind"]), broker.publish,
-                                     namespace=namespace, label_selector=selector).start()
-                stack.callback(source_gw.close)
-                stack.callback(source.stop)
-                source.ready.wait(timeout=10)
-        pings = {d["metadata"]["name"]: d["spec"]["sink"]["ref"]["name"].removeprefix("crefn-")
-                 for d in docs if d["kind"] == "PingSource"}
-        say(f"[5/5] PingSource: {', '.join(pings.values())} every {ping_interval:g}s")
-        for name, target in pings.items():
-            stack.callback(Ticker(functions[target].url, ping_interval, name).stop)
-        supervisor = Supervisor(functions, cluster if owned else None, timeline)
-        stack.callback(supervisor.stop)
-        yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,
-                    scrape_targets)
+        ours: list[Any] = []  # what runs a process of ours: Alertmanager, Prometheus, the cluster if we started it
+        supervisor: Supervisor | None = None
+        try:
+            if cluster is None:
+                say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
+                groups = tuple(dict.fromkeys((CRE_GROUP_DEFAULT, group)))
+                cluster = stack.enter_context(LocalCluster(work_dir / "cluster", users=STACK_USERS, cre_groups=groups,
+                                                           log=timeline.out, audit_users=STACK_USERS if audit else ()))
+                ours.append(cluster)
+            else:
+                say(f"[1/5] using the API server at {cluster.url}")
+            gw = cluster.gateway()
+            stack.callback(gw.close)
+            docs = render(overlay)
+            if parity_observer is not None:
+                docs += [d for d in render("overlays/observe") if d["kind"] in ("Trigger", "PingSource")
+                         and d["metadata"]["name"].startswith("crefn-parity")]
+            if owned or overlay == "base":  # a cluster given (the test suite's, shared) keeps base's roles
+                apply_rbac(gw, docs)
+            alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
+            ours.append(alertmanager)
+            if alertmanager is not None:
+                settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
+            say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
+            reserved = stack.enter_context(socket.socket())  # held until the Broker binds it: no function started
+            reserved.bind(("127.0.0.1", 0))                   # meanwhile is given the Broker's port
+            broker_port = int(reserved.getsockname()[1])
+            broker_url = f"http://127.0.0.1:{broker_port}/"
+            stack.callback(stop_all, functions)
+            for target in TARGETS:
+                user = service_account_user(f"crefn-{target}")
+                env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": broker_url}
+                if target == "parity" and parity_observer is not None:
+                    env.update({**parity_observer, "CREFN_MODE": "observe"})
+                served = ServedFunction(target, env, out_dir / f"function-{target}.log")
+                functions[target] = served
+                served.start()
+            prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions,
+                                          scrape_targets) if monitoring else None
+            ours.append(prometheus)
+            say(f"[3/5] starting the Broker with the Triggers and delivery of knative/{overlay}")
+            triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
+            broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl",
+                                 event_log=out_dir / "events.jsonl", on_outcome=timeline.outcome,
+                                 on_publish=timeline.published, chaos=chaos)
+            stack.callback(broker.close)
+            reserved.close()
+            broker.serve(broker_port)
+            say(f"[4/5] starting the ApiServerSources of knative/{overlay} → {broker_url}")
+            for src in (d for d in docs if d["kind"] == "ApiServerSource"):
+                for res in src["spec"]["resources"]:
+                    selector = label_selector(res.get("selector") or {})
+                    source_gw = cluster.gateway(service_account_user("crefn-apiserversource"))
+                    source = WatchSource(source_gw, resource_of(res["apiVersion"], res["kind"]), broker.publish,
+                                         namespace=namespace, label_selector=selector).start()
+                    stack.callback(source_gw.close)
+                    stack.callback(source.stop)
+                    source.ready.wait(timeout=10)
+            pings = {d["metadata"]["name"]: d["spec"]["sink"]["ref"]["name"].removeprefix("crefn-")
+                     for d in docs if d["kind"] == "PingSource"}
+            say(f"[5/5] PingSource: {', '.join(pings.values())} every {ping_interval:g}s")
+            for name, target in pings.items():
+                stack.callback(Ticker(functions[target].url, ping_interval, name).stop)
+            supervisor = Supervisor(functions, cluster if owned else None, timeline)
+            stack.callback(supervisor.stop)
+            yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,
+                        scrape_targets)
+        finally:  # however the stack ends (Ctrl-C included): nothing started again, then every process at once
+            if supervisor is not None:
+                supervisor.stop()
+            stop_together([*(f.process for f in (*functions.values(), *scrape_targets) if f.process),
+                           *(proc for holder in ours if holder is not None for proc in holder.children())],
+                          STOP_GRACE)

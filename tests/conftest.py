@@ -6,10 +6,13 @@ lifecycle worlds.
 
 Markers added here: `kube` to every test that uses the session's API server, so `pytest -m "not kube"`
 needs none; `process` to every test that serves functions or the recorder (others that start a program
-carry it); `make test-fast` leaves out both. `upstream` to every test that needs the upstream CRDs,
-skipped without them under one summary line (with `CI=true` the run fails instead). Under pytest-xdist
-(`make test`) each worker starts its own API server and functions; a module's tests go to one worker,
-the `stack` tests all to one. In full: docs/development.md#the-test-suite.
+carry it); `make test-fast` leaves out both. `upstream` to every test whose subject is the upstream CRDs
+themselves (it uses `upstream_crds`), skipped without them under one summary line (with `CI=true` the run fails
+instead); every other real-API test runs on the upstream CRDs when they are there, else on the project's fallback
+ones. Under pytest-xdist (`make test`) each worker starts its own API server and functions; a module's tests go to
+one worker, the `stack` tests all to one. Every process of the run dies with the pytest that started it, and the
+run fails if it leaves a process or a temporary directory behind (`pytest_configure`, `pytest_sessionfinish`).
+In full: docs/development.md#the-test-suite.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import fcntl
 import functools
 import gc
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 import warnings
 import weakref
@@ -35,8 +40,10 @@ from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource, cre_jobs
 from localstack.cluster.apiserver import ClusterError, LocalCluster, default_crd_dir, free_port
 from localstack.manifests import render, service_account_user
+from localstack.processes import end_with_parent, spawn, stop_process
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.inprocess import InProcessFunction
+from tests.support.lineage import MARK, kill_all, left_after
 from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
 SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-status", "crefn-restart",
@@ -49,6 +56,9 @@ SHARED_CLUSTER = os.environ.get("CREFN_TEST_CLUSTER", "")  # read before `hermet
 IN_PROCESS_ONLY = bool(os.environ.get("CREFN_TEST_IN_PROCESS"))
 UPSTREAM_CRDS = default_crd_dir()  # read before `hermetic_env` clears CREFN_*
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
+LEFT_PROCESS_GRACE = 15.0
+"""Seconds the run's processes have to end after the session (a gunicorn worker leaves within a second of its
+arbiter; a machine with every core busy is slower)."""
 PROCESS_FIXTURES = frozenset({"serve", "recorder"})
 """Fixtures that start programs of their own: a test using one, directly or through others, is marked `process`."""
 NO_UPSTREAM = (f"the upstream CRDs: {UPSTREAM_CRDS} holds none (put them in ../shared/upstream beside the checkout, "
@@ -107,6 +117,51 @@ def collects_its_garbage() -> Iterator[None]:
     assert not left, f"this module's tests left to the garbage collector, still open: {'; '.join(left)}"
 
 
+OWNED: dict[str, str] = {}
+"""What this process owns as the run's first pytest (not an xdist worker, not a session inside a test's): the
+lineage token its every process carries (`tests.support.lineage`) and the private temporary directory."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker dies with the pytest that started it, however that one dies (its API server and functions
+    then die with it: `localstack.processes`). The run's first pytest marks its lineage and gives the run a
+    temporary directory of its own (`TMPDIR`), which `pytest_sessionfinish` checks and removes."""
+    if hasattr(config, "workerinput"):
+        end_with_parent()
+        return
+    if os.environ.get(MARK):  # a session started by a test: the test checks what it leaves
+        return
+    OWNED["token"] = os.environ[MARK] = uuid.uuid4().hex
+    OWNED["tmp"] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="crefn-tests-")
+    tempfile.tempdir = None  # taken from TMPDIR again, by this process too
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outermost: after xdist has stopped its workers
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    """The run fails if it leaves a process or a temporary directory behind, pass or fail; either is removed."""
+    yield
+    if not OWNED:
+        return
+    problems = []
+    if left := left_after(OWNED["token"], LEFT_PROCESS_GRACE, exclude=frozenset({os.getpid()})):
+        kill_all(left)
+        problems.append(f"{len(left)} processes outlived the test session (killed now): "
+                        + "; ".join(f"{pid} {cmd[:160]}" for pid, cmd in sorted(left.items())))
+    tmp = Path(OWNED["tmp"])
+    given = session.config.option.basetemp
+    strays = sorted(p.name for p in tmp.iterdir() if not p.name.startswith("pytest-of-")) if tmp.is_dir() else []
+    if strays:
+        problems.append(f"temporary files or directories left behind (removed now): {', '.join(strays)}")
+    if not given or not Path(given).resolve().is_relative_to(tmp.resolve()):
+        shutil.rmtree(tmp, ignore_errors=True)
+    if problems:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for problem in problems:
+            if reporter is not None:
+                reporter.write_line(f"ERROR: {problem}", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if IN_PROCESS_ONLY:  # a mutant's session is forked from a process that ran the tests unmutated: forget
         for name, module in list(sys.modules.items()):  # what its caches hold (compiled CEL, parsed rules)
@@ -127,8 +182,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # fixturenames is the closure: fixtures that use `cluster` (gateway, namespace, functions, ...) count
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
-        if {"cluster", "upstream_crds"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.upstream)
+        if "upstream_crds" in getattr(item, "fixturenames", ()):  # the subject is the upstream schemas: every
+            item.add_marker(pytest.mark.upstream)  # other real-API test runs on the fallback CRDs without them
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.process)
     if IN_CI and not upstream_found() and any(item.get_closest_marker("upstream") for item in items):
@@ -273,14 +328,13 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Se
 def recorder(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`cre-fn record` on a free port: (its URL, the JSONL file it appends to)."""
     port, out = free_port(), tmp_path / "recorded.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
-                             "--port", str(port), "--out", str(out)], stderr=subprocess.DEVNULL)
+    proc = spawn([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1", "--port", str(port),
+                  "--out", str(out)], stderr=subprocess.DEVNULL)
     try:
         assert wait_for_port(port)
         yield f"http://127.0.0.1:{port}/", out
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import yaml
 from functions.client import send
 from functions.rules.translate import translate
 from localstack.cluster.apiserver import free_port
+from localstack.processes import spawn, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 from tests.support import paths
@@ -75,12 +76,11 @@ def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, 
 @pytest.mark.process
 def test_cre_fn_serve_phase() -> None:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "serve", "phase", "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = spawn([sys.executable, "-m", "functions.cli", "serve", "phase", "--host", "127.0.0.1", "--port", str(port)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_for_port(port)
         answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-complete"))
         assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)

@@ -39,6 +39,7 @@ from localstack.cluster.admission import Webhook
 from localstack.cluster.crds import fallback_crds, load_upstream, with_group
 from localstack.cluster.kubelet import StandInKubelet
 from localstack.cluster.pods import SERVICE_ACCOUNTS
+from localstack.processes import kill_group, signal_group, spawn, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,42 +62,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    """Stop a child by PID: SIGTERM, then SIGKILL if it has not exited within `timeout`. A child that
-    leads its own process group (started with `start_new_session`) is stopped with its whole group, so
-    that no grandchild (a gunicorn worker) outlives it."""
-    if proc.poll() is None:
-        signal_group(proc, signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            proc.wait(timeout=5)
-    if leads_group(proc):
-        signal_group(proc, signal.SIGKILL)  # whatever of its group is left
-
-
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    signal_group(proc, signal.SIGKILL)
-
-
-def leads_group(proc: subprocess.Popen[bytes]) -> bool:
-    try:
-        return os.getpgid(proc.pid) == proc.pid
-    except ProcessLookupError:
-        return True  # exited: its group (same id) may still have members
-
-
-def signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
-        if leads_group(proc):
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def find_kube_apiserver(progress: bool = True) -> str:
@@ -235,6 +200,10 @@ class LocalCluster:
         self.install_crds(crds)
         if self.webhook:
             self.register_webhook(self.webhook)
+
+    def children(self) -> list[subprocess.Popen[bytes]]:
+        """The processes this cluster runs now (for `localstack.processes.stop_together`)."""
+        return [proc for _, proc in self._procs]
 
     def processes(self) -> dict[str, int]:
         """The cluster's processes by name (etcd, kube-apiserver, ...): their pids."""
@@ -477,7 +446,7 @@ class LocalCluster:
     def _spawn(self, name: str, argv: list[str]) -> None:
         log_path = self.work_dir / f"{name}.log"
         with log_path.open("ab") as log_file:
-            proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = spawn(argv, stdout=log_file, stderr=subprocess.STDOUT)
         self._procs.append((name, proc))
         self._started[name] = proc.pid
 

@@ -32,6 +32,9 @@ from functions.errors import Unavailable
 from functions.replay import read_recording
 from localstack.eventing.chaos import Chaos, Fate, Fates
 
+CLOSE_WAIT = 2.0
+"""Seconds `LocalBroker.close` waits, in all, for its delivery workers (daemon threads) to end."""
+
 Record = dict[str, Any]
 
 
@@ -331,8 +334,9 @@ class LocalBroker:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        for t in self._threads:
-            t.join(timeout=5)
+        deadline = time.monotonic() + CLOSE_WAIT  # one wait for all: a worker may be in a delivery as long as
+        for t in self._threads:                  # the Trigger's timeout, to a function stopping beside it
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         for server in (self._server, self._sink):
             if server:
                 server.shutdown()

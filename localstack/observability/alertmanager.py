@@ -22,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from localstack.cluster.apiserver import free_port, stop_process
+from localstack.cluster.apiserver import free_port
+from localstack.processes import spawn, stop_process
 from localstack.serving import wait_ready
 
 
@@ -109,10 +110,10 @@ class LocalAlertmanager:
             web = [f"--web.config.file={self.work_dir / 'web.yml'}"]
         self.port = free_port()
         with (self.work_dir / "alertmanager.log").open("ab") as log:
-            self._proc = subprocess.Popen([
+            self._proc = spawn([
                 find_alertmanager(), f"--config.file={config_file}", f"--storage.path={self.work_dir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=warn", *web,
-            ], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            ], stdout=log, stderr=subprocess.STDOUT)
         if why := wait_ready(self._proc, self._request("/-/ready"), timeout, self.work_dir / "alertmanager.log",
                              "alertmanager", self.guard.context() if self.guard else None):
             self.stop()
@@ -128,6 +129,10 @@ class LocalAlertmanager:
 
     def _request(self, path: str) -> urllib.request.Request:
         return self.guard.request(self.url + path) if self.guard else urllib.request.Request(self.url + path)
+
+    def children(self) -> list[subprocess.Popen[bytes]]:
+        """Its process, while it runs (for `localstack.processes.stop_together`)."""
+        return [self._proc] if self._proc else []
 
     def stop(self) -> None:
         if self._proc:

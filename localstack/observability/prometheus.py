@@ -22,8 +22,9 @@ from typing import Any, TextIO
 
 import yaml
 
-from localstack.cluster.apiserver import free_port, stop_process
+from localstack.cluster.apiserver import free_port
 from localstack.manifests import render
+from localstack.processes import spawn, stop_process
 from localstack.serving import wait_ready
 
 MONITORING_OVERLAY = "overlays/monitoring"
@@ -109,10 +110,10 @@ class LocalPrometheus:
         self.port = free_port()
         log_path = self.work_dir / "prometheus.log"
         with log_path.open("ab") as log:
-            self._proc = subprocess.Popen([
+            self._proc = spawn([
                 find_prometheus(), f"--config.file={config_file}", f"--storage.tsdb.path={self.work_dir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
-            ], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            ], stdout=log, stderr=subprocess.STDOUT)
         if why := wait_ready(self._proc, f"{self.url}/-/ready", timeout, log_path, "prometheus"):
             self.stop()
             raise PrometheusError(why)
@@ -152,6 +153,10 @@ class LocalPrometheus:
                 return True
             time.sleep(min(self.interval, 0.5))
         return False
+
+    def children(self) -> list[subprocess.Popen[bytes]]:
+        """Its process, while it runs (for `localstack.processes.stop_together`)."""
+        return [self._proc] if self._proc else []
 
     def stop(self) -> None:
         if self._proc:

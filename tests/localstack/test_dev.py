@@ -24,9 +24,17 @@ from functions.replay import read_recording
 from functions.resources import NAMESPACES, cre_jobs
 from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
+from localstack.processes import run, spawn
 from localstack.scenarios.demo import final_state
+from tests.support import paths
+from tests.support.lineage import MARK, kill_all, left_after, marked
+from tests.support.load import busy_cores
 
 JOBS = cre_jobs("nvcre.nvidia.com")
+CTRL_C_WITHIN = 10.0
+"""Seconds from Ctrl-C until every process of the stack is gone, with every core of the machine busy."""
+DIE_WITH_PARENT_WITHIN = 10.0
+"""Seconds a killed parent's descendants have to be gone (a gunicorn worker checks its arbiter every second)."""
 
 
 @pytest.mark.stack
@@ -127,9 +135,8 @@ def test_in_a_clone_without_upstream_crds_the_demo_ends_as_expected(tmp_path: Pa
     the whole demo (scheduling marker, restart, failure log) ends as it does on the upstream ones."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     env["CREFN_UPSTREAM_CRDS"] = str(tmp_path / "nothing-here")
-    result = subprocess.run([sys.executable, "-m", "functions.cli", "dev", "--out", str(tmp_path / "out"),
-                             "--ping-interval", "2"], capture_output=True, text=True, env=env, timeout=280,
-                            check=False)
+    result = run([sys.executable, "-m", "functions.cli", "dev", "--out", str(tmp_path / "out"), "--ping-interval",
+                  "2"], text=True, env=env, timeout=280)
     assert (f"installed 7 CRDs: the project's fallback CRDs (no CRD found in {tmp_path / 'nothing-here'})"
             in result.stdout), result.stdout[-3000:] + result.stderr[-3000:]
     assert result.returncode == 0, result.stdout[-3000:]
@@ -175,24 +182,34 @@ def create_job(gw: Gateway, name: str) -> None:
     raise AssertionError(f"could not create Job {name}")
 
 
+def start_dev(tmp_path: Path, token: str) -> tuple[subprocess.Popen[str], dict[str, str], list[str]]:
+    """`cre-fn dev --no-demo --keep` with its own lineage token, once it says where its API server and Broker are:
+    the process, those two (KUBECONFIG, BROKER) and the lines it printed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
+    env[MARK] = token
+    env["TMPDIR"] = str(tmp_path / "tmp")  # a SIGKILLed stack cannot remove its own: the test's goes with the test
+    (tmp_path / "tmp").mkdir()
+    proc: subprocess.Popen[str] = spawn([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",
+                                         "--out", str(tmp_path), "--ping-interval", "2"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(x.startswith("BROKER=") for x in lines):
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip())
+    return proc, dict(x.split("=", 1) for x in lines if x.startswith(("KUBECONFIG=", "BROKER="))), lines
+
+
 @pytest.mark.kube  # `cre-fn dev` starts an API server of its own
 @pytest.mark.stack
 def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
-    proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",
-                             "--out", str(tmp_path), "--ping-interval", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    lines: list[str] = []
-    tree: dict[int, str] = {}
+    token = uuid.uuid4().hex
+    proc, found, lines = start_dev(tmp_path, token)
+    stopped_in = 0.0
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any(x.startswith("BROKER=") for x in lines):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line.rstrip())
-        found = dict(x.split("=", 1) for x in lines if x.startswith(("KUBECONFIG=", "BROKER=")))
         assert set(found) == {"KUBECONFIG", "BROKER"}, "\n".join(lines)
         gw = Gateway.connect(found["KUBECONFIG"])
         gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
@@ -212,28 +229,84 @@ def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tm
         create_job(gw, "after-an-apiserver-kill")
         assert launched(gw, "after-an-apiserver-kill", timeout=120) == "after-an-apiserver-kill-workload"
         gw.close()
-        tree = descendants(proc.pid)
+        tree = marked(token, exclude=frozenset({proc.pid}))
         assert sum("functions_framework" in cmd for cmd in tree.values()) >= 2 * 11  # arbiter and worker each
+        assert any("kube-apiserver" in cmd for cmd in tree.values()) and any("etcd" in cmd for cmd in tree.values())
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)  # every child stopped after Ctrl-C (about 2 s; 30 s leaves room for a loaded machine)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-            raise
-        finally:
-            if proc.stdout:
-                lines += proc.stdout.read().splitlines()
-                proc.stdout.close()
-    left = []
-    for pid in tree:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 0)
-            left.append(tree[pid])
-    assert not left, left
+        with busy_cores():  # Ctrl-C on a loaded machine: the whole stack is gone within 10 s
+            began = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=CTRL_C_WITHIN)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+            finally:
+                left = left_after(token, max(0.0, CTRL_C_WITHIN - (time.monotonic() - began)))
+                stopped_in = time.monotonic() - began
+                kill_all(left)
+                if proc.stdout:
+                    lines += proc.stdout.read().splitlines()
+                    proc.stdout.close()
+    assert not left, f"left after Ctrl-C: {left}"
+    assert stopped_in <= CTRL_C_WITHIN, f"the stack took {stopped_in:.1f}s to stop"
     output = "\n".join(lines)
     assert "!! launch exited: starting it again (restart 1)" in output
     assert "!! kube-apiserver exited: starting it again (restart 1)" in output
     logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert "my.own" in logged and "dev.crefn.workload.created" in logged
+
+
+@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.stack
+def test_a_killed_dev_stack_leaves_no_process(tmp_path: Path) -> None:
+    """`cre-fn dev --keep` SIGKILLed, so that it can stop nothing itself: every process it started (etcd, the
+    kube-apiserver, the admission webhook, Alertmanager, Prometheus, every function's arbiter and worker) dies
+    with it, though re-parented away from it — found by the lineage token each one carries."""
+    token = uuid.uuid4().hex
+    proc, found, lines = start_dev(tmp_path, token)
+    try:
+        assert set(found) == {"KUBECONFIG", "BROKER"}, "\n".join(lines)
+        started = marked(token, exclude=frozenset({proc.pid}))
+        assert sum("functions_framework" in cmd for cmd in started.values()) >= 2 * 11, started
+        assert any("kube-apiserver" in cmd for cmd in started.values()), started
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout:
+            proc.stdout.close()
+    left = left_after(token, DIE_WITH_PARENT_WITHIN)
+    kill_all(left)
+    assert not left, f"outlived a SIGKILLed cre-fn dev: {left}"
+
+
+@pytest.mark.kube  # the inner session starts an API server of its own
+@pytest.mark.stack
+def test_a_killed_test_session_leaves_no_process(tmp_path: Path) -> None:
+    """A pytest session (two xdist workers, each with its API server and served functions) SIGKILLed mid-run:
+    its workers die with it, and with them everything they started."""
+    token = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
+    env[MARK] = token
+    env["TMPDIR"] = str(tmp_path)
+    proc = spawn([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--basetemp",
+                  str(tmp_path / "inner"), str(paths.REPO / "tests" / "handlers" / "test_restart.py"),
+                  str(paths.REPO / "tests" / "handlers" / "test_status.py")],
+                 cwd=paths.REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:  # until both workers serve functions
+            running = marked(token).values()
+            if sum("functions_framework" in cmd for cmd in running) >= 4 \
+                    and sum("kube-apiserver" in cmd for cmd in running) == 2:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, "the session ended before it was killed"
+        running = marked(token).values()
+        assert sum("kube-apiserver" in cmd for cmd in running) == 2, running
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    left = left_after(token, DIE_WITH_PARENT_WITHIN)
+    kill_all(left)
+    assert not left, f"outlived a SIGKILLed pytest session: {left}"

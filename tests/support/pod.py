@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localstack.processes import spawn
+
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SHM_SIZE = "64m"  # what containerd and CRI-O give a pod's /dev/shm
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -192,7 +194,7 @@ def script(pod: Pod, root: Path, binds: Sequence[Path], etc: Path) -> str:
     steps.append(f"mount -o remount,ro {r}")
     groups = ["--groups", ",".join(map(str, pod.groups))] if pod.groups else ["--clear-groups"]
     process = ["chroot", str(root), "setpriv", "--reuid", str(pod.uid), "--regid", str(pod.gid), *groups,
-               "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all",
+               "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--pdeathsig", "KILL",
                "env", "-i", "-C", pod.workdir, *(f"{k}={v}" for k, v in pod.env.items()), *pod.argv]
     return "\n".join(["set -eu", *steps, f"exec {shlex.join(process)}"])
 
@@ -226,14 +228,14 @@ def start(pod: Pod, workdir: Path, binds: Sequence[Path], etc: Path) -> subproce
     argv = [*sudo, "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
             "sh", "-c", script(pod, root, binds, etc)]
     with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
-        return subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-
+        return spawn(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """Kill the pod: its first process (pid 1 of its namespace: its death kills every other), then `unshare`,
-    which ignores SIGTERM while it waits. `--kill-child` alone is not enough: the parent-death signal it sets is
-    cleared when the pod drops to the image's user, so the pod would outlive `unshare`."""
+    which ignores SIGTERM while it waits. (Should the test process die instead, `unshare` dies with it and the pod
+    with `unshare`: `--kill-child` sets the pod's parent-death signal, which dropping to the image's user clears,
+    so `setpriv` sets it again.)"""
     first = descendants(proc.pid)
     if first:
         kill = [] if os.geteuid() == 0 else ["sudo", "-n"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from localstack.cluster.apiserver import free_port
+from localstack.processes import spawn, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 
@@ -33,12 +33,11 @@ def record(tmp_path: Path, *args: str) -> Iterator[Served]:
     port = free_port()
     served = Served(f"http://127.0.0.1:{port}/", tmp_path / "stdout.jsonl", tmp_path / "stderr.txt", port)
     with served.stdout.open("w") as out, served.stderr.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1",
-                                 "--port", str(port), *args], stdout=out, stderr=err)
+        proc = spawn([sys.executable, "-m", "functions.cli", "record", "--host", "127.0.0.1", "--port", str(port),
+                      *args], stdout=out, stderr=err)
         served.pid = proc.pid
         try:
             assert wait_for_port(port)
             yield served
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop_process(proc)

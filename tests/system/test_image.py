@@ -16,7 +16,8 @@ import pytest
 
 from functions.client import post, send
 from functions.registry import METRICS, SERVED
-from localstack.cluster.apiserver import free_port, stop_process
+from localstack.cluster.apiserver import free_port
+from localstack.processes import spawn, stop_process
 from localstack.samples import load_sample
 from localstack.serving import wait_for_port
 from tests.support.paths import REPO
@@ -70,8 +71,8 @@ def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Pat
                                                                        tmp_path: Path) -> None:
     port = free_port()
     env = installed_env(site, FUNCTION_TARGET=target, PORT=str(port))
-    proc = subprocess.Popen(DOCKER_CMD, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)  # stopped with its gunicorn workers, as a group
+    proc = spawn(DOCKER_CMD, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.PIPE)  # stopped with its gunicorn workers, as a group
     try:
         assert wait_for_port(port, alive=lambda: proc.poll() is None), "the CMD did not serve"
         sample = load_sample("trainjob-resource-update-complete")

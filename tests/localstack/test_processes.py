@@ -1,0 +1,108 @@
+"""`localstack.processes`: a child dies with its parent however the parent dies, and stops with its group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from localstack.processes import die_with_parent, run, spawn, stop_together
+from tests.support.lineage import MARK, kill_all, left_after, marked
+
+pytestmark = pytest.mark.process
+
+PARENT = """
+import sys, time
+from localstack.processes import spawn
+children = [spawn([sys.executable, "-c", "import time; time.sleep(300)"]) for _ in range(2)]
+print(" ".join(str(c.pid) for c in children), flush=True)
+time.sleep(300)
+"""
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead and waiting to be collected, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (running := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return running
+
+
+def lineage_env(token: str) -> dict[str, str]:
+    return {**os.environ, MARK: token}
+
+
+def test_children_die_when_their_parent_is_sigkilled() -> None:
+    token = uuid.uuid4().hex
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True,
+                              env=lineage_env(token))
+    assert parent.stdout is not None
+    children = [int(pid) for pid in parent.stdout.readline().split()]
+    parent.stdout.close()
+    assert len(children) == 2 and all(alive(pid) for pid in children)
+    parent.kill()  # it can stop nothing itself
+    parent.wait()
+    still = wait_gone(children, 5)
+    kill_all(marked(token))
+    assert not still, f"outlived their SIGKILLed parent: {still}"
+
+
+def test_a_child_whose_parent_is_already_gone_leaves_at_once() -> None:
+    """The parent may die between the fork and the arming of the signal: the child then finds another parent and
+    exits before it runs anything."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                            preexec_fn=die_with_parent(os.getpid() + 1_000_000))  # not its parent
+    assert proc.wait(timeout=10) == 1
+
+
+def test_a_spawned_child_leads_a_group_of_its_own() -> None:
+    proc = spawn([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+        assert os.getsid(proc.pid) == proc.pid  # a Ctrl-C at the terminal reaches the parent alone
+    finally:
+        stop_together([proc], grace=1)
+    assert proc.returncode == -signal.SIGTERM
+
+
+def test_stop_together_kills_what_ignores_sigterm_after_one_grace_for_all() -> None:
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(300)"
+    procs = [spawn([sys.executable, "-c", stubborn], stdout=subprocess.PIPE) for _ in range(3)]
+    for proc in procs:  # each has set its handler
+        assert proc.stdout is not None and proc.stdout.readline() == b"\n"
+    began = time.monotonic()
+    stop_together(procs, grace=1.0)
+    took = time.monotonic() - began
+    for proc in procs:
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert [p.returncode for p in procs] == [-signal.SIGKILL] * 3
+    assert took < 3 * 1.0, f"{took:.1f}s: the grace is one for all, not one each"
+
+
+def test_run_stops_the_whole_group_on_a_timeout() -> None:
+    token = uuid.uuid4().hex
+    with pytest.raises(subprocess.TimeoutExpired):
+        run(["sh", "-c", "sleep 300 & sleep 300"], timeout=0.5, env=lineage_env(token))
+    left = left_after(token, 5)
+    kill_all(left)
+    assert not left, left
+
+
+def test_run_answers_as_subprocess_run() -> None:
+    done = run(["sh", "-c", "echo out; echo err >&2; exit 3"], text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
