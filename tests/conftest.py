@@ -39,6 +39,7 @@ from functions.errors import CrefnError
 from functions.gateway import Gateway
 from functions.resources import NAMESPACES, Resource, cre_jobs
 from localstack.cluster.apiserver import ClusterError, LocalCluster, default_crd_dir, free_port
+from localstack.eventing.broker import LocalBroker
 from localstack.manifests import render, service_account_user
 from localstack.processes import end_with_parent, spawn, stop_process
 from localstack.serving import ServedFunction, wait_for_port
@@ -91,14 +92,30 @@ def _recorded_init(self: Gateway, *args: Any, **kwargs: Any) -> None:
 
 Gateway.__init__ = _recorded_init  # type: ignore[method-assign]
 
+BROKERS: list[LocalBroker] = []
+"""Every local Broker made in this test process and not yet closed after its test (`closes_its_gateways`)."""
+_broker_init = LocalBroker.__init__
+
+
+def _recorded_broker_init(self: LocalBroker, *args: Any, **kwargs: Any) -> None:
+    _broker_init(self, *args, **kwargs)
+    BROKERS.append(self)
+
+
+LocalBroker.__init__ = _recorded_broker_init  # type: ignore[method-assign]
+
 
 @pytest.fixture(autouse=True)
 def closes_its_gateways() -> Iterator[None]:
     """Every Gateway the test made (itself, its function-scoped fixtures, or a function it runs in this process)
     is closed after it: its connections are closed then, rather than by the garbage collector at a moment of
-    its choosing, which warns of each one still open (an error here) in whatever test is running then."""
-    mark = len(CONNECTED)
+    its choosing, which warns of each one still open (an error here) in whatever test is running then. So is
+    every local Broker it made (a World's): its threads, its sockets and the temporary directory of its dead
+    letters go with the test."""
+    mark, brokers = len(CONNECTED), len(BROKERS)
     yield
+    while len(BROKERS) > brokers:
+        BROKERS.pop().close()
     while len(CONNECTED) > mark:
         if (gateway := CONNECTED.pop()()) is not None:
             gateway.close()

@@ -182,6 +182,7 @@ class LocalBroker:
         self._cond = threading.Condition()
         self._in_flight = 0
         self._stopped = False
+        self._closed = False
         self._threads = [threading.Thread(target=self._work, daemon=True) for _ in range(workers)]
         for t in self._threads:
             t.start()
@@ -331,8 +332,11 @@ class LocalBroker:
         return False
 
     def close(self) -> None:
+        """Stop delivering, stop serving, remove the Broker's own dead-letter file; a second call does nothing."""
         with self._cond:
-            self._stopped = True
+            if self._closed:
+                return
+            self._closed = self._stopped = True
             self._cond.notify_all()
         deadline = time.monotonic() + CLOSE_WAIT  # one wait for all: a worker may be in a delivery as long as
         for t in self._threads:                  # the Trigger's timeout, to a function stopping beside it

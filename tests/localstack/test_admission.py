@@ -74,6 +74,7 @@ def raw_post(cluster: LocalCluster, path: str, body: dict[str, Any]) -> tuple[in
         return e.code, json.loads(e.read())
 
 
+@pytest.mark.upstream  # every CRD with rules: the upstream ones
 def test_webhook_covers_every_crd_with_rules(cluster: LocalCluster, gateway: Gateway) -> None:
     assert cluster.webhook is not None
     config = gateway.get(WEBHOOK_CONFIGS, None, CONFIGURATION_NAME)
@@ -121,6 +122,7 @@ def test_managed_by_outside_its_enum(gateway: Gateway, namespace: str) -> None:
     gateway.create(TRAINJOBS, namespace, trainjob("tj", managedBy="kueue.x-k8s.io/multikueue"))
 
 
+@pytest.mark.upstream  # a rule of the upstream CRDs that the fallback ones leave out
 def test_immutable_fields_refused_on_update(gateway: Gateway, namespace: str) -> None:
     gateway.create(JOBS, namespace, job("j"))
     message = refused(gateway.patch, JOBS, namespace, "j",
@@ -144,6 +146,7 @@ def test_presence_cannot_change_after_creation(gateway: Gateway, namespace: str)
     assert "spec: Invalid value: goodputMeasurement cannot be added or removed after creation" in message
 
 
+@pytest.mark.upstream  # a rule of the upstream CRDs that the fallback ones leave out
 def test_workloadrun_script_and_module_are_exclusive(gateway: Gateway, namespace: str) -> None:
     message = refused(gateway.create, RUNS, namespace, workloadrun("both", {"script": "/w/t.py", "module": "t"}))
     assert (f'{DENIED}: WorkloadRun.nvcre.nvidia.com "both" is invalid: '
@@ -162,6 +165,7 @@ def test_reserved_workload_metadata_label_keys(key: str, gateway: Gateway, names
             "app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix") in message
 
 
+@pytest.mark.upstream  # a rule of the upstream CRDs that the fallback ones leave out
 def test_status_rules_apply_to_the_status_subresource(gateway: Gateway, namespace: str) -> None:
     gateway.create(TRAINJOBS, namespace, trainjob("tj"))
     message = refused(gateway.patch, TRAINJOBS, namespace, "tj", {"status": {"trainerStatus": {"metrics": []}}},
@@ -172,6 +176,7 @@ def test_status_rules_apply_to_the_status_subresource(gateway: Gateway, namespac
     assert written["status"]["trainerStatus"]["lastUpdatedTime"] == "2026-01-01T00:00:00Z"
 
 
+@pytest.mark.upstream  # a rule of the upstream CRDs that the fallback ones leave out
 def test_every_violation_in_one_answer(cluster: LocalCluster, namespace: str) -> None:
     name = "9" + "x" * 63
     status, answer = raw_post(cluster, f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs",
@@ -210,6 +215,7 @@ def launch_trainjob(gateway: Gateway, namespace: str, job_name: str) -> dict[str
     return build_trainjob(parse_job(stored, GROUP), workload_name(job_name), GROUP)
 
 
+@pytest.mark.upstream  # a rule of the upstream CRDs that the fallback ones leave out
 def test_launched_trainjobs_are_accepted(gateway: Gateway, namespace: str) -> None:
     spec = {"runtimeRef": {"name": "torch-distributed"}, "managedBy": "trainer.kubeflow.org/trainjob-controller",
             "suspend": True, "trainer": {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "numNodes": 2,
@@ -228,6 +234,7 @@ def test_launched_trainjobs_are_accepted(gateway: Gateway, namespace: str) -> No
     assert "numProcPerNode must be greater than or equal to 1" in refused(gateway.create, TRAINJOBS, namespace, broken)
 
 
+@pytest.mark.upstream  # a rule of the upstream CRDs that the fallback ones leave out
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
 def test_translated_workloadruns_and_their_trainjobs_are_accepted(sample: Path, gateway: Gateway,
                                                                    namespace: str) -> None:

@@ -67,6 +67,7 @@ def test_creates_are_counted_by_uid_from_the_audit_log_and_the_watch() -> None:
 
 @pytest.mark.kube  # the soak starts an API server of its own
 @pytest.mark.stack
+@pytest.mark.timeout(420)  # the soak's own bound (300 s) ends it first, with its account of what was left
 def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
     out = io.StringIO()
     code = soak.run(jobs=10, seed=2, kill_every=3.0, timeout=300, out=out, out_dir=tmp_path)

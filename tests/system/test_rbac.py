@@ -162,6 +162,7 @@ NO_UPSTREAM_CRD = frozenset({"EventPolicy"})
 """Kinds whose CRD is not among the upstream copies the API server loads: tests/system/test_manifests.py checks them."""
 
 
+@pytest.mark.upstream  # the manifests against Knative's own CRDs
 @pytest.mark.parametrize("overlay", ["base", "overlays/oidc", "overlays/namespaced", "overlays/observe"])
 def test_applies_with_server_side_dry_run(overlay: str, cluster: LocalCluster, gateway: Gateway,
                                           tmp_path: Any) -> None:
