@@ -49,10 +49,12 @@ bench: venv deps kube-apiserver
 		BENCH_PROFILE=$(BENCH_PROFILE) \
 		$(PY) -m localstack.bench
 
-## Hostile events at volume: FUZZ_EXAMPLES generated events per function on the real API server (make test runs 50).
+## Hostile events at volume: FUZZ_EXAMPLES generated events per function on the real API server (make test runs 50),
+## from FUZZ_SEED (unset: a fresh seed each run; the run's is printed in its header, to run the same events again).
 FUZZ_EXAMPLES ?= 10000
+FUZZ_SEED ?=
 fuzz: venv kube-apiserver
-	@FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/system/test_fuzz.py $(PYTEST_ARGS)
+	@FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest tests/system/test_fuzz.py $(PYTEST_ARGS)
 
 ## Chaos soak: SOAK_JOBS Jobs through the local stack under chaos and kills, once per seed; fails on any violation.
 SOAK_JOBS ?= 200

@@ -22,6 +22,7 @@ import fcntl
 import functools
 import gc
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -392,3 +393,17 @@ def world(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace:
 
     yield make
     relay.attach(None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The fuzz tests' seed (tests/system/test_fuzz.py): `FUZZ_SEED`, else a fresh one, chosen once here, before
+    pytest-xdist starts its workers, which inherit it."""
+    chosen = os.environ.get("FUZZ_SEED", "").strip() or str(random.SystemRandom().randrange(2**32))
+    if not chosen.isdigit():
+        raise pytest.UsageError(f"FUZZ_SEED must be a non-negative integer, not {chosen!r}")
+    os.environ["FUZZ_SEED"] = chosen
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    chosen = os.environ["FUZZ_SEED"]
+    return f"fuzz: FUZZ_SEED={chosen} (with the same FUZZ_EXAMPLES, it generates this run's events again)"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 
 from events.emitted import ConditionSummary, JobRestartedData, WorkloadPhaseData, WorkloadRef, WorkloadStalledData
 from events.envelope import Envelope, to_outbound
@@ -174,16 +174,24 @@ def is_failure(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     return not isinstance(data, WorkloadPhaseData) or data.phase is Phase.FAILED
 
 
-def is_delete(data: WorkloadPhaseData | WorkloadStalledData) -> TypeGuard[WorkloadPhaseData]:
+def deleted(data: WorkloadPhaseData | WorkloadStalledData) -> WorkloadPhaseData | None:
+    """The event's data when it is about its TrainJob's delete (`Failed`/`WorkloadDeleted`), else None: the
+    narrowing is in the type returned (a `TypeGuard` is lost when the function is wrapped, as `make mutation`
+    wraps it)."""
+    return data if isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED else None
+
+
+def is_delete(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     """Whether the event is about its TrainJob's delete (`Failed`/`WorkloadDeleted`)."""
-    return isinstance(data, WorkloadPhaseData) and data.reason == Reason.WORKLOAD_DELETED
+    return deleted(data) is not None
 
 
 def reported_before(data: WorkloadPhaseData | WorkloadStalledData) -> bool:
     """Whether the event is the delete of a TrainJob that had failed before, as `phase` saw its last state: its
     failure was decided when it failed (the restart's own delete comes back so). Nothing is read for it; a
     forged one only skips work, and a failure whose event was lost comes back from the resync tick."""
-    return is_delete(data) and bool(data.failed_before)
+    delete = deleted(data)
+    return delete is not None and bool(delete.failed_before)
 
 
 def trainjob_wanted(data: WorkloadPhaseData | WorkloadStalledData, state: JobState) -> bool:

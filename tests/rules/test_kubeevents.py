@@ -84,6 +84,15 @@ def test_the_event_as_recorded() -> None:
                                   "namespace": "ml", "uid": "job-uid"}}
 
 
+def test_a_verdicts_event_names_the_event_that_decided_it() -> None:
+    """Its id in the annotation `crefn.dev/cause`: what tells that event's redelivery from another's."""
+    event = transition_event(job("InProgress"), condition("Failed", "WorkloadFailed", "exit 137"), NOW, "restart",
+                             cause="phase-e1")
+    assert event is not None
+    assert event.body["metadata"] == {"name": event.body["metadata"]["name"], "namespace": "ml",
+                                      "annotations": {"crefn.dev/cause": "phase-e1"}}
+
+
 def test_action_events_are_warnings_named_by_their_message() -> None:
     a = action_event(job("InProgress"), "WorkloadCreationError", "Failed to create TrainJob/x: denied", NOW, "launch")
     b = action_event(job("InProgress"), "WorkloadCreationError", "Failed to create TrainJob/x: denied", NOW, "resync")

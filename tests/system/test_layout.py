@@ -1,12 +1,14 @@
 """The tests mirror the code: `events/X.py` is tested in `tests/events/test_X.py`, `functions/X.py` in
 `tests/test_X.py`, `functions/handlers/X.py` in `tests/handlers/test_X.py` (its function on the real API
 server) and `functions/rules/X.py` in `tests/rules/test_X.py` (pure tables: no test there uses the API
-server's fixtures). Handlers read only through `functions/reads.py`, never through `ctx.gateway`.
+server's fixtures). Handlers read only through `functions/reads.py`, never through `ctx.gateway`. No function of
+the modules `make mutation` mutates returns a `TypeGuard` (its trampolines drop the narrowing: see `type_guards`).
 Each check also runs on a small tree that breaks it, so that none of them passes whatever the code does."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -73,6 +75,16 @@ def gateway_reads(files: Iterable[Path]) -> list[str]:
             and isinstance(node.value, ast.Name) and node.value.id == "ctx"]
 
 
+def type_guards(files: Iterable[Path]) -> list[str]:
+    """`file:line` for every function of `files` that returns a `TypeGuard` or a `TypeIs`. mutmut wraps every
+    function of the modules it mutates in a decorator typed `Callable[P, R]`, which drops the narrowing; the mypy
+    run on the mutated copy (`make mutation`) then fails in the unmutated callers that rely on it, an error it
+    can lay on no mutant, and the run stops. A rule narrows by the type it returns instead (`X | None`)."""
+    return [f"{path.name}:{node.lineno}" for path in files for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None
+            and re.search(r"\bType(Guard|Is)\b", ast.unparse(node.returns))]
+
+
 def test_at_least_90_percent_of_the_product_modules_have_their_test_module() -> None:
     modules, missing = product_modules(REPO), untested(REPO)
     assert len(modules) - len(missing) >= SHARE * len(modules), (
@@ -86,6 +98,11 @@ def test_the_rules_tests_are_pure() -> None:
 
 def test_handlers_read_only_through_reads() -> None:
     assert gateway_reads(sorted((REPO / "functions" / "handlers").glob("*.py"))) == []
+
+
+def test_the_mutated_modules_narrow_by_return_type_never_by_a_type_guard() -> None:
+    assert type_guards(sorted(path for package in ("rules", "handlers")
+                              for path in (REPO / "functions" / package).glob("*.py"))) == []
 
 
 # -- each check fails where it should ----------------------------------------------------------
@@ -139,3 +156,14 @@ def test_a_rules_test_using_the_api_server_is_named(tmp_path: Path, test: str, e
 ], ids=["through-reads", "through-the-gateway"])
 def test_a_handler_reading_through_the_gateway_is_named(tmp_path: Path, handler: str, expected: list[str]) -> None:
     assert gateway_reads([write(tmp_path, {"h.py": handler}) / "h.py"]) == expected
+
+
+@pytest.mark.parametrize(("module", "expected"), [
+    ("def deleted(data: A | B) -> A | None:\n    return data if isinstance(data, A) else None", []),
+    ("from typing import TypeGuard\ndef is_a(data: A | B) -> TypeGuard[A]:\n    return isinstance(data, A)",
+     ["m.py:2"]),
+    ("import typing\ndef is_a(data: A | B) -> typing.TypeIs[A]: ...", ["m.py:2"]),
+    ("async def is_a(data: A | B) -> 'TypeGuard[A]': ...", ["m.py:1"]),
+], ids=["by-return-type", "type-guard", "type-is", "quoted"])
+def test_a_type_guard_is_named(tmp_path: Path, module: str, expected: list[str]) -> None:
+    assert type_guards([write(tmp_path, {"m.py": module}) / "m.py"]) == expected
