@@ -144,6 +144,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """An xdist worker dies with the pytest that started it, however that one dies (its API server and functions
     then die with it: `localstack.processes`). The run's first pytest marks its lineage and gives the run a
     temporary directory of its own (`TMPDIR`), which `pytest_sessionfinish` checks and removes."""
+    choose_fuzz_seed()
     if hasattr(config, "workerinput"):
         end_with_parent()
         return
@@ -395,9 +396,9 @@ def world(functions: Callable[..., dict[str, str]], gateway: Gateway, namespace:
     relay.attach(None)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """The fuzz tests' seed (tests/system/test_fuzz.py): `FUZZ_SEED`, else a fresh one, chosen once here, before
-    pytest-xdist starts its workers, which inherit it."""
+def choose_fuzz_seed() -> None:
+    """The fuzz tests' seed (tests/system/test_fuzz.py): `FUZZ_SEED`, else a fresh one, chosen once by the run's
+    first pytest, before pytest-xdist starts its workers, which inherit it."""
     chosen = os.environ.get("FUZZ_SEED", "").strip() or str(random.SystemRandom().randrange(2**32))
     if not chosen.isdigit():
         raise pytest.UsageError(f"FUZZ_SEED must be a non-negative integer, not {chosen!r}")
