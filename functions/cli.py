@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
 from functions.registry import RECORD, TARGETS
@@ -131,8 +132,22 @@ def cmd_parity(args: argparse.Namespace) -> int:
     return paritytable.main(args.file)
 
 
+class VersionAction(argparse.Action):
+    """`--version`: the installed release (`functions.version`), looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from functions.version import version
+
+        print(f"cre-fn {version()}")
+        parser.exit()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cre-fn", description=__doc__)
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve one function with functions-framework")
     serve.add_argument("target", choices=sorted(TARGETS))

@@ -62,6 +62,10 @@ def responder(name: str) -> Callable[[Any], Any]:
 def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
     """What serves the target's requests with this context: a Flask request in, a Flask response out."""
     from functions import server
+    from functions.metrics import set_build_info
+    from functions.version import version
+
+    set_build_info(version(), ctx.settings.revision, ctx.settings.mode)
 
     if name == METRICS:
         return lambda request: server.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
