@@ -91,8 +91,6 @@ def cmd_record(args: argparse.Namespace) -> int:
         return 2
     settings = {"CREFN_RECORD_FILE": args.file or "", "CREFN_RECORD_OUT": args.out,
                 "CREFN_RECORD_MAX_BYTES": str(args.max_bytes), "CREFN_RECORD_KEEP": str(args.keep)}
-    where = " and ".join(w for w in (args.file, args.out) if w)
-    print(f"recording CloudEvents on http://{args.host}:{args.port}/ to {where}", file=sys.stderr, flush=True)
     argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", RECORD,
             "--host", args.host, "--port", str(args.port)]
     os.execve(sys.executable, argv, {**os.environ, **settings, "WORKERS": "1"})

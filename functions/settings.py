@@ -11,6 +11,7 @@ Every variable, and who else reads the environment: docs/operating.md#settings.
 from __future__ import annotations
 
 import difflib
+import os
 import ssl
 from collections.abc import Mapping
 from datetime import timedelta
@@ -206,9 +207,10 @@ def variable_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Each `CREFN_*` variable of `environ` that no setting reads (a typo, or a setting of another release),
-    with the known name it is closest to ("" when none is close), sorted."""
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Each `CREFN_*` variable of `environ` (the process's) that no setting reads (a typo, or a setting of another
+    release), with the known name it is closest to ("" when none is close), sorted."""
+    environ = os.environ if environ is None else environ
     known = variable_names()
     unknown = sorted(name for name in environ if name.upper().startswith(PREFIX) and name.upper() not in known)
     return [(name, next(iter(difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)), ""))
