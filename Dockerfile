@@ -7,9 +7,12 @@ COPY functions ./functions
 RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim
+# The git commit the image is built from (`make image` passes it): crefn_build_info's `revision`, and the start-up
+# line's. A build that does not say is `unknown`.
+ARG CREFN_REVISION=unknown
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin crefn
 COPY --from=build /install /usr/local
-ENV PYTHONUNBUFFERED=1 PORT=8080 FUNCTION_SIGNATURE_TYPE=http
+ENV PYTHONUNBUFFERED=1 PORT=8080 FUNCTION_SIGNATURE_TYPE=http CREFN_REVISION=${CREFN_REVISION}
 # The Services run on a read-only root: gunicorn's worker heartbeat file (and any other temporary file) goes to
 # /dev/shm, the memory-backed tmpfs every container has; without a writable TMPDIR gunicorn exits at start-up.
 ENV TMPDIR=/dev/shm

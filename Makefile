@@ -92,7 +92,7 @@ OVERLAY ?= base
 image:
 	@engine=$$(for e in docker podman; do command -v $$e >/dev/null && $$e info >/dev/null 2>&1 && echo $$e && break; done); \
 	if [ -z "$$engine" ]; then echo "make image: no running container engine (docker or podman) on this machine"; exit 1; fi; \
-	$$engine build -t $(IMAGE) .
+	$$engine build --build-arg CREFN_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
 
 ## Apply knative/base, or an overlay: make deploy OVERLAY=overlays/kafka
 deploy: venv

@@ -1,5 +1,6 @@
 """`cre-fn`: serve a function, write the event schemas, render a WorkloadRun, record and replay
-events, and run the local dev stack (`cre-fn dev`, which needs the source tree's `localstack`)."""
+events, check a cluster (`cre-fn doctor`), and run the local dev stack (`cre-fn dev`, which needs the source
+tree's `localstack`). A mistake in the arguments is said in one line (exit 2)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
 from functions.registry import RECORD, TARGETS
@@ -90,8 +92,6 @@ def cmd_record(args: argparse.Namespace) -> int:
         return 2
     settings = {"CREFN_RECORD_FILE": args.file or "", "CREFN_RECORD_OUT": args.out,
                 "CREFN_RECORD_MAX_BYTES": str(args.max_bytes), "CREFN_RECORD_KEEP": str(args.keep)}
-    where = " and ".join(w for w in (args.file, args.out) if w)
-    print(f"recording CloudEvents on http://{args.host}:{args.port}/ to {where}", file=sys.stderr, flush=True)
     argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", RECORD,
             "--host", args.host, "--port", str(args.port)]
     os.execve(sys.executable, argv, {**os.environ, **settings, "WORKERS": "1"})
@@ -125,15 +125,57 @@ def cmd_replay(args: argparse.Namespace) -> int:
                        args.fresh_ids, args.token_file)
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from functions import doctor
+
+    if args.kubeconfig is not None and not Path(args.kubeconfig).is_file():
+        print(f"cre-fn doctor: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
+        return 2
+    return doctor.main(args.kubeconfig, args.namespace, args.cre_group, args.cre_controller, args.output,
+                       args.timeout)
+
+
+def positive(text: str) -> float:
+    """An argument that must be a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a mistake said in one line (argparse's own adds the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def cmd_parity(args: argparse.Namespace) -> int:
     from functions import paritytable
 
     return paritytable.main(args.file)
 
 
+class VersionAction(argparse.Action):
+    """`--version`: the installed release (`functions.version`), looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from functions.version import version
+
+        print(f"cre-fn {version()}")
+        parser.exit()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cre-fn", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="cre-fn", description=__doc__)
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     serve = sub.add_parser("serve", help="serve one function with functions-framework")
     serve.add_argument("target", choices=sorted(TARGETS))
     serve.add_argument("--host", default="0.0.0.0")
@@ -196,6 +238,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parity = sub.add_parser("parity", help="a recording's dev.crefn.parity.checked events as a table (observe mode)")
     parity.add_argument("file")
     parity.set_defaults(func=cmd_parity)
+    doc = sub.add_parser("doctor", help="check a cluster for the functions: CRDs, Broker, Triggers, sources, Services, "
+                         "modes and CRE's controller; one line per check, exit 0 when all pass")
+    doc.add_argument("--kubeconfig", help="the cluster to check (default: KUBECONFIG, else in-cluster, else "
+                     "~/.kube/config)")
+    doc.add_argument("-n", "--namespace", default="crefn-system", help="where the functions are installed")
+    doc.add_argument("--cre-group", default="", help="CRE's API group (default: the functions' CREFN_CRE_GROUP)")
+    doc.add_argument("--cre-controller", default="app.kubernetes.io/name=cluster-readiness-engine",
+                     help="label selector of CRE's controller Deployment (its Helm chart's label by default)")
+    doc.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    doc.add_argument("--timeout", type=positive, default=10.0, help="seconds one API call may take")
+    doc.set_defaults(func=cmd_doctor)
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from typing import IO, Any, TypeGuard
 from functions.codec import MAX_BODY_BYTES, decode
 from functions.errors import PermanentError, TemporaryError, one_line
 from functions.journal import Journal
+from functions.logs import LOGGER, fields
 from functions.metrics import count_dropped, expose_process, set_journal_bytes
 from functions.server import METRICS_PATH, answer_for
 from functions.settings import Settings
@@ -41,6 +43,7 @@ POD_KEPT = {
 """What a recorded Pod keeps of each part; everything else of it is dropped."""
 CONTAINER_KEPT = ("name", "ready", "restartCount", "state", "lastState")
 """What a recorded Pod keeps of each of its (init) container statuses."""
+log = logging.getLogger(LOGGER)
 REDACTED_POD = ("Pod: kept metadata name, namespace, uid, resourceVersion, timestamps, labels and ownerReferences, "
                 "spec.nodeName, status phase, reason, message, startTime, conditions and container states; "
                 "dropped the rest")
@@ -122,7 +125,7 @@ def recorder(out: IO[str] | None, file: str | None, max_bytes: int | None = None
     journal = None
     if file:
         path = Path(file)
-        journal = Journal(path, warn=lambda text: print(f"cre-fn record: {text}", file=sys.stderr, flush=True),
+        journal = Journal(path, warn=lambda text: log.warning(text, extra=fields(function=DEAD_LETTERS)),
                           max_bytes=max_bytes, keep=keep,
                           dropped=lambda lines, size: count_dropped(str(path), lines, size))
     return Recorder(journal, JsonlWriter(out) if out is not None else None)

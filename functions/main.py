@@ -7,8 +7,8 @@ retry API and answers `GET /metrics`. Two more targets handle no event of their 
 /metrics`, the managed Jobs' state from one LIST served by the API server's watch cache) and `record` (the
 dead-letter recorder, `functions.deadletters`). Importing this module loads functions-framework and
 `functions.registry` only (it runs in gunicorn's arbiter, before the fork); the settings are checked there,
-when the target is looked up; the server, the settings and the target's handler are built on the worker's
-first request.
+when the target is looked up, and what runs is logged once (`start`); the server, the settings and the target's
+handler are built on the worker's first request.
 What is loaded where, and why: docs/architecture.md#processes-what-each-one-loads.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -35,19 +34,11 @@ _lock = threading.Lock()
 @functools.cache
 def context() -> Context:
     from functions.context import Context
+    from functions.logs import configure
     from functions.settings import load_settings
 
     settings = load_settings()
-    # the logging HOWTO's "Optimization": a line is only its message, so no caller frame, thread or
-    # process is looked up for it (the per-request line then costs about a third less)
-    logging._srcfile = None
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    log = logging.getLogger("crefn")
-    log.handlers[:] = [handler]
-    log.setLevel(settings.log_level)
-    log.propagate = False
+    configure(settings.log_level)
     return Context(settings)
 
 
@@ -62,6 +53,10 @@ def responder(name: str) -> Callable[[Any], Any]:
 def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
     """What serves the target's requests with this context: a Flask request in, a Flask response out."""
     from functions import server
+    from functions.metrics import set_build_info
+    from functions.version import version
+
+    set_build_info(version(), ctx.settings.revision, ctx.settings.mode)
 
     if name == METRICS:
         return lambda request: server.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
@@ -90,8 +85,8 @@ def scrape_jobs(accept: str, ctx: Context) -> Exposition:
 
 def serve(name: str) -> Callable[[Any], Any]:
     """An HTTP function for functions-framework, registered under the target's name, once the settings are
-    checked."""
-    check_settings(name)
+    checked and what runs is said (`start`)."""
+    start(name)
 
     def respond(request: Any) -> Any:
         return responder(name)(request)
@@ -100,14 +95,28 @@ def serve(name: str) -> Callable[[Any], Any]:
     return functions_framework.http(respond)
 
 
-def check_settings(name: str) -> None:
-    """Exit (status 1) with one line on stderr when the settings cannot be used."""
-    from functions.settings import InvalidSettings, load_settings
+def start(name: str) -> None:
+    """Check the settings and log what runs: one line with the version, the target and the effective settings
+    (secrets redacted), then one line per `CREFN_*` variable no setting reads (a typo keeps the default: said,
+    not refused, since a revision rolled back may meet a variable a newer release added). Settings that cannot be
+    used: one CRITICAL line naming what is wrong, and exit 1."""
+    from functions.logs import announce, configure
+    from functions.settings import InvalidSettings, load_settings, shown, unknown_variables
+    from functions.version import version
 
     try:
-        load_settings()
+        settings = load_settings()
     except InvalidSettings as e:
-        raise SystemExit(f"crefn {name}: {e}") from None
+        configure("INFO")
+        announce(logging.CRITICAL, str(e), function=name)
+        raise SystemExit(1) from None
+    configure(settings.log_level)
+    announce(logging.INFO, f"cre-functions {version()} serving {name} in {settings.mode} mode", function=name,
+             version=version(), revision=settings.revision, mode=settings.mode, settings=shown(settings))
+    for variable, near in unknown_variables():
+        guess = f" (did you mean {near}?)" if near else ""
+        announce(logging.WARNING, f"unknown variable {variable}: no setting reads it, ignored{guess}", function=name,
+                 variable=variable)
 
 
 def __getattr__(name: str) -> Callable[[Any], Any]:

@@ -73,6 +73,10 @@ class ProcessMetrics:
             "crefn_parity_checks_total", "Observe mode: verdict fields of CRE's compared with the functions', by "
             "field and result (agree, differ); each check counted once in the process.", ("field", "result"),
             registry=self.registry)
+        self.build_info = Gauge(
+            "crefn_build_info", "1: the release this process runs (version), the git commit it was built from "
+            "(revision, `unknown` when the build did not say) and its CREFN_MODE.", ("version", "revision", "mode"),
+            registry=self.registry)
         self.dropped_bytes = Counter(
             "crefn_dead_letters_dropped_bytes_total", "Bytes of the oldest rotated dead-letter files the recorder "
             "dropped, by path of the file.", ("path",), registry=self.registry)
@@ -119,6 +123,13 @@ def count_delivery(sink: str, result: str) -> None:
 
 def set_alert_sinks(function: str, count: int) -> None:
     process().alert_sinks.labels(function).set(count)
+
+
+def set_build_info(version: str, revision: str, mode: str) -> None:
+    """What this process runs: one series, 1 (a process serves one target, in one mode)."""
+    gauge = process().build_info
+    gauge.clear()
+    gauge.labels(version, revision, mode).set(1)
 
 
 def set_journal_bytes(path: str, size: int) -> None:

@@ -12,7 +12,6 @@ its decision (`decision_of`). `GET /metrics` is never an event: it answers the p
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import traceback
@@ -41,6 +40,7 @@ from functions.errors import (
     Unrecorded,
     one_line,
 )
+from functions.logs import concern, fields, of_job
 from functions.metrics import Exposition, count_decision, count_event, expose_process
 
 ANSWERS: dict[type[Exception], int] = {
@@ -157,6 +157,7 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
         span = tracing.begin(str(attrs.get("traceparent") or headers.get("traceparent") or ""),
                              str(attrs.get("tracestate") or headers.get("tracestate") or ""), function)
         env = to_envelope(record, headers, span.traceparent)
+        concern(job_of(env))
     except (CrefnError, InvalidEvent) as e:
         span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
         return _answer(function, None, span, started, answer_for(e) or 500, one_line(str(e)), "")
@@ -183,8 +184,13 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
 
 def _bug(function: str, env: Envelope | None, span: tracing.Span, started: float, e: Exception,
          decision: str = "") -> Response:
-    log.error(tracing.log_line({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
+    _log_bug(function, e)
     return _answer(function, env, span, started, 500, one_line(f"internal error: {type(e).__name__}: {e}"), decision)
+
+
+def _log_bug(function: str, e: Exception) -> None:
+    log.error(one_line(f"internal error: {type(e).__name__}: {e}"),
+              extra=fields(function=function, error=repr(e), trace=traceback.format_exc()))
 
 
 def decision_of(made: Outbound | Exception) -> str:
@@ -210,10 +216,10 @@ def scrape(request: Request, collect: Callable[[str], Exposition], function: str
     try:
         exposition = collect(request.headers.get("Accept", ""))
     except CrefnError as e:
-        log.warning(tracing.log_line({"function": function, "status": 503, "reason": one_line(str(e))}))
+        log.warning(one_line(str(e)), extra=fields(function=function, status=503))
         return Response(one_line(str(e)) + "\n", status=503, mimetype="text/plain")
     except Exception as e:  # a bug: answer 500, keep the process alive
-        log.error(tracing.log_line({"function": function, "error": repr(e), "trace": traceback.format_exc()}))
+        _log_bug(function, e)
         return Response(one_line(f"internal error: {type(e).__name__}: {e}") + "\n", status=500,
                         mimetype="text/plain")
     return _exposed(exposition)
@@ -243,11 +249,12 @@ def _log(function: str, env: Envelope | None, span: tracing.Span, started: float
     level = logging.WARNING if status >= 400 else logging.INFO
     if status >= 500 and status != 503:
         level = logging.ERROR
+    where = job or (job_of(env) if env is not None else "")
     if log.isEnabledFor(level):
-        record = {"function": function, "status": status, "reason": reason, "id": env.id if env else None,
-                  "type": env.type if env else None, "subject": env.subject if env else None,
-                  "ms": round(seconds * 1000, 1), "trace_id": span.trace_id}
-        log.log(level, json.dumps(record))
+        log.log(level, reason, extra=fields(
+            function=function, status=status, id=env.id if env else None, type=env.type if env else None,
+            subject=env.subject if env else None, ms=round(seconds * 1000, 1), **of_job(where)))
+    concern("")
     event_type = "none" if env is None else env.type if env.type in KNOWN_TYPES else "other"
     count_event(function, event_type, status, seconds)
     if decision:

@@ -10,11 +10,14 @@ Every variable, and who else reads the environment: docs/operating.md#settings.
 
 from __future__ import annotations
 
+import difflib
+import os
 import ssl
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
-from urllib.parse import urlsplit
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
     AliasChoices,
@@ -62,6 +65,7 @@ class Settings(BaseSettings):
     pagerduty_url: SecretStr = SecretStr(DEFAULT_PAGERDUTY_URL)
     alert_sink_url: SecretStr | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Upper or lower case (`info`)."""
     kubeconfig: str | None = Field(
         default=None, validation_alias=AliasChoices("CREFN_KUBECONFIG", "KUBECONFIG")
     )
@@ -94,6 +98,20 @@ class Settings(BaseSettings):
     """The file's cap in bytes: a line that would take it past the cap rotates it first."""
     record_keep: int = Field(default=4, ge=0)
     """Rotated files kept (`<file>.1`, the newest, to `<file>.<keep>`); the oldest past them is dropped."""
+    revision: str = "unknown"
+    """The git commit the image was built from: the Dockerfile bakes it in (`--build-arg CREFN_REVISION=...`);
+    a build that does not say is `unknown`. Shown in `crefn_build_info` and the start-up line, not a setting to
+    change."""
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("revision", mode="before")
+    @classmethod
+    def _revision(cls, value: object) -> object:
+        return (value.strip() or "unknown") if isinstance(value, str) else value
 
     @field_validator("default_timeout_per_job", mode="before")
     @classmethod
@@ -174,6 +192,58 @@ class Settings(BaseSettings):
     @property
     def alert_sinks_configured(self) -> bool:
         return any((self.alertmanager_url, self.slack_webhook_url, self.pagerduty_routing_key, self.alert_sink_url))
+
+
+PREFIX = "CREFN_"
+REDACTED = "[redacted]"
+
+
+def variable_names() -> frozenset[str]:
+    """Every variable the settings read, upper case (`CREFN_MODE`, and `KUBECONFIG`, `K_SINK`)."""
+    names = {f"{PREFIX}{name.upper()}" for name in Settings.model_fields}
+    for field in Settings.model_fields.values():
+        if isinstance(field.validation_alias, AliasChoices):
+            names.update(str(choice).upper() for choice in field.validation_alias.choices)
+    return frozenset(names)
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Each `CREFN_*` variable of `environ` (the process's) that no setting reads (a typo, or a setting of another
+    release), with the known name it is closest to ("" when none is close), sorted."""
+    environ = os.environ if environ is None else environ
+    known = variable_names()
+    unknown = sorted(name for name in environ if name.upper().startswith(PREFIX) and name.upper() not in known)
+    return [(name, next(iter(difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)), ""))
+            for name in unknown]
+
+
+def shown(settings: Settings) -> dict[str, Any]:
+    """The effective settings by variable name, as a log line may show them: a secret that is set is
+    `[redacted]`, whatever it holds; a duration in seconds; a path as text."""
+    out: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            value = REDACTED
+        elif isinstance(value, timedelta):
+            value = value.total_seconds()
+        elif isinstance(value, Path):
+            value = str(value)
+        elif name == "k_sink" and value:
+            value = without_credentials(value)
+        out[f"{PREFIX}{name.upper()}"] = value
+    return out
+
+
+def without_credentials(url: str) -> str:
+    """A URL as it may be shown: its userinfo and its query, which may hold credentials, redacted."""
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return REDACTED
+    netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
+    return urlunsplit(parts._replace(netloc=netloc, query=REDACTED if parts.query else "", fragment=""))
 
 
 class InvalidSettings(ValueError):

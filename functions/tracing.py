@@ -4,7 +4,7 @@ Each request is one span. `begin(traceparent, tracestate)` opens it as a tracer 
 trace id is kept and a new span id made (a missing or invalid `traceparent` starts a new trace); the
 events the function emits carry the span's own `traceparent` and the caller's `tracestate`, so the
 next function's span is this one's child. `current_trace_id()` is the trace id of the request this
-thread serves, which every JSON log line carries.
+thread serves, which every log line carries (`functions.logs`).
 
 With `OTEL_EXPORTER_OTLP_ENDPOINT` set, the span is made and exported by the OpenTelemetry SDK (OTLP
 over HTTP/protobuf, batched in the background; the standard `OTEL_*` variables apply, and the
@@ -15,12 +15,10 @@ the SDK is never imported and the ids are made here: nothing is exported and not
 from __future__ import annotations
 
 import functools
-import json
 import os
 import random
 import re
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,11 +88,6 @@ def end(span: Span, attributes: dict[str, str | int], error: str = "") -> None:
 def current_trace_id() -> str:
     """The trace id of the request this thread is serving ("" outside a request)."""
     return str(getattr(_local, "trace_id", ""))
-
-
-def log_line(fields: Mapping[str, Any]) -> str:
-    """A JSON log line carrying the `trace_id` of the request this thread is serving."""
-    return json.dumps({**fields, "trace_id": current_trace_id()})
 
 
 def _new_id(size: int) -> str:

@@ -236,9 +236,11 @@ def test_the_file_rotates_at_its_cap_and_the_oldest_past_keep_is_dropped_and_cou
     assert f'crefn_dead_letters_dropped_total{{path="{file}"}} 4.0' in exposed
     assert f'crefn_dead_letters_dropped_bytes_total{{path="{file}"}} {float(4 * size)}' in exposed
     assert f'crefn_dead_letters_file_bytes{{path="{file}"}} {float(size)}' in exposed
-    dropped = (f"cre-fn record: {file} reached its cap of {cap} bytes: dropped {rotated}, the oldest past the 1 "
+    dropped = (f"{file} reached its cap of {cap} bytes: dropped {rotated}, the oldest past the 1 "
                f"rotated files kept, with its 2 lines ({2 * size} bytes)")
-    assert served.stderr.read_text().count(dropped) == 2
+    logged = [json.loads(line) for line in served.stderr.read_text().splitlines()]
+    assert [line["message"] for line in logged if line["severity"] == "WARNING" and "status" not in line] == [
+        dropped, dropped]
     assert refused.status == 413
     assert refused.text == f"a record of {line_bytes(huge)} bytes is over the cap of {file} ({cap} bytes)"
     joined = tmp_path / "dead.jsonl"

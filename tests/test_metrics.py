@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -28,7 +29,7 @@ from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
-from tests.support.helpers import Receiver, closed_port, unreachable_kubeconfig
+from tests.support.helpers import Receiver, closed_port, released, unreachable_kubeconfig
 from tests.support.paths import SUPPORT
 
 JOBS = cre_jobs("nvcre.nvidia.com")
@@ -220,6 +221,19 @@ def test_scrape_answers_when_it_cannot_serve(serve: Callable[..., ServedFunction
 
 
 # -- the functions' own metrics -------------------------------------------------------------------
+
+
+def test_every_scrape_says_which_release_runs_in_which_mode(tmp_path: Path, metrics_kubeconfig: str) -> None:
+    """`crefn_build_info`: 1, the version (pyproject.toml's), the revision the image was built from and the
+    effective CREFN_MODE, on a function's scrape (from the first, before any event) and on the metrics target's."""
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", released())
+    with served("phase", tmp_path, CREFN_MODE="observe", CREFN_REVISION="0123abc") as url:
+        phase = parse(scrape(url).text)
+    with served("metrics", tmp_path, CREFN_KUBECONFIG=metrics_kubeconfig, CREFN_MODE="manage") as url:
+        answer = scrape(url)
+    assert answer.status == 200, answer.text
+    assert of(phase, "crefn_build_info") == {key(version=released(), revision="0123abc", mode="observe"): 1}
+    assert of(parse(answer.text), "crefn_build_info") == {key(version=released(), revision="unknown", mode="manage"): 1}
 
 
 def trainjob_event(type_: str = "") -> dict[str, Any]:

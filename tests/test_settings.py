@@ -4,6 +4,7 @@ variable, never the value; the sinks' secrets are trimmed and shown in no repr, 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from functions.alertsinks import configured_sinks
-from functions.settings import DEFAULT_PAGERDUTY_URL, InvalidSettings, Settings, load_settings
+from functions.settings import (
+    DEFAULT_PAGERDUTY_URL,
+    InvalidSettings,
+    Settings,
+    load_settings,
+    shown,
+    unknown_variables,
+)
 from localstack.cluster.apiserver import free_port
 from localstack.serving import MAIN
 from tests.support.helpers import self_signed
@@ -39,6 +47,48 @@ def test_settings_reject_bad_values(monkeypatch: pytest.MonkeyPatch, var: str, v
     monkeypatch.setenv(var, value)
     with pytest.raises(ValidationError):
         Settings()
+
+
+@pytest.mark.parametrize("value", ["debug", "Warning", " error ", "INFO"])
+def test_a_log_level_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("CREFN_LOG_LEVEL", value)
+    assert Settings().log_level == value.strip().upper()
+
+
+def test_the_revision_is_unknown_unless_the_build_says() -> None:
+    assert Settings().revision == "unknown"
+    assert Settings(revision=" ").revision == "unknown"
+    assert Settings(revision="4f2a9c1").revision == "4f2a9c1"
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"CREFN_MODEE": "observe", "CREFN_MODE": "observe"}, [("CREFN_MODEE", "CREFN_MODE")]),
+    ({"crefn_log_levl": "info"}, [("crefn_log_levl", "CREFN_LOG_LEVEL")]),
+    ({"CREFN_SOMETHING_NEW": "1"}, [("CREFN_SOMETHING_NEW", "")]),
+    ({"CREFN_KUBECONFIG": "/k", "KUBECONFIG": "/k", "CREFN_K_SINK": "http://b", "CREFN_REVISION": "abc",
+      "CREFNX": "1", "PATH": "/bin"}, []),
+], ids=["typo", "lower-case-typo", "newer-release", "known-or-not-ours"])
+def test_unknown_variables_are_named_with_the_nearest_known_one(environ: dict[str, str],
+                                                                 expected: list[tuple[str, str]]) -> None:
+    assert unknown_variables(environ) == expected
+
+
+def test_the_settings_shown_hold_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"CREFN_SLACK_WEBHOOK_URL": "https://hooks.slack.com" + SLACK_PATH,
+                        "CREFN_PAGERDUTY_ROUTING_KEY": ROUTING_KEY, "CREFN_ALERTMANAGER_URL": "http://am:9093",
+                        "CREFN_ALERTMANAGER_USERNAME": "crefn", "CREFN_ALERTMANAGER_PASSWORD": PASSWORD,
+                        "K_SINK": f"http://crefn:{PASSWORD}@broker.example/ns/crefn?token={TOKEN}",
+                        "CREFN_DEFAULT_TIMEOUT_PER_JOB": "24h", "CREFN_MODE": "observe"}.items():
+        monkeypatch.setenv(name, value)
+    settings = shown(load_settings())
+    assert "SECRET" not in json.dumps(settings)
+    assert {k: settings[k] for k in ("CREFN_SLACK_WEBHOOK_URL", "CREFN_PAGERDUTY_ROUTING_KEY", "CREFN_ALERTMANAGER_URL",
+                                     "CREFN_ALERTMANAGER_PASSWORD", "CREFN_ALERTMANAGER_USERNAME", "CREFN_K_SINK",
+                                     "CREFN_DEFAULT_TIMEOUT_PER_JOB", "CREFN_MODE", "CREFN_ALERT_SINK_URL")} == {
+        "CREFN_SLACK_WEBHOOK_URL": "[redacted]", "CREFN_PAGERDUTY_ROUTING_KEY": "[redacted]",
+        "CREFN_ALERTMANAGER_URL": "[redacted]", "CREFN_ALERTMANAGER_PASSWORD": "[redacted]",
+        "CREFN_ALERTMANAGER_USERNAME": "crefn", "CREFN_K_SINK": "http://[redacted]@broker.example/ns/crefn?[redacted]",
+        "CREFN_DEFAULT_TIMEOUT_PER_JOB": 86400.0, "CREFN_MODE": "observe", "CREFN_ALERT_SINK_URL": None}
 
 
 # -- start-up: checked, and named without the value ------------------------------------------------
@@ -151,7 +201,10 @@ def test_the_alert_function_refuses_to_start_on_a_slack_url_without_its_scheme()
                               "--host", "127.0.0.1", "--port", str(free_port())],
                              env=env, capture_output=True, text=True, timeout=60, check=False)
     assert (started.returncode, started.stdout) == (1, "")
-    assert started.stderr == f"crefn alert: invalid settings: CREFN_SLACK_WEBHOOK_URL: {NO_SCHEME}\n"
+    (line,) = [json.loads(text) for text in started.stderr.splitlines()]
+    assert {k: v for k, v in line.items() if k != "time"} == {
+        "severity": "CRITICAL", "message": f"invalid settings: CREFN_SLACK_WEBHOOK_URL: {NO_SCHEME}",
+        "function": "alert", "trace_id": ""}
 
 
 @pytest.mark.parametrize(("value", "why"), [

@@ -66,14 +66,6 @@ def test_without_a_valid_parent_a_new_trace_begins(value: str) -> None:
     tracing.end(span, {})
 
 
-def test_log_lines_carry_the_trace_id_of_the_request_being_served() -> None:
-    assert json.loads(tracing.log_line({"a": 1})) == {"a": 1, "trace_id": ""}
-    span = tracing.begin(TRACEPARENT, "", "phase")
-    assert json.loads(tracing.log_line({"a": 1})) == {"a": 1, "trace_id": TRACE_ID}
-    tracing.end(span, {})
-    assert json.loads(tracing.log_line({"a": 1}))["trace_id"] == ""
-
-
 @pytest.mark.process
 def test_without_an_endpoint_the_sdk_is_never_imported() -> None:
     code = ("import sys, functions.main, functions.tracing as t\n"

@@ -22,16 +22,16 @@ from typing import Any
 from events.emitted import JobCheckData, JobRef
 from events.envelope import Envelope, InvalidEvent, parse_apiserver_event, parse_data
 from events.types import ApiServerType, EventType
-from functions import tracing
 from functions.apply import run, run_each
 from functions.context import Context
 from functions.errors import CrefnError, Unavailable
+from functions.logs import fields
 from functions.plan import Outcome
 from functions.reads import read_first_event, read_job, read_managed_pods_on_node, read_node, read_pods, read_trainjob
 from functions.rules import nodehealth as rules
 from functions.rules.attempts import of_attempt
 from functions.rules.due import monitors_nodes
-from functions.rules.jobs import Gone, is_managed
+from functions.rules.jobs import Gone, JobState, is_managed
 from functions.rules.nodehealth import (
     Evaluated,
     Evaluation,
@@ -59,7 +59,7 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
         return Found(env, job, state)
     expression = monitor_expression(state)
     if checked := ctx.cel.outcomes("node", expression, ()):  # compiled only: it cannot be used
-        log_rejected(state.job.metadata.uid, expression, state.where, checked[0].error)
+        log_rejected(state.job.metadata.uid, expression, *job_of(state).values(), checked[0].error)
         return Evaluated(env, job, state, Evaluation(rejected=checked[0]))
     nodes: dict[str, Mapping[str, Any]] = {}
     unread: list[tuple[str, str]] = []
@@ -71,7 +71,8 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
         else:
             why = "not found"
         if node is None:
-            log.warning(tracing.log_line({"function": FUNCTION, "job": state.where, "node": name, "skipped": why}))
+            log.warning(f"node {name} skipped: {why}", extra=fields(function=FUNCTION, node=name, skipped=why,
+                                                                    **job_of(state)))
             unread.append((name, why))
         else:
             nodes[name] = node
@@ -83,7 +84,7 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
             trainjob = None
     evaluation = evaluate(tuple(nodes), ctx.cel.outcomes("node", expression, tuple(nodes.values())))
     if evaluation.rejected is not None:
-        log_rejected(state.job.metadata.uid, expression, state.where, evaluation.rejected.error)
+        log_rejected(state.job.metadata.uid, expression, *job_of(state).values(), evaluation.rejected.error)
         return Evaluated(env, job, state, evaluation, tuple(unread), trainjob)
     attempt = parse_data(env, JobCheckData).attempt if env.type == EventType.JOB_CHECK else None
     names = () if ctx.settings.observe else rules.restate_wanted(state, evaluation, env, attempt, ctx.clock())
@@ -92,10 +93,15 @@ def read(env: Envelope, job: JobRef, ctx: Context) -> Observed:
 
 
 @functools.lru_cache(maxsize=4096)
-def log_rejected(uid: str, expression: str, where: str, error: str) -> None:
+def log_rejected(uid: str, expression: str, namespace: str, name: str, error: str) -> None:
     """Once per Job and expression for as long as the process lives (the tick asks every minute)."""
-    log.warning(tracing.log_line({"function": FUNCTION, "job": where, "expression": expression,
-                                  "error": f"node health expression rejected: {error}"}))
+    log.warning(f"node health expression rejected: {error}",
+                extra=fields(function=FUNCTION, expression=expression, error=error, namespace=namespace, job=name))
+
+
+def job_of(state: JobState) -> dict[str, str]:
+    """The Job a line is about, as its `namespace` and `job` fields."""
+    return {"namespace": state.job.metadata.namespace, "job": state.job.metadata.name}
 
 
 def on_node(env: Envelope, ctx: Context) -> Outcome:
@@ -120,7 +126,8 @@ def reads_of(env: Envelope, job: JobRef, ctx: Context) -> Callable[[], Observed]
 def answered(outcome: Outcome) -> Outcome:
     """The reason of an answer with an event is logged here (the server logs only the reply's type)."""
     if outcome.reply is not None and outcome.reason:
-        log.info(tracing.log_line({"function": FUNCTION, "replied": outcome.reply.type, "reason": outcome.reason}))
+        log.info(f"replied {outcome.reply.type}: {outcome.reason}",
+                 extra=fields(function=FUNCTION, replied=outcome.reply.type))
     return outcome
 
 

@@ -23,10 +23,10 @@ from typing import Any
 from events.envelope import Envelope
 from events.objects import TrainJobSpec
 from events.types import FINISHED_LABEL, MANAGED_LABEL, ApiServerType
-from functions import tracing
 from functions.apply import Each, run_each
 from functions.context import Context
 from functions.errors import NotYet, PermanentError, Unavailable
+from functions.logs import fields
 from functions.plan import Outcome
 from functions.reads import job_pages, managed_trainjob_pages, read_job, read_runtime_jobs, read_trainjob
 from functions.rules import resync as rules
@@ -148,9 +148,9 @@ def handle(env: Envelope, ctx: Context) -> Outcome:
                         if (e.error and not isinstance(e.error, NotYet)) or (e.outcome and e.outcome.sent)]
     sent = [r for r in results if r.event]
     failed = [r for r in results if r.error]
-    log.info(tracing.log_line({"function": FUNCTION, "sweep": sweep, "jobs": jobs, "sent": len(sent),
-                               "failed": len(failed), "errors": [f"{r.job}: {r.error}" for r in failed][:5]}))
     text = f"resync: {jobs} jobs, {len(sent)} events sent, {len(failed)} failed"
+    log.info(text, extra=fields(function=FUNCTION, sweep=sweep, jobs=jobs, sent=len(sent), failed=len(failed),
+                                errors=[f"{r.job}: {r.error}" for r in failed][:5]))
     if failed:
         raise Unavailable(f"{text}; first: {failed[0].job}: {failed[0].error}")
     return Outcome(None, text)

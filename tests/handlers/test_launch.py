@@ -547,7 +547,7 @@ def test_a_follow_up_that_fails_is_logged_and_counted_though_the_answer_is_200(
     assert answer.status == 200 and answer.headers["ce-type"] == "dev.crefn.workload.created"
     assert served.log_path is not None
     (line,) = [json.loads(text) for text in served.log_path.read_text().splitlines() if '"status": 200' in text]
-    assert line["reason"] == ("replied dev.crefn.workload.created: Workload TrainJob/llm-workload created and is "
+    assert line["message"] == ("replied dev.crefn.workload.created: Workload TrainJob/llm-workload created and is "
                               "starting; its event not sent: K_SINK: unreachable ([Errno 111] Connection refused)")
     with urllib.request.urlopen(served.url + "metrics", timeout=10) as resp:
         counted = [text for text in resp.read().decode().splitlines() if text.startswith("crefn_decisions_total")]

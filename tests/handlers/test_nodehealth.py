@@ -228,7 +228,8 @@ def test_a_bad_expression_changes_nothing_and_is_logged_once(world: Callable[...
         for _ in range(3):
             read(Envelope(id="c", type="dev.crefn.job.check", source="s"), JobRef(name="llm", namespace=w.ns), ctx)
     rejected = [r for r in caplog.records if "node health expression rejected" in r.getMessage()]
-    assert len(rejected) == 1 and json.loads(rejected[0].getMessage())["expression"] == expression
+    assert len(rejected) == 1 and rejected[0].fields["expression"] == expression  # type: ignore[attr-defined]
+    assert rejected[0].fields["namespace"] == w.ns and rejected[0].fields["job"] == "llm"  # type: ignore[attr-defined]
 
 
 def test_a_terminal_job_is_untouched(world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import threading
 import time
+import tomllib
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ from functions.plan import Outcome
 from functions.resources import EVENTS, Resource, cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
+from tests.support.paths import REPO
 from tests.support.world import cache_caught_up
 
 REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver", "ce-type": "test.reply",
@@ -308,3 +310,8 @@ def announced_once(url: str, record: dict[str, Any], answer: bytes, handle: Call
     old = handled_at(handle, record, settings, datetime.now(UTC) + timedelta(hours=2))
     assert old.reply is None and recorded() == before
     return old
+
+
+def released() -> str:
+    """The version pyproject.toml gives: the one source of the release's version."""
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
