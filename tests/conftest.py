@@ -288,8 +288,8 @@ def apply_rbac(cluster: LocalCluster) -> None:
     functions served in the tests authenticate as their ServiceAccounts and get exactly those rights."""
     gw = cluster.gateway()
     try:
-        for overlay, suffix in (("base", ""), ("overlays/legacy-group", "-legacy")):
-            for doc in render(overlay):
+        for path, suffix in (("base", ""), ("installs/legacy-group", "-legacy")):
+            for doc in render(path):
                 if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
                     continue
                 res = CLUSTER_ROLES if doc["kind"] == "ClusterRole" else CLUSTER_ROLE_BINDINGS

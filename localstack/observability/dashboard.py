@@ -1,5 +1,5 @@
-"""The Grafana dashboard of the monitoring overlay (`knative/overlays/monitoring/dashboards/`), read from
-the overlay as rendered (the ConfigMap `crefn-dashboard`), and every panel's queries evaluated against a
+"""The Grafana dashboard of the monitoring component (`knative/components/monitoring/dashboards/`), read from
+the monitoring install as rendered (the ConfigMap `crefn-dashboard`), and every panel's queries evaluated against a
 local Prometheus: a query returns data, or its panel's description starts with "Can be empty:" and says
 when; every metric a query names must be one Prometheus has scraped (a misspelt name fails even when
 the panel may be empty). Grafana's variables are given the values a user sees first: every namespace,
@@ -15,7 +15,8 @@ from typing import Any, TextIO
 from localstack.manifests import render
 from localstack.observability.prometheus import LocalPrometheus, PrometheusError
 
-OVERLAY = "overlays/monitoring"
+INSTALL = "installs/monitoring"
+DASHBOARDS = "components/monitoring/dashboards"
 CONFIGMAP = "crefn-dashboard"
 MAY_BE_EMPTY = "Can be empty:"
 VARIABLES = {"$namespace": ".*", "$__rate_interval": "5m"}
@@ -33,13 +34,13 @@ class PanelCheck:
 
 
 def dashboard() -> dict[str, Any]:
-    """The dashboard as the monitoring overlay installs it."""
-    for doc in render(OVERLAY):
+    """The dashboard as the monitoring install installs it."""
+    for doc in render(INSTALL):
         if doc.get("kind") == "ConfigMap" and doc["metadata"]["name"] == CONFIGMAP:
             [text] = doc["data"].values()
             loaded: dict[str, Any] = json.loads(text)
             return loaded
-    raise LookupError(f"{OVERLAY} renders no ConfigMap {CONFIGMAP}")
+    raise LookupError(f"{INSTALL} renders no ConfigMap {CONFIGMAP}")
 
 
 def expression(expr: str) -> str:
@@ -96,7 +97,7 @@ def print_dashboard(prometheus: LocalPrometheus | None, out: TextIO) -> bool:
         print(f"   dashboard: {e}", file=out)
         return False
     with_data = sum(1 for c in checks if c.series and not c.problem)
-    print(f"   Grafana dashboard ({OVERLAY}/dashboards): {len(checks)} panels, {with_data} with data, "
+    print(f"   Grafana dashboard ({DASHBOARDS}): {len(checks)} panels, {with_data} with data, "
           f"{sum(1 for c in checks if not c.series and not c.problem)} empty as their description allows", file=out)
     for c in checks:
         said = f"!! {c.problem}" if c.problem else (f"{c.series} series" if c.series else "empty (allowed)")

@@ -1,8 +1,8 @@
 """A Prometheus on loopback (Debian's `prometheus`, with its `promtool`): for the test suite and the
 local stack. It scrapes every served function's `GET /metrics` (job `crefn-functions`) and the metrics
-target's (job `crefn-metrics`, with `honor_labels`, as the monitoring overlay's PodMonitor does: the Job
+target's (job `crefn-metrics`, with `honor_labels`, as the monitoring component's PodMonitor does: the Job
 gauges carry their own `namespace` and `job` labels), and evaluates the rule groups of the PrometheusRule
-`crefn` in `knative/overlays/monitoring`, the same groups the promtool tests check. It sends alerts
+`crefn` in `knative/components/monitoring`, the same groups the promtool tests check. It sends alerts
 nowhere: they are read from its API. Stopped by PID.
 """
 
@@ -27,7 +27,7 @@ from localstack.manifests import render
 from localstack.processes import spawn, stop_process
 from localstack.serving import wait_ready
 
-MONITORING_OVERLAY = "overlays/monitoring"
+MONITORING_INSTALL = "installs/monitoring"
 RULE_NAME = "crefn"
 HONOR_LABELS = frozenset({"metrics"})  # targets whose series carry their own `namespace` and `job`
 
@@ -52,12 +52,12 @@ def find_promtool() -> str:
 
 
 def rule_groups() -> list[dict[str, Any]]:
-    """The `spec.groups` of the PrometheusRule `crefn`, as the monitoring overlay renders it."""
-    for doc in render(MONITORING_OVERLAY):
+    """The `spec.groups` of the PrometheusRule `crefn`, as the monitoring install renders it."""
+    for doc in render(MONITORING_INSTALL):
         if doc["kind"] == "PrometheusRule" and doc["metadata"]["name"] == RULE_NAME:
             groups: list[dict[str, Any]] = doc["spec"]["groups"]
             return groups
-    raise PrometheusError(f"no PrometheusRule {RULE_NAME} in knative/{MONITORING_OVERLAY}")
+    raise PrometheusError(f"no PrometheusRule {RULE_NAME} in knative/{MONITORING_INSTALL}")
 
 
 def write_rules(path: Path, groups: Sequence[Mapping[str, Any]]) -> Path:

@@ -278,7 +278,7 @@ def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway,
 
 def test_legacy_cre_group(functions: Callable[..., dict[str, str]], world: Callable[..., World]) -> None:
     """CREFN_CRE_GROUP=cre.nvidia.com: early CRE releases, the same lifecycle, labels in that group."""
-    w = world(functions(CREFN_CRE_GROUP="cre.nvidia.com"), group="cre.nvidia.com", overlay="overlays/legacy-group")
+    w = world(functions(CREFN_CRE_GROUP="cre.nvidia.com"), group="cre.nvidia.com", install="installs/legacy-group")
     w.create_job()
     w.checkpoint_evidence()
     w.settle()

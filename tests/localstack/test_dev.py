@@ -63,7 +63,7 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert f"!! Alertmanager notifies: firing CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert f"!! Alertmanager notifies: resolved CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert "active alerts in Alertmanager: llama-eval: CREJobFailed (critical)" in text
-    dashboard = text[text.index("   Grafana dashboard (overlays/monitoring/dashboards): "):]
+    dashboard = text[text.index("   Grafana dashboard (components/monitoring/dashboards): "):]
     assert "13 panels" in dashboard.splitlines()[0] and "!!" not in dashboard.split("   event log:")[0], dashboard
     recording = read_recording(tmp_path / "demo" / "events.jsonl")
     types = {r["attributes"]["type"] for r in recording}

@@ -156,8 +156,8 @@ def test_the_dashboards_panels_have_data_or_say_why_not_and_a_misspelt_metric_fa
         ("silent", "no data, and its description does not say it can be empty")]
 
 
-def test_the_monitoring_overlay_installs_the_dashboard_for_grafanas_sidecar() -> None:
-    [cm] = [d for d in render("overlays/monitoring") if d["kind"] == "ConfigMap" and
+def test_the_monitoring_component_installs_the_dashboard_for_grafanas_sidecar() -> None:
+    [cm] = [d for d in render("installs/monitoring") if d["kind"] == "ConfigMap" and
             d["metadata"]["name"] == "crefn-dashboard"]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     board = json.loads(cm["data"]["cre-functions.json"])

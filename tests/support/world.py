@@ -1,6 +1,6 @@
 """A world for lifecycle tests: the real API server, the functions served over HTTP, the dev stack's
 Broker (`localstack.eventing.broker.LocalBroker`, deterministic mode) with the Triggers and delivery of
-knative/base (or of an overlay), a polling ApiServerSource and the dev stack's Kubeflow Trainer
+knative/base (or of an install), a polling ApiServerSource and the dev stack's Kubeflow Trainer
 actions (`localstack.trainer.apply_action`).
 
 A world is stepped: `settle()` lets the source and the Broker run until nothing moves; `tick()` is a
@@ -44,13 +44,13 @@ Record = dict[str, Any]
 
 
 @functools.cache
-def _rendered(overlay: str) -> tuple[dict[str, Any], ...]:
-    return tuple(render(overlay))
+def _rendered(install: str) -> tuple[dict[str, Any], ...]:
+    return tuple(render(install))
 
 
-def knative_triggers(urls: Mapping[str, str], overlay: str = "base") -> list[Trigger]:
-    """The Triggers of knative/<overlay> whose subscriber is among `urls` (function target → URL)."""
-    triggers, _ = triggers_from_manifests(list(_rendered(overlay)), {f"crefn-{t}": url for t, url in urls.items()})
+def knative_triggers(urls: Mapping[str, str], install: str = "installs/default") -> list[Trigger]:
+    """The Triggers of knative/<install> whose subscriber is among `urls` (function target → URL)."""
+    triggers, _ = triggers_from_manifests(list(_rendered(install)), {f"crefn-{t}": url for t, url in urls.items()})
     return triggers
 
 
@@ -253,11 +253,11 @@ def cache_caught_up(gw: Gateway, ns: str, resources: Sequence[Resource], timeout
 
 
 def make_world(gw: Gateway, ns: str, urls: Mapping[str, str], poll: bool = True, group: str = GROUP,
-               overlay: str = "base", duplicate: bool = False, swap: bool = False,
+               install: str = "installs/default", duplicate: bool = False, swap: bool = False,
                kubelet: StandInKubelet | None = None) -> World:
-    """A world in `ns`: the Broker (Triggers of knative/<overlay>) delivers to `urls` (function target →
+    """A world in `ns`: the Broker (Triggers of knative/<install>) delivers to `urls` (function target →
     URL) one round at a time; `poll=False`: no ApiServerSource, resync's ticks drive the world."""
-    broker = LocalBroker(knative_triggers(urls, overlay), workers=0, duplicate=duplicate, swap=swap)
+    broker = LocalBroker(knative_triggers(urls, install), workers=0, duplicate=duplicate, swap=swap)
     source = PollingSource(gw, [TRAINJOBS, cre_jobs(group), PODS], ns, broker.publish) if poll else None
     return World(gw, ns, broker, source, resync_url=urls.get("resync", ""), group=group, kubelet=kubelet)
 

@@ -1,5 +1,5 @@
-"""The PrometheusRule `crefn` (`knative/overlays/monitoring`) run by promtool: its groups, taken from
-the rendered overlay, are written to a rules file; `promtool check rules` accepts it, and `promtool
+"""The PrometheusRule `crefn` (`knative/components/monitoring`) run by promtool: its groups, taken from
+the rendered monitoring install, are written to a rules file; `promtool check rules` accepts it, and `promtool
 test rules` runs each row below (input series → the alerts expected at one time), every alert firing
 in one row at least and quiet in another. Every alert links its runbook, a page of `docs/runbooks/`. A
 missing promtool fails these tests."""

@@ -2,7 +2,7 @@
 `docs/`. Every relative link of the documentation resolves, to the heading it names when it names one.
 
 The settings and metrics tables of `docs/operating.md` name every setting and every metric, and nothing else.
-What the documentation says about the manifests (the RBAC matrix, the overlays, closed by default, dead letters)
+What the documentation says about the manifests (the RBAC matrix, the installs, closed by default, dead letters)
 is checked against them in `test_manifests.py`.
 
 Module docstrings under `events/`, `functions/` and `localstack/` are at most 12 lines, and every page of the

@@ -1,12 +1,14 @@
-"""`knative/` tested like code: it lints, renders (base and every overlay), validates (core kinds
+"""`knative/` tested like code: it lints, renders (base and every documented install, and any two components
+together), validates (core kinds
 against Kubernetes' schemas, the KafkaSink against its upstream CRD with unknown fields refused, the
 other Knative and Prometheus Operator kinds against the project's models), and its wiring holds together
 with the code (Triggers, sources, targets, settings, RBAC, the monitors, where dead letters go) and with what
-`docs/operating.md` says of it (the RBAC matrix, what each overlay grants, closed by default, dead letters)."""
+`docs/operating.md` says of it (the RBAC matrix, what each component grants, closed by default, dead letters)."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 import subprocess
@@ -23,8 +25,7 @@ from events.types import EventType
 from functions import main
 from functions.registry import SERVED, TARGETS
 from functions.settings import Settings
-from localstack.manifests import KNATIVE, render, service_account_user
-from localstack.manifests import OVERLAYS as STACK_OVERLAYS
+from localstack.manifests import KNATIVE, compose, installs, render, service_account_user
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.docs import section as docs_section
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
@@ -33,11 +34,13 @@ from tests.support.paths import REPO
 CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret",
               "PersistentVolumeClaim"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
-MONITORING = "overlays/monitoring"
-OIDC = "overlays/oidc"
-NAMESPACED = "overlays/namespaced"
-OVERLAYS = (*STACK_OVERLAYS, MONITORING, OIDC, NAMESPACED)
-RENDERED = {overlay: render(overlay) for overlay in OVERLAYS}
+INSTALLS = installs()
+"""The documented installs (knative/installs/): name → components."""
+MONITORING, CLOSED = "monitoring", "closed"
+SHIPPED = ("base", *INSTALLS)
+"""base, and every install by its name."""
+RENDERED = {"base": render("base"), **{name: render(f"installs/{name}") for name in INSTALLS}}
+COMPONENTS = sorted(p.parent.name for p in (KNATIVE / "components").glob("*/kustomization.yaml"))
 
 
 def closed(schema: Any) -> Any:
@@ -83,14 +86,14 @@ def test_yamllint() -> None:
 @functools.cache
 def validate_core(canonical: str) -> None:
     """A built-in kind's object (as sorted JSON) against Kubernetes' strict 1.37 schema, once per distinct
-    object: the overlays share most of base's, and each check reads the schema's definitions anew."""
+    object: the installs share most of base's, and each check reads the schema's definitions anew."""
     kubernetes_validate.validate(json.loads(canonical), "1.37.0", strict=True)
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_renders_and_every_object_is_valid(overlay: str, upstream_crds: Path) -> None:
-    docs = RENDERED[overlay]
+@pytest.mark.parametrize("install", SHIPPED)
+def test_renders_and_every_object_is_valid(install: str, upstream_crds: Path) -> None:
+    docs = RENDERED[install]
     assert docs
     for doc in docs:
         key = f"{doc['apiVersion']}/{doc['kind']}"
@@ -105,7 +108,7 @@ def test_renders_and_every_object_is_valid(overlay: str, upstream_crds: Path) ->
             assert key in MODELS, f"no check for {key}"
             MODELS[key].model_validate(doc)
         assert doc["metadata"].get("namespace", "crefn-system") == "crefn-system" or doc["kind"] == "Namespace" \
-            or (overlay, doc["kind"]) == (NAMESPACED, "RoleBinding")  # a tenant namespace's
+            or (doc["kind"] == "RoleBinding" and "namespaced" in INSTALLS.get(install, ()))  # a tenant namespace's
 
 
 def trigger_types(trigger: dict[str, Any]) -> set[str]:
@@ -139,9 +142,9 @@ def emitted_types(docs: list[dict[str, Any]]) -> set[str]:
     return types
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_trigger_routes_what_its_function_handles_and_something_emits(overlay: str) -> None:
-    docs = RENDERED[overlay]
+@pytest.mark.parametrize("install", SHIPPED)
+def test_every_trigger_routes_what_its_function_handles_and_something_emits(install: str) -> None:
+    docs = RENDERED[install]
     services = by_name(docs, "Service")
     sources = of_kind(docs, "ApiServerSource")
     watched = {(r["apiVersion"], r["kind"]) for s in sources for r in s["spec"]["resources"]}
@@ -163,9 +166,9 @@ def target_of(service: dict[str, Any]) -> str:
     return env.get("FUNCTION_TARGET", "")
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_sources_watch_only_kinds_the_functions_parse(overlay: str) -> None:
-    docs = RENDERED[overlay]
+@pytest.mark.parametrize("install", SHIPPED)
+def test_sources_watch_only_kinds_the_functions_parse(install: str) -> None:
+    docs = RENDERED[install]
     group = settings_of(docs)["CREFN_CRE_GROUP"]
     parsed = {("trainer.kubeflow.org/v1alpha1", "TrainJob"), (f"{group}/v1alpha1", "Job"),
               (f"{group}/v1alpha1", "WorkloadRun"), ("v1", "Pod"), ("v1", "Node"),
@@ -191,9 +194,9 @@ def settings_of(docs: list[dict[str, Any]]) -> dict[str, str]:
     return dict(by_name(docs, "ConfigMap")["crefn-settings"]["data"])
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_services_name_real_targets_and_known_settings(overlay: str) -> None:
-    docs = RENDERED[overlay]
+@pytest.mark.parametrize("install", SHIPPED)
+def test_services_name_real_targets_and_known_settings(install: str) -> None:
+    docs = RENDERED[install]
     known = {f"CREFN_{name.upper()}" for name in Settings.model_fields}
     assert set(settings_of(docs)) <= known
     Settings.model_validate({k.removeprefix("CREFN_").lower(): v for k, v in settings_of(docs).items()})
@@ -213,9 +216,9 @@ def test_services_name_real_targets_and_known_settings(overlay: str) -> None:
     assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == SERVED
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_function_has_its_own_bound_role(overlay: str) -> None:
-    docs = RENDERED[overlay]
+@pytest.mark.parametrize("install", SHIPPED)
+def test_every_function_has_its_own_bound_role(install: str) -> None:
+    docs = RENDERED[install]
     roles, bindings = by_name(docs, "ClusterRole"), of_kind(docs, "ClusterRoleBinding") + of_kind(docs, "RoleBinding")
     accounts = set(by_name(docs, "ServiceAccount"))
     used = {s["spec"]["template"]["spec"].get("serviceAccountName") for s in by_name(docs, "Service").values()}
@@ -283,17 +286,17 @@ def serving_flags_needed(service: dict[str, Any]) -> set[str]:
         | ({"kubernetes.podspec-persistent-volume-write"} if any(not m.get("readOnly") for m in mounts) else set())
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_the_docs_enable_every_serving_flag_a_service_needs(overlay: str) -> None:
+@pytest.mark.parametrize("install", SHIPPED)
+def test_the_docs_enable_every_serving_flag_a_service_needs(install: str) -> None:
     section = docs_section("operating.md", "## Dead letters")
     (patch,) = SERVING_FEATURES.findall(section)
     enabled = {flag for flag, value in json.loads(patch)["data"].items() if value == "enabled"}
-    for name, service in by_name(RENDERED[overlay], "Service").items():
+    for name, service in by_name(RENDERED[install], "Service").items():
         assert serving_flags_needed(service) <= enabled, name
 
 
-def test_the_kafka_overlay_sends_every_dead_letter_to_its_kafka_sink() -> None:
-    docs = RENDERED["overlays/kafka"]
+def test_the_kafka_component_sends_every_dead_letter_to_its_kafka_sink() -> None:
+    docs = RENDERED["kafka"]
     (sink,) = of_kind(docs, "KafkaSink")
     assert sink["spec"]["contentMode"] == "structured"  # a message is a CloudEvent in JSON: `cre-fn replay` reads it
     settings = by_name(docs, "ConfigMap")["crefn-kafka-broker-config"]["data"]
@@ -307,20 +310,129 @@ def test_the_kafka_overlay_sends_every_dead_letter_to_its_kafka_sink() -> None:
     assert sink["spec"]["topic"] in docs_section("operating.md", "## Dead letters")
 
 
-def test_overlays_change_what_they_say() -> None:
-    assert settings_of(RENDERED["overlays/observe"])["CREFN_MODE"] == "observe"
+def test_components_change_what_they_say() -> None:
+    assert settings_of(RENDERED["observe"])["CREFN_MODE"] == "observe"
     assert settings_of(RENDERED["base"])["CREFN_MODE"] == "manage"
-    kafka = RENDERED["overlays/kafka"]
+    kafka = RENDERED["kafka"]
     broker = of_kind(kafka, "Broker")[0]
     assert broker["metadata"]["annotations"]["eventing.knative.dev/broker.class"] == "Kafka"
     assert broker["spec"]["config"]["name"] in by_name(kafka, "ConfigMap")
     assert all(t["metadata"]["annotations"]["kafka.eventing.knative.dev/delivery.order"] == "ordered"
                for t in of_kind(kafka, "Trigger"))
-    legacy = RENDERED["overlays/legacy-group"]
+    legacy = RENDERED["legacy-group"]
     assert settings_of(legacy)["CREFN_CRE_GROUP"] == "cre.nvidia.com"
     text = str(legacy)
     assert "nvcre.nvidia.com" not in text and "cre.nvidia.com/v1alpha1" in text
-    assert settings_of(RENDERED["overlays/manage-all"])["CREFN_MANAGE_ALL"] == "true"
+    assert settings_of(RENDERED["manage-all"])["CREFN_MANAGE_ALL"] == "true"
+
+
+# -- components that compose: an install is base plus components, in scripts/compose.sh's order
+
+ORDER = ("manage-all", "namespaced", "legacy-group", "oidc", "observe", "monitoring", "kafka")
+"""The order scripts/compose.sh lists components in (a component patches what those before it added)."""
+NOT_COMPOSING = frozenset({"legacy-group", "observe"})
+"""observe's read-only roles name CRE's group: legacy-group's patches of the roles do not reach them."""
+PAIRS = [pair for pair in itertools.combinations(ORDER, 2) if frozenset(pair) != NOT_COMPOSING]
+
+
+def broken_promises(components: tuple[str, ...], docs: list[dict[str, Any]]) -> list[str]:
+    """What each of `components` says it does, checked on an install's rendered objects: what it breaks."""
+    broken = []
+    settings = settings_of(docs)
+    roles = by_name(docs, "ClusterRole")
+    bound = [(b["kind"], b["metadata"]["name"], r) for b in of_kind(docs, "ClusterRoleBinding") + of_kind(
+        docs, "RoleBinding") for r in rights_of(roles[b["roleRef"]["name"]]) if r[2] in WRITE_VERBS]
+    if "observe" in components and (settings["CREFN_MODE"] != "observe" or {
+            (name, r) for _, name, r in bound} - {("crefn-parity", PARITY_EVENTS)}):
+        broken.append("observe: a write is granted, or the mode is not observe")
+    if "namespaced" in components and [b for b in bound if b[0] == "ClusterRoleBinding"]:
+        broken.append("namespaced: a write is granted cluster-wide")
+    if "kafka" in components:
+        sinks = {json.dumps(o["spec"]["delivery"]["deadLetterSink"]) for o in of_kind(docs, "Broker") + of_kind(
+            docs, "Trigger")}
+        if sinks != {json.dumps({"ref": {"apiVersion": "eventing.knative.dev/v1alpha1", "kind": "KafkaSink",
+                                          "name": "crefn-dead-letters"}})} or of_kind(docs, "PersistentVolumeClaim"):
+            broken.append(f"kafka: dead letters go elsewhere than the KafkaSink: {sinks}")
+    if "oidc" in components:
+        admitted = {f["ref"]["name"] for p in of_kind(docs, "EventPolicy") for f in p["spec"]["from"] if "ref" in f}
+        if admitted != {d["metadata"]["name"] for d in of_kind(docs, "Trigger") + of_kind(docs, "ApiServerSource")}:
+            broken.append("oidc: the EventPolicy admits other senders than the sources and Triggers")
+    if "manage-all" in components and settings["CREFN_MANAGE_ALL"] != "true":
+        broken.append("manage-all: CREFN_MANAGE_ALL is not true")
+    if "legacy-group" in components and (settings["CREFN_CRE_GROUP"] != "cre.nvidia.com" or
+                                         "nvcre.nvidia.com" in json.dumps(docs)):
+        broken.append("legacy-group: nvcre.nvidia.com is still named")
+    if "monitoring" in components and {m["metadata"]["name"] for m in of_kind(docs, "PodMonitor")} != {
+            "crefn-functions", "crefn-metrics"}:
+        broken.append("monitoring: no PodMonitors")
+    return broken
+
+
+def test_compose_orders_every_component() -> None:
+    assert sorted(ORDER) == COMPONENTS
+
+
+@pytest.mark.parametrize("install", INSTALLS)
+def test_every_install_is_base_and_its_components_in_order_and_keeps_their_promises(install: str) -> None:
+    components = INSTALLS[install]
+    assert list(components) == [c for c in ORDER if c in components]
+    assert broken_promises(components, RENDERED[install]) == []
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("install", ["closed-observe", "kafka-closed"])
+def test_compose_lists_the_components_in_order_whatever_order_they_are_given_in(install: str) -> None:
+    assert compose(list(reversed(INSTALLS[install]))) == RENDERED[install]
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("pair", PAIRS, ids="+".join)
+def test_any_two_components_compose_and_keep_their_promises(pair: tuple[str, str]) -> None:
+    assert broken_promises(pair, compose(pair)) == []
+
+
+@pytest.mark.process
+def test_legacy_group_and_observe_are_refused_together() -> None:
+    with pytest.raises(RuntimeError, match="legacy-group and observe do not compose"):
+        compose(sorted(NOT_COMPOSING))
+
+
+def test_promises_can_be_broken() -> None:
+    """The checks above fail where a component's promise does not hold: base is none of the components."""
+    assert len(broken_promises(tuple(ORDER), RENDERED["base"])) == len(ORDER)
+
+
+@pytest.mark.parametrize("install", SHIPPED)
+def test_every_object_carries_the_label_the_prune_selects(install: str) -> None:
+    unlabelled = [(d["kind"], d["metadata"]["name"]) for d in RENDERED[install]
+                  if (d["metadata"].get("labels") or {}).get("app.kubernetes.io/part-of") != "cre-functions"]
+    assert unlabelled == []
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("image", ["registry.example.com:5000/crefn/fn:0.2.0",
+                                   "registry.example.com/crefn/fn@sha256:" + "ab" * 32])
+def test_compose_sets_the_image_of_every_container(image: str) -> None:
+    docs = compose(["observe"], image)
+    images = {c["image"] for d in docs for c in pod_spec(d).get("containers", [])}
+    assert images == {image}
+
+
+def pod_spec(doc: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return spec
+
+
+def test_docs_list_every_install_the_components_order_and_what_is_pruned() -> None:
+    section = docs_section("operating.md", "### Installs")
+    rows = {line.split("|")[1].strip(" `"): tuple(re.findall(r"`([^`]+)`", line.split("|")[2]))
+            for line in section.splitlines() if line.startswith("| `")}
+    assert rows == INSTALLS
+    assert ", ".join(f"`{c}`" for c in ORDER) in " ".join(section.split())
+    command = docs_section("operating.md", "### Changing an install").split("```sh", 1)[1].split("```", 1)[0]
+    kinds = re.search(r"^PRUNE_KINDS \?=((?:.*\\\n)*.*)$", (REPO / "Makefile").read_text(), re.MULTILINE)
+    assert kinds is not None
+    assert re.findall(r"--prune-allowlist=(\S+)", command) == kinds[1].replace("\\", " ").split()
 
 
 def test_alert_sinks_secret_template_is_valid_and_names_known_settings() -> None:
@@ -353,7 +465,7 @@ def test_docs_rbac_matrix_matches_the_roles() -> None:
     assert documented == actual
 
 
-# -- the overlays that narrow the rights: observe (no write), namespaced (writes in the tenant namespaces only)
+# -- the components that narrow the rights: observe (no write), namespaced (writes in the tenant namespaces only)
 
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 BOUND_PER_NAMESPACE = ("phase", "launch", "status", "restart", "timeout", "measurements", "nodehealth", "validate",
@@ -373,7 +485,7 @@ PARITY_EVENTS = ("events.k8s.io", "events", "create")
 def test_observe_roles_are_bases_without_a_write() -> None:
     """Observe mode writes nothing (`functions.apply` skips every write of a plan) but `parity`'s Warning Events:
     its roles are base's reads, every one of them, and not one write but that one."""
-    base, observe = RENDERED["base"], RENDERED["overlays/observe"]
+    base, observe = RENDERED["base"], RENDERED["observe"]
     observed = {name: rights_of(role) for name, role in by_name(observe, "ClusterRole").items()}
     assert observed == {name: {r for r in rights_of(role) if r[2] not in WRITE_VERBS or
                                (name, r) == ("crefn-parity", PARITY_EVENTS)}
@@ -386,7 +498,7 @@ def test_observe_roles_are_bases_without_a_write() -> None:
 
 
 def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads_across_the_cluster() -> None:
-    base, docs = RENDERED["base"], RENDERED[NAMESPACED]
+    base, docs = RENDERED["base"], RENDERED[CLOSED]
     roles = by_name(docs, "ClusterRole")
     assert {name: rights_of(role) for name, role in roles.items() if not name.endswith("-cluster")} == \
         {name: rights_of(role) for name, role in by_name(base, "ClusterRole").items()}
@@ -410,12 +522,12 @@ def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads
         "crefn-goodput": tenants, "crefn-nodes": {}}
 
 
-def test_docs_say_what_each_overlay_grants_and_how_to_list_the_tenant_namespaces() -> None:
-    section = docs_section("operating.md", "### What each overlay grants")
+def test_docs_say_what_each_component_grants_and_how_to_list_the_tenant_namespaces() -> None:
+    section = docs_section("operating.md", "### What each component grants")
     table = section.split("| identity |", 1)[1]
     documented = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:3])
                   for line in table.splitlines() if line.startswith("| `")}
-    docs = RENDERED[NAMESPACED]
+    docs = RENDERED[CLOSED]
     roles = by_name(docs, "ClusterRole")
     actual = {(s["name"].removeprefix("crefn-"), f"{res} ({rule['apiGroups'][0] or 'core'})", ", ".join(rule["verbs"]))
               for b in of_kind(docs, "ClusterRoleBinding") for s in b["subjects"]
@@ -426,7 +538,7 @@ def test_docs_say_what_each_overlay_grants_and_how_to_list_the_tenant_namespaces
         assert needed in section, needed
 
 
-# -- the monitoring overlay: the Prometheus Operator's kinds (monitoring.coreos.com/v1), the fields we set
+# -- the monitoring component: the Prometheus Operator's kinds (monitoring.coreos.com/v1), the fields we set
 
 DURATION = r"^(0|([0-9]+(ms|s|m|h|d|w|y))+)$"
 
@@ -549,7 +661,7 @@ def test_monitors_use_knatives_port_name_and_keep_the_job_gauges_labels() -> Non
     assert [r["metadata"]["name"] for r in of_kind(docs, "PrometheusRule")] == ["crefn"]
 
 
-# -- closed by default: cluster-local Services; the oidc overlay (EventPolicy, audiences, resync's token, NetworkPolicy)
+# -- closed by default: cluster-local Services; the oidc component (EventPolicy, audiences, tokens, NetworkPolicy)
 
 VISIBILITY = "networking.knative.dev/visibility"
 BROKER_AUDIENCE = "eventing.knative.dev/broker/crefn-system/crefn"
@@ -560,50 +672,58 @@ def env_of(service: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e["value"] for e in service["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_service_is_cluster_local(overlay: str) -> None:
-    services = by_name(RENDERED[overlay], "Service")
+@pytest.mark.parametrize("install", SHIPPED)
+def test_every_service_is_cluster_local(install: str) -> None:
+    services = by_name(RENDERED[install], "Service")
     assert "crefn-metrics" in services  # the one that names every managed Job
     assert {name: s["metadata"]["labels"].get(VISIBILITY) for name, s in services.items()} == \
         dict.fromkeys(services, "cluster-local")
 
 
-def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_the_functions_that_post() -> None:
-    docs = RENDERED[OIDC]
+OIDC_INSTALLS = [name for name, components in INSTALLS.items() if "oidc" in components]
+TOKENED = ("crefn-resync", "crefn-launch", "crefn-restart", "crefn-parity")
+"""The Services that post to K_SINK (parity in observe mode) and so send a token for the Broker's audience."""
+
+
+@pytest.mark.parametrize("install", OIDC_INSTALLS)
+def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_the_functions_that_post(
+        install: str) -> None:
+    docs = RENDERED[install]
     (policy,) = of_kind(docs, "EventPolicy")
     assert policy["metadata"]["namespace"] == "crefn-system"
     broker = {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker", "name": "crefn"}
     assert policy["spec"]["to"] == [{"ref": broker}]
-    admitted = {(f["ref"]["apiVersion"], f["ref"]["kind"], f["ref"]["name"])
-                for f in policy["spec"]["from"] if "ref" in f}
+    admitted = [(f["ref"]["apiVersion"], f["ref"]["kind"], f["ref"]["name"])
+                for f in policy["spec"]["from"] if "ref" in f]
     senders = {(s["apiVersion"], s["kind"], s["metadata"]["name"]) for s in of_kind(docs, "ApiServerSource")
                if s["spec"]["sink"]["ref"]["kind"] == "Broker"}
     senders |= {(t["apiVersion"], t["kind"], t["metadata"]["name"]) for t in of_kind(docs, "Trigger")
                 if t["spec"]["broker"] == "crefn"}
     assert len(senders) == len(of_kind(docs, "ApiServerSource")) + len(of_kind(docs, "Trigger"))  # all to crefn
-    assert admitted == senders
-    accounts = [by_name(docs, "Service")[name]["spec"]["template"]["spec"]["serviceAccountName"]
-                for name in ("crefn-resync", "crefn-launch", "crefn-restart")]
+    assert len(admitted) == len(set(admitted)) and set(admitted) == senders  # a ref to nothing: a policy not Ready
+    accounts = [by_name(docs, "Service")[name]["spec"]["template"]["spec"]["serviceAccountName"] for name in TOKENED]
     assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [service_account_user(a) for a in accounts]
     assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [
         "system:serviceaccount:crefn-system:crefn-resync", "system:serviceaccount:crefn-system:crefn-launch",
-        "system:serviceaccount:crefn-system:crefn-restart"]
+        "system:serviceaccount:crefn-system:crefn-restart", "system:serviceaccount:crefn-system:crefn-parity"]
     assert not of_kind(RENDERED["base"], "EventPolicy")
 
 
-def test_every_trigger_asks_for_a_token_for_its_subscriber_alone() -> None:
+@pytest.mark.parametrize("install", OIDC_INSTALLS)
+def test_every_trigger_asks_for_a_token_for_its_subscriber_alone(install: str) -> None:
     audiences = {t["metadata"]["name"]: (t["spec"]["subscriber"]["ref"]["name"], t["spec"]["subscriber"]["audience"])
-                 for t in of_kind(RENDERED[OIDC], "Trigger")}  # the name of its subscriber, its audience
+                 for t in of_kind(RENDERED[install], "Trigger")}  # the name of its subscriber, its audience
     assert audiences["crefn-phase-trainjobs"] == ("crefn-phase", "serving.knative.dev/service/crefn-system/crefn-phase")
     assert {name: audience for name, (_, audience) in audiences.items()} == \
         {name: f"serving.knative.dev/service/crefn-system/{subscriber}" for name, (subscriber, _) in audiences.items()}
     assert all("audience" not in t["spec"]["subscriber"] for t in of_kind(RENDERED["base"], "Trigger"))
 
 
-def test_resync_launch_and_restart_send_their_tokens_projected_for_the_brokers_audience() -> None:
-    docs = RENDERED[OIDC]
+@pytest.mark.parametrize("install", OIDC_INSTALLS)
+def test_the_functions_that_post_send_their_tokens_projected_for_the_brokers_audience(install: str) -> None:
+    docs = RENDERED[install]
     services = by_name(docs, "Service")
-    for name in ("crefn-resync", "crefn-launch", "crefn-restart"):
+    for name in TOKENED:
         spec = services[name]["spec"]["template"]["spec"]
         container = spec["containers"][0]
         path = Path(env_of(services[name])["CREFN_OIDC_TOKEN_PATH"])
@@ -612,10 +732,9 @@ def test_resync_launch_and_restart_send_their_tokens_projected_for_the_brokers_a
         assert mount["readOnly"] is True
         assert volume["projected"]["sources"] == [{"serviceAccountToken": {
             "audience": BROKER_AUDIENCE, "expirationSeconds": 3600, "path": path.name}}]
-    # K_SINK, where they post, is that Broker
-    posting = {"crefn-resync", "crefn-launch", "crefn-restart"}
-    assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} == posting
-    assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == posting
+    # K_SINK, where they post, is that Broker; every one that has a K_SINK has a token
+    assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} <= set(TOKENED)
+    assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == set(TOKENED)
     assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], "Service").values())
 
 
@@ -624,9 +743,9 @@ SINKBINDING_OWNS = re.compile(r"oidc-token$|kne-bundle-")
 mount so named (its own OIDC token, its trust bundles), then adds its own."""
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_no_bound_service_has_a_volume_named_as_the_sinkbindings_own(overlay: str) -> None:
-    docs = RENDERED[overlay]
+@pytest.mark.parametrize("install", SHIPPED)
+def test_no_bound_service_has_a_volume_named_as_the_sinkbindings_own(install: str) -> None:
+    docs = RENDERED[install]
     services = by_name(docs, "Service")
     for binding in of_kind(docs, "SinkBinding"):
         spec = services[binding["spec"]["subject"]["name"]]["spec"]["template"]["spec"]
@@ -641,7 +760,7 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 def test_the_function_pods_take_connections_only_from_knative_and_monitoring() -> None:
     import yaml
 
-    docs = RENDERED[OIDC]
+    docs = RENDERED[CLOSED]
     (policy,) = of_kind(docs, "NetworkPolicy")
     spec = policy["spec"]
     assert all(selects(spec["podSelector"], {KNATIVE_POD_LABEL: name}) for name in by_name(docs, "Service"))
@@ -656,14 +775,14 @@ def test_the_function_pods_take_connections_only_from_knative_and_monitoring() -
                     admitted[namespace] = [p["port"] for p in rule.get("ports", [])] or "every port"
     assert admitted == {"knative-eventing": "every port", "knative-serving": "every port",
                         "kourier-system": "every port", "monitoring": [8080]}
-    alone = yaml.safe_load((KNATIVE / "overlays" / "oidc" / "networkpolicy.yaml").read_text())
-    assert alone["metadata"]["namespace"] == "crefn-system"  # `kubectl apply -f` it without the overlay
+    alone = yaml.safe_load((KNATIVE / "components" / "oidc" / "networkpolicy.yaml").read_text())
+    assert alone["metadata"]["namespace"] == "crefn-system"  # `kubectl apply -f` it without the component
     assert not of_kind(RENDERED["base"], "NetworkPolicy")
 
 
 def test_docs_say_how_to_install_closed() -> None:
     section = docs_section("operating.md", "### Closed by default")
-    for needed in ("cluster-local", "authentication-oidc", "overlays/oidc", "EventPolicy", "CREFN_OIDC_TOKEN_PATH",
+    for needed in ("cluster-local", "authentication-oidc", "components/oidc", "EventPolicy", "CREFN_OIDC_TOKEN_PATH",
                    "--token-file", "NetworkPolicy", "knative-eventing", "knative-serving", "kourier-system",
                    "monitoring"):
         assert needed in section, needed

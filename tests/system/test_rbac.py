@@ -1,14 +1,11 @@
 """RBAC of `knative/` for real: each function's ServiceAccount identity may do what its code does (the
 lifecycle tests run every function as its ServiceAccount) and is refused the rest (403 here); under the
-namespaced overlay only in its tenant namespaces, under the observe overlay without any write. And the
-rendered base, and the oidc, namespaced and observe overlays, apply (server-side dry run) to an API server
-with the Knative CRDs installed."""
+closed install (namespaced) only in its tenant namespaces, under the observe install without any write. Every
+documented install applied and asked what it grants: tests/system/test_installs.py."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +18,6 @@ from functions.errors import CrefnError, Forbidden, NotFound
 from functions.gateway import Gateway
 from functions.resources import (
     CONFIGMAPS,
-    CRDS,
     EVENTS,
     NAMESPACES,
     NODES,
@@ -35,9 +31,9 @@ from functions.rules.measurements import bandwidth_measurements
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import NAMESPACE as SA_NAMESPACE
-from localstack.manifests import kubectl, render, service_account_user
+from localstack.manifests import render, service_account_user
 from tests.conftest import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SERVICE_ACCOUNTS
-from tests.support.helpers import Receiver, missing
+from tests.support.helpers import Receiver
 from tests.support.world import Relay, World, cache_caught_up, ping
 
 JOBS = cre_jobs("nvcre.nvidia.com")
@@ -153,51 +149,6 @@ def test_allowed(function: str, what: str, call: Call, cluster: LocalCluster, na
         identity.close()
 
 
-KNATIVE_CRDS = ("services.serving.knative.dev", "brokers.eventing.knative.dev", "triggers.eventing.knative.dev",
-                "apiserversources.sources.knative.dev", "pingsources.sources.knative.dev",
-                "sinkbindings.sources.knative.dev")
-
-
-NO_UPSTREAM_CRD = frozenset({"EventPolicy"})
-"""Kinds whose CRD is not among the upstream copies the API server loads: tests/system/test_manifests.py checks them."""
-
-
-@pytest.mark.upstream  # the manifests against Knative's own CRDs
-@pytest.mark.parametrize("overlay", ["base", "overlays/oidc", "overlays/namespaced", "overlays/observe"])
-def test_applies_with_server_side_dry_run(overlay: str, cluster: LocalCluster, gateway: Gateway,
-                                          tmp_path: Any) -> None:
-    import time
-
-    import yaml
-
-    for name in KNATIVE_CRDS:  # the real Knative CRDs the suite's API server loaded, full schemas
-        crd = gateway.get(CRDS, None, name) or {}
-        schema = next(v for v in crd["spec"]["versions"] if v.get("storage"))["schema"]["openAPIV3Schema"]
-        assert schema["properties"]["spec"].get("properties"), name
-    docs = [d for d in render(overlay) if d["kind"] not in NO_UPSTREAM_CRD]
-    for ns in sorted({d["metadata"].get("namespace") or "crefn-system" for d in docs}):  # crefn-system, tenants
-        if gateway.get(NAMESPACES, None, ns) is None:  # a dry run creates no namespace to put things in
-            gateway.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    rendered = tmp_path / "rendered.yaml"
-    rendered.write_text(yaml.safe_dump_all(docs))
-    argv = [kubectl(), "--kubeconfig", str(cluster.kubeconfig), "apply", "--dry-run=server", "-o", "json", "-f",
-            str(rendered)]
-    deadline = time.monotonic() + 30
-    while True:  # the new CRDs take a moment to be served
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if result.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert result.returncode == 0, result.stderr
-    answered = json.loads(result.stdout)
-    answers = answered["items"] if answered.get("kind") == "List" else [answered]
-    assert len(answers) == len(docs)
-    by_key = {(a["kind"], a["metadata"].get("namespace"), a["metadata"]["name"]): a for a in answers}
-    for doc in docs:  # 1.20 drops unknown fields silently: each answer must hold all that was sent
-        got = by_key[(doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])]
-        assert missing(doc, got) == [], (doc["kind"], doc["metadata"]["name"], missing(doc, got))
-
-
 VERBS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
          "delete": "DELETE", "deletecollection": "DELETE"}
 
@@ -306,9 +257,9 @@ def authorized(identity: Gateway, method: str, path: str, query: list[tuple[str,
     return True
 
 
-# -- the overlays that narrow the rights: namespaced (writes in the tenant namespaces only), observe (no write)
+# -- the installs that narrow the rights: closed (namespaced: writes in the tenant namespaces only), observe (no write)
 
-NAMESPACED, OBSERVE = "overlays/namespaced", "overlays/observe"
+NAMESPACED, OBSERVE = "installs/closed", "installs/observe"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 RBAC_KINDS = {"ClusterRole": CLUSTER_ROLES, "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
               "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")}
@@ -316,20 +267,20 @@ RBAC_KINDS = {"ClusterRole": CLUSTER_ROLES, "ClusterRoleBinding": CLUSTER_ROLE_B
 
 @dataclass(frozen=True)
 class Loaded:
-    """An overlay's ClusterRoles and bindings as loaded into the API server, under names of their own (they
+    """An install's ClusterRoles and bindings as loaded into the API server, under names of their own (they
     meet neither knative/base's, which the session loads, nor another run's): its ServiceAccounts in the
-    namespace `accounts`, each of its tenant namespaces renamed (`tenants`: the overlay's name → the name here)."""
+    namespace `accounts`, each of its tenant namespaces renamed (`tenants`: the install's name → the name here)."""
 
     accounts: str
     tenants: Mapping[str, str]
     rights: Mapping[str, Bound]
 
 
-def load_rbac(gw: Gateway, overlay: str) -> Loaded:
+def load_rbac(gw: Gateway, install: str) -> Loaded:
     tag = uuid.uuid4().hex[:6]
-    docs = [d for d in render(overlay) if d["kind"] in RBAC_KINDS]
+    docs = [d for d in render(install) if d["kind"] in RBAC_KINDS]
     rights = bound_rights(docs)
-    accounts = f"crefn-{overlay.rsplit('/', 1)[-1]}-{tag}"
+    accounts = f"crefn-{install.rsplit('/', 1)[-1]}-{tag}"
     tenants = {d["metadata"]["namespace"]: f"{d['metadata']['namespace']}-{tag}" for d in docs
                if d["kind"] == "RoleBinding"}
     for name in (accounts, *tenants.values()):
@@ -369,14 +320,14 @@ def until_allowed(gw: Gateway, subject: dict[str, str], namespace: str, rule: di
 
 
 @pytest.fixture(scope="module")
-def overlay_rbac(gateway: Gateway) -> Iterator[Callable[[str], Loaded]]:
-    """overlay_rbac(overlay) → its RBAC, loaded once for the module."""
+def install_rbac(gateway: Gateway) -> Iterator[Callable[[str], Loaded]]:
+    """install_rbac(install) → its RBAC, loaded once for the module."""
     loaded: dict[str, Loaded] = {}
 
-    def load(overlay: str) -> Loaded:
-        if overlay not in loaded:
-            loaded[overlay] = load_rbac(gateway, overlay)
-        return loaded[overlay]
+    def load(install: str) -> Loaded:
+        if install not in loaded:
+            loaded[install] = load_rbac(gateway, install)
+        return loaded[install]
 
     yield load
 
@@ -399,22 +350,22 @@ def tried_writes(identity: Gateway, namespaced: dict[tuple[str, str], tuple[str,
     return writes, wrong
 
 
-@pytest.mark.parametrize("overlay", [NAMESPACED, OBSERVE])
+@pytest.mark.parametrize("install", [NAMESPACED, OBSERVE])
 @pytest.mark.parametrize("account", sorted(RIGHTS))
-def test_overlay_rights_hold_exactly_where_they_are_bound(overlay: str, account: str, cluster: LocalCluster,
+def test_install_rights_hold_exactly_where_they_are_bound(install: str, account: str, cluster: LocalCluster,
                                                           gateway: Gateway, namespace: str,
-                                                          overlay_rbac: Callable[[str], Loaded]) -> None:
+                                                          install_rbac: Callable[[str], Loaded]) -> None:
     """Every (resource, verb) of UNIVERSE, tried for real in each tenant namespace and in another one, is
-    allowed exactly when the overlay's bindings grant it there. namespaced: each write of knative/base is
+    allowed exactly when the install's bindings grant it there. namespaced: each write of knative/base is
     allowed in every tenant namespace and refused (403) in any other, and nothing is writable cluster-wide
     (nor a pod's log readable); observe: every write is refused everywhere, but `parity`'s Events (its report of
     a verdict that differs from CRE's)."""
-    loaded = overlay_rbac(overlay)
+    loaded = install_rbac(install)
     bound = loaded.rights.get(account, Bound())
     base_writes = {right for right in RIGHTS[account] if right[2] in WRITE_VERBS}
-    everywhere = {("events.k8s.io", "events", "create")} if (overlay, account) == (OBSERVE, "crefn-parity") else set()
+    everywhere = {("events.k8s.io", "events", "create")} if (install, account) == (OBSERVE, "crefn-parity") else set()
     assert {right for right in bound.cluster if right[2] in WRITE_VERBS} == everywhere
-    assert ("", "pods/log", "get") not in bound.cluster or overlay == OBSERVE  # observe reads as base does
+    assert ("", "pods/log", "get") not in bound.cluster or install == OBSERVE  # observe reads as base does
     namespaced = discovery(gateway)
     identity = cluster.service_account_gateway(loaded.accounts, account)
     try:
@@ -428,22 +379,22 @@ def test_overlay_rights_hold_exactly_where_they_are_bound(overlay: str, account:
             assert (writes, wrong) == (base_writes, []), listed
     finally:
         identity.close()
-    assert sorted(loaded.tenants) == (["team-a", "team-b"] if overlay == NAMESPACED else [])
+    assert sorted(loaded.tenants) == (["team-a", "team-b"] if install == NAMESPACED else [])
 
 
 def served_as(serve: Callable[..., Any], cluster: LocalCluster, loaded: Loaded, target: str, **env: str) -> str:
-    """`target` served as its ServiceAccount of `loaded` (that overlay's rights and no others)."""
+    """`target` served as its ServiceAccount of `loaded` (that install's rights and no others)."""
     kubeconfig = cluster.service_account_kubeconfig(loaded.accounts, f"crefn-{target}")
     return str(serve(target, CREFN_KUBECONFIG=str(kubeconfig), CREFN_LOG_LEVEL="WARNING", **env).url)
 
 
 def test_namespaced_launches_in_a_tenant_namespace_and_names_the_refusal_elsewhere(
-        overlay_rbac: Callable[[str], Loaded], serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway,
+        install_rbac: Callable[[str], Loaded], serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway,
         namespace: str) -> None:
     """A Job outside the tenant namespaces (no source watches it; a replayed event, or a Job resync lists)
     is refused by the API server: the function answers 503 with the refusal, which names its ServiceAccount,
     the verb, the resource and the namespace. Knative retries it, then keeps it as a dead letter."""
-    loaded = overlay_rbac(NAMESPACED)
+    loaded = install_rbac(NAMESPACED)
     tenant = loaded.tenants["team-a"]
     url = served_as(serve, cluster, loaded, "launch")
     job = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
@@ -477,12 +428,12 @@ def test_namespaced_launches_in_a_tenant_namespace_and_names_the_refusal_elsewhe
                 gateway.delete(res, tenant, name)
 
 
-def test_observe_mode_writes_nothing_on_the_observe_overlays_rights(
-        overlay_rbac: Callable[[str], Loaded], serve: Callable[..., Any], cluster: LocalCluster, relay: Relay,
+def test_observe_mode_writes_nothing_on_the_observe_installs_rights(
+        install_rbac: Callable[[str], Loaded], serve: Callable[..., Any], cluster: LocalCluster, relay: Relay,
         world: Callable[..., World]) -> None:
-    """The functions a failing attempt reaches, served in observe mode as the observe overlay's ServiceAccounts:
+    """The functions a failing attempt reaches, served in observe mode as the observe install's ServiceAccounts:
     they answer every event (no 403 turned 503), emit their verdicts, and call no write at all."""
-    loaded = overlay_rbac(OBSERVE)
+    loaded = install_rbac(OBSERVE)
     targets = ("phase", "launch", "status", "restart", "measurements")
     urls = {t: served_as(serve, cluster, loaded, t, CREFN_MODE="observe", K_SINK=relay.url,
                          CREFN_RESTART_GRACE_SECONDS="0") for t in targets}

@@ -1,4 +1,4 @@
-"""What is shipped, run as shipped: every Knative Service of knative/base (rendered), and those the oidc overlay
+"""What is shipped, run as shipped: every Knative Service of knative/base (rendered), and those the oidc component
 changes (its projected token stood in by the account's token files), started as its pod would start it from the
 Dockerfile's image — the container's command/args or the image's CMD, the image's ENV and WORKDIR, the Service's
 env and crefn-settings, as the image's user, on a read-only root where only the declared volumes and /dev/shm
@@ -27,9 +27,10 @@ from tests.system.test_image import site, wheel  # noqa: F401 (the installed pac
 
 DOCS = render("base")
 SERVICES = {d["metadata"]["name"]: d for d in DOCS if d["kind"] == "Service"}
-OIDC = render("overlays/oidc")
+OIDC = render("installs/closed")
 OIDC_SERVICES = {d["metadata"]["name"]: d for d in OIDC if d["kind"] == "Service"}
-"""The only overlay whose pods differ from base's (a projected token); the others change settings, checked by
+"""The closed install (namespaced and oidc): the only component whose pods differ from base's is oidc (a projected
+token); the others change settings, checked by
 tests/system/test_manifests.py."""
 IMAGE = pod.read_dockerfile(REPO / "Dockerfile")
 
@@ -56,13 +57,13 @@ def get(url: str) -> tuple[int, str]:
 
 
 CASES = [("base", name) for name in sorted(SERVICES)] + [
-    ("overlays/oidc", name) for name in sorted(OIDC_SERVICES) if OIDC_SERVICES[name] != SERVICES.get(name)]
+    ("installs/closed", name) for name in sorted(OIDC_SERVICES) if OIDC_SERVICES[name] != SERVICES.get(name)]
 
 
-@pytest.mark.parametrize(("overlay", "name"), CASES)
-def test_every_service_starts_as_shipped_and_answers(overlay: str, name: str, installed: pod.Installed,
+@pytest.mark.parametrize(("install", "name"), CASES)
+def test_every_service_starts_as_shipped_and_answers(install: str, name: str, installed: pod.Installed,
                                                      image_etc: Path, cluster: LocalCluster, tmp_path: Path) -> None:
-    docs = OIDC if overlay == "overlays/oidc" else DOCS
+    docs = OIDC if install == "installs/closed" else DOCS
     service = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}[name]
     account = service["spec"]["template"]["spec"].get("serviceAccountName", "default")
     tokens = pod.service_account_files(

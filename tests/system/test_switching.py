@@ -1,4 +1,4 @@
-"""docs/switching.md followed end to end: deploy `overlays/observe` beside CRE (here the shadow scenario's stand-in
+"""docs/switching.md followed end to end: deploy the `observe` install beside CRE (here the shadow scenario's stand-in
 for CRE's controller), record the parity checks and read them with `cre-fn parity`, then switch to manage mode as
 step 5 says, and the functions carry a Job on from the status CRE left."""
 
@@ -25,8 +25,8 @@ from tests.support.world import World
 JOBS = cre_jobs("nvcre.nvidia.com")
 
 
-def test_step_1_the_observe_overlay_routes_every_managed_job_change_to_parity() -> None:
-    docs = render("overlays/observe")
+def test_step_1_the_observe_install_routes_every_managed_job_change_to_parity() -> None:
+    docs = render("installs/observe")
     settings = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "crefn-settings")
     assert settings["data"]["CREFN_MODE"] == "observe" and settings["data"]["CREFN_PARITY_SETTLE_SECONDS"] == "60"
     trigger = next(d for d in docs if d["kind"] == "Trigger" and d["metadata"]["name"] == "crefn-parity-jobs")
