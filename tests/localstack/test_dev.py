@@ -33,8 +33,10 @@ from tests.support.load import busy_cores
 JOBS = cre_jobs("nvcre.nvidia.com")
 CTRL_C_WITHIN = 10.0
 """Seconds from Ctrl-C until every process of the stack is gone, with every core of the machine busy."""
-DIE_WITH_PARENT_WITHIN = 10.0
-"""Seconds a killed parent's descendants have to be gone (a gunicorn worker checks its arbiter every second)."""
+DIE_WITH_PARENT_WITHIN = 35.0
+"""Seconds a killed parent's descendants have to be gone: all but the gunicorn workers die with it; a worker sees its
+arbiter gone within a second and then, as in any graceful stop, finishes the request it serves, for at most gunicorn's
+graceful timeout (30 s). (On a machine that is not overloaded, all are gone within a few seconds.)"""
 
 
 @pytest.mark.stack
