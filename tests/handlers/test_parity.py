@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from functions.client import send
 from functions.codec import to_envelope
 from functions.context import Context
@@ -142,6 +144,7 @@ def test_pods_of_the_job_decide_its_failed_nodes(
     assert {f["field"]: (f["cre"], f["functions"]) for f in data["fields"]}["failedNodes"] == ("gpu-9", "gpu-1")
 
 
+@pytest.mark.own_process  # reads the served function's log file
 def test_in_manage_mode_nothing_is_compared(
         serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
     function = serve("parity", **{"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user("crefn-parity"))),

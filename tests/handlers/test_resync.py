@@ -283,6 +283,7 @@ def test_a_tick_posts_with_the_oidc_token_read_at_each_send(serve: Callable[...,
     assert "token.value" not in logged + gone.text + unreadable.text
 
 
+@pytest.mark.own_process  # reads the served functions' log files
 def test_a_sink_quoting_the_oidc_token_or_a_k_sink_url_with_credentials_shows_them_nowhere(
         serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str, tmp_path: Any) -> None:
     """K_SINK refusing the event with an answer that quotes the bearer token it was sent, and a K_SINK whose
