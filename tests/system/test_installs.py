@@ -29,6 +29,8 @@ from localstack.manifests import installs, kubectl, render
 from tests.support.docs import section
 from tests.support.helpers import missing
 
+pytestmark = pytest.mark.upstream  # applied with Knative's own CRDs loaded: without them, nothing to apply to
+
 KNATIVE_CRDS = ("services.serving.knative.dev", "brokers.eventing.knative.dev", "triggers.eventing.knative.dev",
                 "apiserversources.sources.knative.dev", "pingsources.sources.knative.dev",
                 "sinkbindings.sources.knative.dev", "eventpolicies.eventing.knative.dev",
