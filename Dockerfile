@@ -1,7 +1,7 @@
 # The single image of every function: FUNCTION_TARGET picks the function (see knative/base/services.yaml).
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY events ./events
 COPY functions ./functions
 RUN pip install --no-cache-dir --prefix=/install .

@@ -86,7 +86,9 @@ schemas: venv
 serve: venv
 	@$(PY) -m functions.cli serve $(or $(TARGET),phase)
 
-IMAGE ?= ghcr.io/crefn/cre-functions:0.1.0
+## The release's version is pyproject.toml's, the one place it is written (CHANGELOG.md has a section for it).
+VERSION ?= $(shell python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+IMAGE ?= ghcr.io/crefn/cre-functions:$(VERSION)
 COMPONENTS ?=
 KUBECTL ?= $(VENV)/bin/kubectl
 ## The kinds `make deploy` prunes: what an install holds but its ConfigMaps, Namespace and dead-letter claim
@@ -104,7 +106,7 @@ image:
 
 ## Apply knative/base and COMPONENTS (knative/components/, comma separated) with IMAGE, over a temporary copy of
 ## knative/ (scripts/compose.sh), pruning what the previous install had and this one has not:
-## make deploy IMAGE=registry.example.com/crefn/cre-functions:0.1.0 COMPONENTS=namespaced,oidc
+## make deploy IMAGE=registry.example.com/crefn/cre-functions:0.2.0 COMPONENTS=namespaced,oidc
 deploy: venv
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	bash scripts/compose.sh "$$tmp/install" "$(COMPONENTS)" "$(IMAGE)" && \
