@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy clean
+.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy lock clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -112,6 +112,11 @@ deploy: venv
 	bash scripts/compose.sh "$$tmp/install" "$(COMPONENTS)" "$(IMAGE)" && \
 	$(KUBECTL) apply -k "$$tmp/install" --prune -l app.kubernetes.io/part-of=cre-functions \
 		$(addprefix --prune-allowlist=,$(PRUNE_KINDS))
+
+## The image's locks, requirements.lock and build-requirements.lock, from pyproject.toml (scripts/lock.sh);
+## UPGRADE=1 moves every pin to the newest release pyproject.toml allows.
+lock:
+	@UPGRADE=$(UPGRADE) bash scripts/lock.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants
