@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy lock clean
+.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy release lock clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -112,6 +112,12 @@ deploy: venv
 	bash scripts/compose.sh "$$tmp/install" "$(COMPONENTS)" "$(IMAGE)" && \
 	$(KUBECTL) apply -k "$$tmp/install" --prune -l app.kubernetes.io/part-of=cre-functions \
 		$(addprefix --prune-allowlist=,$(PRUNE_KINDS))
+
+## The release bundle dist/cre-functions-$(VERSION)/ (scripts/release.sh): one YAML per install of knative/installs/
+## with IMAGE (a tag, or registry/name@sha256:...), the dashboard, the CHANGELOG section, SHA256SUMS. Rendered by
+## the venv's kubectl, so that every machine renders the same bundle.
+release: venv
+	@VERSION=$(VERSION) IMAGE=$(IMAGE) KUBECTL=$(VENV)/bin/kubectl bash scripts/release.sh
 
 ## The image's locks, requirements.lock and build-requirements.lock, from pyproject.toml (scripts/lock.sh);
 ## UPGRADE=1 moves every pin to the newest release pyproject.toml allows.
