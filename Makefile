@@ -90,7 +90,8 @@ serve: venv
 VERSION ?= $(shell python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 IMAGE ?= ghcr.io/crefn/cre-functions:$(VERSION)
 COMPONENTS ?=
-KUBECTL ?= $(VENV)/bin/kubectl
+## The cluster operator's own kubectl (`make deploy` builds no venv): one within a minor version of the cluster.
+KUBECTL ?= kubectl
 ## The kinds `make deploy` prunes: what an install holds but its ConfigMaps, Namespace and dead-letter claim
 ## (docs/operating.md, "Changing an install"). With Knative Kafka or the Prometheus Operator, add their kinds.
 PRUNE_KINDS ?= core/v1/ServiceAccount core/v1/Service apps/v1/Deployment rbac.authorization.k8s.io/v1/ClusterRole \
@@ -107,7 +108,7 @@ image:
 ## Apply knative/base and COMPONENTS (knative/components/, comma separated) with IMAGE, over a temporary copy of
 ## knative/ (scripts/compose.sh), pruning what the previous install had and this one has not:
 ## make deploy IMAGE=registry.example.com/crefn/cre-functions:0.2.0 COMPONENTS=namespaced,oidc
-deploy: venv
+deploy:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	bash scripts/compose.sh "$$tmp/install" "$(COMPONENTS)" "$(IMAGE)" && \
 	$(KUBECTL) apply -k "$$tmp/install" --prune -l app.kubernetes.io/part-of=cre-functions \
