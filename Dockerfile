@@ -1,12 +1,21 @@
 # The single image of every function: FUNCTION_TARGET picks the function (see knative/base/services.yaml).
-FROM python:3.11-slim AS build
+# Built for amd64 and arm64 alike (docs/operating.md, "Build the image"):
+#   docker buildx build --platform linux/amd64,linux/arm64 --build-arg CREFN_REVISION=$(git rev-parse HEAD) -t IMAGE --push .
+# The base is python:3.11-slim (3.11.16-slim-trixie when pinned), by the digest of its multi-platform index, so that
+# every build of a commit starts from the same bytes on each platform; a newer base is a new digest, committed.
+FROM python:3.11-slim@sha256:1042b61448fef4ba92d16a8c7eb4996d027568ce64792a7877fd88511e0af7c6 AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# The dependencies from the lock (`make lock`), each file checked against its hashes, before the code: a change of
+# the code alone reuses this layer. Then the project's own wheel, built by the locked setuptools, without deps.
+COPY requirements.lock build-requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes -r build-requirements.lock \
+ && pip install --no-cache-dir --prefix=/install --ignore-installed --require-hashes -r requirements.lock
+COPY pyproject.toml README.md LICENSE ./
 COPY events ./events
 COPY functions ./functions
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir --prefix=/install --no-deps --no-build-isolation .
 
-FROM python:3.11-slim
+FROM python:3.11-slim@sha256:1042b61448fef4ba92d16a8c7eb4996d027568ce64792a7877fd88511e0af7c6
 # The git commit the image is built from (`make image` passes it): crefn_build_info's `revision`, and the start-up
 # line's. A build that does not say is `unknown`.
 ARG CREFN_REVISION=unknown

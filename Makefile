@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy clean
+.PHONY: run test test-fast check bench soak fuzz mutation kube-apiserver deps schemas serve image deploy release lock clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -86,9 +86,12 @@ schemas: venv
 serve: venv
 	@$(PY) -m functions.cli serve $(or $(TARGET),phase)
 
-IMAGE ?= ghcr.io/crefn/cre-functions:0.1.0
+## The release's version is pyproject.toml's, the one place it is written (CHANGELOG.md has a section for it).
+VERSION ?= $(shell python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+IMAGE ?= ghcr.io/crefn/cre-functions:$(VERSION)
 COMPONENTS ?=
-KUBECTL ?= $(VENV)/bin/kubectl
+## The cluster operator's own kubectl (`make deploy` builds no venv): one within a minor version of the cluster.
+KUBECTL ?= kubectl
 ## The kinds `make deploy` prunes: what an install holds but its ConfigMaps, Namespace and dead-letter claim
 ## (docs/operating.md, "Changing an install"). With Knative Kafka or the Prometheus Operator, add their kinds.
 PRUNE_KINDS ?= core/v1/ServiceAccount core/v1/Service apps/v1/Deployment rbac.authorization.k8s.io/v1/ClusterRole \
@@ -104,12 +107,23 @@ image:
 
 ## Apply knative/base and COMPONENTS (knative/components/, comma separated) with IMAGE, over a temporary copy of
 ## knative/ (scripts/compose.sh), pruning what the previous install had and this one has not:
-## make deploy IMAGE=registry.example.com/crefn/cre-functions:0.1.0 COMPONENTS=namespaced,oidc
-deploy: venv
+## make deploy IMAGE=registry.example.com/crefn/cre-functions:0.2.0 COMPONENTS=namespaced,oidc
+deploy:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	bash scripts/compose.sh "$$tmp/install" "$(COMPONENTS)" "$(IMAGE)" && \
 	$(KUBECTL) apply -k "$$tmp/install" --prune -l app.kubernetes.io/part-of=cre-functions \
 		$(addprefix --prune-allowlist=,$(PRUNE_KINDS))
+
+## The release bundle dist/cre-functions-$(VERSION)/ (scripts/release.sh): one YAML per install of knative/installs/
+## with IMAGE (a tag, or registry/name@sha256:...), the dashboard, the CHANGELOG section, SHA256SUMS. Rendered by
+## the venv's kubectl, so that every machine renders the same bundle.
+release: venv
+	@VERSION=$(VERSION) IMAGE=$(IMAGE) KUBECTL=$(VENV)/bin/kubectl bash scripts/release.sh
+
+## The image's locks, requirements.lock and build-requirements.lock, from pyproject.toml (scripts/lock.sh);
+## UPGRADE=1 moves every pin to the newest release pyproject.toml allows.
+lock:
+	@UPGRADE=$(UPGRADE) bash scripts/lock.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

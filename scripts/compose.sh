@@ -12,7 +12,7 @@ out=${1:?usage: compose.sh OUT [COMPONENTS] [IMAGE]}
 asked=" ${2//,/ } "
 image=${3:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
-shipped=ghcr.io/crefn/cre-functions  # the image name knative/base sets (its `images:`), replaced by IMAGE
+source "$here/scripts/images.sh"  # images_stanza, image_problem
 
 for component in $asked; do
   if [[ " $ORDER " != *" $component "* ]]; then
@@ -20,6 +20,10 @@ for component in $asked; do
     exit 2
   fi
 done
+if [[ -n $image ]] && problem=$(image_problem "$image") && [[ -n $problem ]]; then
+  echo "compose.sh: $problem" >&2
+  exit 2
+fi
 if [[ $asked == *" legacy-group "* && $asked == *" observe "* ]]; then
   echo "compose.sh: legacy-group and observe do not compose (see docs/operating.md, \"Installs\")" >&2
   exit 2
@@ -38,17 +42,5 @@ cp -R "$here/knative" "$out/knative"
   echo "resources:"
   echo "  - knative/base"
   if [ -n "$listed" ]; then printf 'components:\n%s' "$listed"; else echo "components: []"; fi
-  if [ -n "$image" ]; then
-    echo "images:"
-    echo "  - name: $shipped"
-    if [[ $image == *@* ]]; then
-      echo "    newName: ${image%%@*}"
-      echo "    digest: ${image#*@}"
-    elif [[ ${image##*/} == *:* ]]; then
-      echo "    newName: ${image%:*}"
-      echo "    newTag: \"${image##*:}\""
-    else
-      echo "    newName: $image"
-    fi
-  fi
+  images_stanza "$image"
 } > "$out/kustomization.yaml"

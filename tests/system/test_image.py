@@ -25,14 +25,23 @@ from tests.support.paths import REPO
 pytestmark = pytest.mark.process  # a wheel is built and installed, its programs run
 
 
+DOCKER_COPIED = [source for line in (REPO / "Dockerfile").read_text().splitlines()
+                 if line.startswith("COPY ") and "--from=" not in line for source in line.split()[1:-1]]
+"""What the Dockerfile copies into its build stage from the checkout: what the wheel below is built from."""
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     source = tmp_path_factory.mktemp("source")  # what the Dockerfile copies; building leaves build/ behind
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    for name in ("events", "functions", "localstack"):  # the dev stack beside them must stay out of the wheel
-        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    assert {"pyproject.toml", "README.md", "LICENSE", "events", "functions"} <= set(DOCKER_COPIED)
+    for name in DOCKER_COPIED:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(REPO / name, source / name)
+    # the dev stack beside them must stay out of the wheel
+    shutil.copytree(REPO / "localstack", source / "localstack", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
                    check=True, capture_output=True)
     (found,) = out.glob("cre_functions-*.whl")
@@ -47,6 +56,11 @@ def test_wheel_holds_code_schemas_and_samples(wheel: Path) -> None:
     assert not any("localstack" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "cre-fn = functions.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    license_file = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert zipfile.ZipFile(wheel).read(license_file) == (REPO / "LICENSE").read_bytes()
+    assert (REPO / "LICENSE").read_text().split()[:4] == ["Apache", "License", "Version", "2.0,"]
 
 
 @pytest.fixture(scope="module")
