@@ -1,9 +1,10 @@
 """A Prometheus on loopback (Debian's `prometheus`, with its `promtool`): for the test suite and the
 local stack. It scrapes every served function's `GET /metrics` (job `crefn-functions`) and the metrics
 target's (job `crefn-metrics`, with `honor_labels`, as the monitoring component's PodMonitor does: the Job
-gauges carry their own `namespace` and `job` labels), and evaluates the rule groups of the PrometheusRule
-`crefn` in `knative/components/monitoring`, the same groups the promtool tests check. It sends alerts
-nowhere: they are read from its API. Stopped by PID.
+gauges carry their own `namespace` and `job` labels), each target with the fixed labels the PodMonitors give
+theirs (`exporter`, which the rules and the dashboard select on), and evaluates the rule groups of the
+PrometheusRule `crefn` in `knative/components/monitoring`, the same groups the promtool tests check. It sends
+alerts nowhere: they are read from its API. Stopped by PID.
 """
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ def rule_groups() -> list[dict[str, Any]]:
     raise PrometheusError(f"no PrometheusRule {RULE_NAME} in knative/{MONITORING_INSTALL}")
 
 
+def fixed_labels() -> dict[str, str]:
+    """The labels the monitoring install's PodMonitors give every target they scrape (a relabeling without a
+    source: `targetLabel` set to `replacement`)."""
+    fixed: dict[str, str] = {}
+    for doc in render(MONITORING_INSTALL):
+        if doc["kind"] == "PodMonitor":
+            for endpoint in doc["spec"]["podMetricsEndpoints"]:
+                fixed |= {r["targetLabel"]: r["replacement"] for r in endpoint.get("relabelings") or ()
+                          if not r.get("sourceLabels") and "replacement" in r}
+    return fixed
+
+
 def write_rules(path: Path, groups: Sequence[Mapping[str, Any]]) -> Path:
     """A Prometheus rules file holding `groups`."""
     path.write_text(yaml.safe_dump({"groups": list(groups)}, sort_keys=False))
@@ -78,6 +91,7 @@ class LocalPrometheus:
         self.work_dir = Path(work_dir)
         self.targets = dict(targets)
         self.groups = list(groups) if groups is not None else rule_groups()
+        self.labels = fixed_labels()
         self.interval = interval
         self.honor_labels = frozenset(honor_labels)
         self.port = 0
@@ -92,7 +106,8 @@ class LocalPrometheus:
 
         def job(name: str, targets: dict[str, str], honor: bool) -> dict[str, Any]:
             return {"job_name": name, "honor_labels": honor, "metrics_path": "/metrics",
-                    "static_configs": [{"targets": [host_port(url)], "labels": {"service": f"crefn-{target}"}}
+                    "static_configs": [{"targets": [host_port(url)],
+                                        "labels": {**self.labels, "service": f"crefn-{target}"}}
                                        for target, url in sorted(targets.items())]}
 
         functions = {t: u for t, u in self.targets.items() if t not in self.honor_labels}
