@@ -1,5 +1,5 @@
-"""The Grafana dashboard as the monitoring install ships it (the ConfigMap `crefn-dashboard`): what reads CRE's
-series (`nvcre_*`: the Job panels, the namespace variable) reads the functions' copy only,
+"""The Grafana dashboard as the monitoring install ships it (the ConfigMap `crefn-dashboard`): every panel has its
+unit, and what reads CRE's series (`nvcre_*`: the Job panels, the namespace variable) reads the functions' copy only,
 `exporter="cre-functions"`, the label the PodMonitors give their targets. In observe mode CRE's controller
 exports the same series: promtool evaluates each such panel's query over both copies, and each Job is counted
 once. The queries against a live Prometheus: tests/localstack/test_prometheus.py."""
@@ -19,6 +19,16 @@ from tests.support.promtool import CRES, OURS, promtool, series
 BOARD = dashboard()
 PANELS = {p["title"]: p for p in BOARD["panels"]}
 CRE_SERIES = re.compile(r"\bnvcre_[a-z_]+(?:\{([^}]*)\})?")
+
+
+def test_every_panel_has_its_unit() -> None:
+    units = {title: ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("unit")
+             for title, panel in PANELS.items()}
+    assert units == {
+        "Jobs by state": "short", "Restarts per Job": "short", "Failed nodes (hardware)": "short",
+        "Scheduling-blocked Jobs": "short", "Job verdicts by reason": "short", "Function answers": "reqps",
+        "Answer latency p99": "s", "Decisions": "ops", "Dead letters": "short", "Alert deliveries": "short",
+        "Kubernetes API calls": "reqps", "Kubernetes API errors": "reqps", "Parity with CRE": "short"}
 
 
 def queries() -> list[str]:
