@@ -3,8 +3,8 @@ local stack. It scrapes every served function's `GET /metrics` (job `crefn-funct
 target's (job `crefn-metrics`, with `honor_labels`, as the monitoring component's PodMonitor does: the Job
 gauges carry their own `namespace` and `job` labels), each target with the fixed labels the PodMonitors give
 theirs (`exporter`, which the rules and the dashboard select on), and evaluates the rule groups of the
-PrometheusRule `crefn` in `knative/components/monitoring`, the same groups the promtool tests check. It sends
-alerts nowhere: they are read from its API. Stopped by PID.
+PrometheusRule `crefn` in `knative/components/monitoring`, the same groups the promtool tests check. Its alerts
+are read from its API, and sent to an Alertmanager only when it is given one. Stopped by PID.
 """
 
 from __future__ import annotations
@@ -87,8 +87,10 @@ class LocalPrometheus:
     """`targets` maps a function target's name to its base URL; `groups` defaults to the PrometheusRule's."""
 
     def __init__(self, work_dir: Path, targets: Mapping[str, str], groups: Sequence[Mapping[str, Any]] | None = None,
-                 interval: float = 1.0, honor_labels: Collection[str] = HONOR_LABELS) -> None:
+                 interval: float = 1.0, honor_labels: Collection[str] = HONOR_LABELS, alertmanager: str = "") -> None:
+        """`alertmanager`: the base URL of the Alertmanager its alerts go to (none when empty)."""
         self.work_dir = Path(work_dir)
+        self.alertmanager = alertmanager
         self.targets = dict(targets)
         self.groups = list(groups) if groups is not None else rule_groups()
         self.labels = fixed_labels()
@@ -114,8 +116,9 @@ class LocalPrometheus:
         metrics = {t: u for t, u in self.targets.items() if t in self.honor_labels}
         jobs = [job("crefn-functions", functions, False)] if functions else []
         jobs += [job("crefn-metrics", metrics, True)] if metrics else []
+        alerting = {"alerting": {"alertmanagers": [{"static_configs": [{"targets": [host_port(self.alertmanager)]}]}]}}
         return {"global": {"scrape_interval": every, "scrape_timeout": every, "evaluation_interval": every},
-                "rule_files": [str(rules_file)], "scrape_configs": jobs}
+                "rule_files": [str(rules_file)], "scrape_configs": jobs, **(alerting if self.alertmanager else {})}
 
     def start(self, timeout: float = 30) -> LocalPrometheus:
         self.work_dir.mkdir(parents=True, exist_ok=True)
