@@ -184,14 +184,15 @@ class LocalPrometheus:
 
 def print_summary(prometheus: LocalPrometheus | None, namespace: str, out: TextIO) -> None:
     """The demo summary's lines from Prometheus: the namespace's Job series after a fresh scrape, the
-    functions' answers, and the alerts of the rules pending or firing for that namespace or for none."""
+    functions' answers (a 503 says whether it was a designed wait or an error), and the alerts of the rules
+    pending or firing for that namespace or for none."""
     if prometheus is None:
         return
     try:
         prometheus.wait_for_scrape()
         status = prometheus.query(f'nvcre_job_status{{namespace="{namespace}"}} == 1')
         nodes = prometheus.query(f'nvcre_job_failed_nodes{{namespace="{namespace}"}} > 0')
-        answers = prometheus.query("sum by (function, answer) (crefn_events_total)")
+        answers = prometheus.query("sum by (function, answer, outcome) (crefn_events_total)")
         alerts = prometheus.alerts()
     except PrometheusError as e:
         print(f"   Prometheus ({prometheus.url}): {e}", file=out)
@@ -203,8 +204,10 @@ def print_summary(prometheus: LocalPrometheus | None, namespace: str, out: TextI
     for s in sorted(nodes, key=lambda s: str(s["metric"].get("job"))):
         print(f"     nvcre_job_failed_nodes{{job=\"{s['metric'].get('job')}\"}} {s['value'][1]}", file=out)
     counts = ", ".join(f"{s['metric'].get('function')} {s['metric'].get('answer')}x{s['value'][1]}"
+                       + (f" ({s['metric']['outcome']})" if s["metric"].get("outcome") in ("wait", "error") else "")
                        for s in sorted(answers, key=lambda s: (str(s["metric"].get("function")),
-                                                               str(s["metric"].get("answer")))))
+                                                               str(s["metric"].get("answer")),
+                                                               str(s["metric"].get("outcome")))))
     print(f"     crefn_events_total: {counts or 'none'}", file=out)
     said = [f"{a['labels'].get('alertname')} ({a['labels'].get('severity')}, {a['state']})"
             + (f" {a['labels']['namespace']}/{a['labels']['job']}" if "job" in a["labels"] else "")

@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -62,6 +63,10 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert f"== Job {ns}/llama-pretrain: InProgress/WorkloadRestarting (restarts 1)" in text
     assert "→ restart-failures" in text and "job.restarted attempt 1/2" in text
     assert "restart grace not over" in text  # launch answered 503 and the Broker retried
+    # ... a designed wait, counted apart from errors (which CREFnFunctionErrors counts): the demo has none
+    answers = next(line for line in text.splitlines() if line.startswith("     crefn_events_total: "))
+    assert re.search(r"\blaunch 503x[1-9]\d* \(wait\)", answers) and "(error)" not in answers, answers
+    assert "CREFnFunctionErrors" not in text
     assert f"!! Alertmanager notifies: firing CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert f"!! Alertmanager notifies: resolved CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert "active alerts in Alertmanager: llama-eval: CREJobFailed (critical)" in text
