@@ -22,7 +22,7 @@ from typing import Any
 from functions.errors import CrefnError, one_line
 from functions.gateway import Gateway
 from functions.registry import SERVED
-from functions.resources import CONFIGMAPS, CRDS, Resource
+from functions.resources import APISERVERSOURCES, BROKERS, CONFIGMAPS, CRDS, DEPLOYMENTS, KSERVICES, TRIGGERS
 
 BROKER = "crefn"
 NAMESPACE = "crefn-system"
@@ -35,11 +35,6 @@ SERVING_CRDS = ("services.serving.knative.dev",)
 EVENTING_CRDS = ("brokers.eventing.knative.dev", "triggers.eventing.knative.dev",
                  "apiserversources.sources.knative.dev", "pingsources.sources.knative.dev",
                  "sinkbindings.sources.knative.dev")
-KSERVICES = Resource("serving.knative.dev", "v1", "services", "Service")
-BROKERS = Resource("eventing.knative.dev", "v1", "brokers", "Broker")
-TRIGGERS = Resource("eventing.knative.dev", "v1", "triggers", "Trigger")
-APISERVERSOURCES = Resource("sources.knative.dev", "v1", "apiserversources", "ApiServerSource")
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 APPLY = "apply the install (see docs/operating.md#deploy-to-a-cluster)"
 
 

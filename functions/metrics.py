@@ -44,8 +44,9 @@ class ProcessMetrics:
         disable_created_metrics()
         self.registry = CollectorRegistry()
         self.events = Counter(
-            "crefn_events_total", "Requests a function answered (GET /metrics is not one), by event type and "
-            "HTTP answer.", ("function", "type", "answer"), registry=self.registry)
+            "crefn_events_total", "Requests a function answered (GET /metrics is not one), by event type, HTTP "
+            "answer and outcome: ok, wait (a designed wait), retry, refused or error.",
+            ("function", "type", "answer", "outcome"), registry=self.registry)
         self.duration = Histogram(
             "crefn_request_duration_seconds", "Time from a request's arrival to its answer.", ("function",),
             buckets=DURATION_BUCKETS, registry=self.registry)
@@ -97,8 +98,8 @@ def process() -> ProcessMetrics:
     return _metrics[0]
 
 
-def count_event(function: str, event_type: str, answer: int, seconds: float) -> None:
-    key = ("event", function, event_type, str(answer))
+def count_event(function: str, event_type: str, answer: int, outcome: str, seconds: float) -> None:
+    key = ("event", function, event_type, str(answer), outcome)
     if (series := _children.get(key)) is None:
         metrics = process()
         series = _children[key] = (metrics.events.labels(*key[1:]), metrics.duration.labels(function))

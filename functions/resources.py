@@ -43,6 +43,13 @@ PODS = Resource("", "v1", "pods", "Pod")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+KSERVICES = Resource("serving.knative.dev", "v1", "services", "Service")
+BROKERS = Resource("eventing.knative.dev", "v1", "brokers", "Broker")
+TRIGGERS = Resource("eventing.knative.dev", "v1", "triggers", "Trigger")
+APISERVERSOURCES = Resource("sources.knative.dev", "v1", "apiserversources", "ApiServerSource")
+PINGSOURCES = Resource("sources.knative.dev", "v1", "pingsources", "PingSource")
+SINKBINDINGS = Resource("sources.knative.dev", "v1", "sinkbindings", "SinkBinding")
 
 
 def cre_jobs(group: str) -> Resource:

@@ -7,7 +7,7 @@ come back; anything else is a bug: 500, process kept alive. `receive()` serves a
 same way (the dead-letter recorder: parse → keep the record → 202). One JSON log line per request, and the
 request counted (`functions.metrics`): its event type, its answer, its duration and, when the handler ran,
 its decision (`decision_of`). `GET /metrics` is never an event: it answers the process's metrics.
-`scrape()` serves the `metrics` target.
+`scrape()` serves the `metrics` target. Each answer's `outcome` (`outcome_of`) tells a designed wait from a failure.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ ANSWERS: dict[type[Exception], int] = {
     TemporaryError: 503,
 }
 """Error class → HTTP answer (SPEC §4.3). An object found gone mid-way is handled: 202."""
+RETRIED = frozenset({409, 429})
+"""Answers Knative retries that are not the function failing: a write that met another, a peer asking to slow down."""
 RETRY_AFTER = frozenset({429, 503})
 """The answers that carry `Retry-After` when the error knows when to come back (Knative's delivery honours
 it for these two, with the `delivery-retryafter` feature and a `retryAfterMax`)."""
@@ -160,7 +162,7 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
         concern(job_of(env))
     except (CrefnError, InvalidEvent) as e:
         span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
-        return _answer(function, None, span, started, answer_for(e) or 500, one_line(str(e)), "")
+        return _answer(function, None, span, started, answer_for(e) or 500, one_line(str(e)), "", error=e)
     except Exception as e:  # a bug: answer 500, keep the process alive
         span = tracing.begin(request.headers.get("traceparent", ""), request.headers.get("tracestate", ""), function)
         return _bug(function, None, span, started, e)
@@ -168,7 +170,7 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
         outcome = act(record, env)
     except (CrefnError, InvalidEvent) as e:
         return _answer(function, env, span, started, answer_for(e) or 500, one_line(str(e)),
-                       decision_of(e) if decided else "", e.retry_after if isinstance(e, TemporaryError) else None)
+                       decision_of(e) if decided else "", e.retry_after if isinstance(e, TemporaryError) else None, e)
     except Exception as e:  # a bug: answer 500, keep the process alive
         return _bug(function, env, span, started, e, "error:internal" if decided else "")
     if decided and outcome.unfinished:
@@ -178,7 +180,7 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
     headers, body = encode(outcome.reply)
     replied = f"replied {outcome.reply.type}"
     _log(function, env, span, started, 200, one_line(f"{replied}: {outcome.reason}") if outcome.reason else replied,
-         decision_of(outcome.reply), outcome.reply.subject)
+         decision_of(outcome.reply), "ok", outcome.reply.subject)
     return Response(body, status=200, headers=headers)
 
 
@@ -202,6 +204,19 @@ def decision_of(made: Outbound | Exception) -> str:
         if isinstance(made, cls):
             return word
     return f"error:{type(made).__name__}"
+
+
+def outcome_of(status: int, error: Exception | None = None) -> str:
+    """The `outcome` label of `crefn_events_total`, one of five: `ok` (2xx: handled), `wait` (a designed wait,
+    `NotYet`: too early, nothing is wrong), `retry` (409, 429), `refused` (another 4xx: never retried) or `error`
+    (every other answer: a peer down or refusing, a bug)."""
+    if isinstance(error, NotYet):
+        return "wait"
+    if status < 300:
+        return "ok"
+    if status in RETRIED:
+        return "retry"
+    return "refused" if status < 500 else "error"
 
 
 def scrape(request: Request, collect: Callable[[str], Exposition], function: str) -> Response:
@@ -230,9 +245,10 @@ def _exposed(exposition: Exposition) -> Response:
 
 
 def _answer(function: str, env: Envelope | None, span: tracing.Span, started: float, status: int, reason: str,
-            decision: str, retry_after: int | None = None) -> Response:
-    """The answer; a 429 or 503 whose error knows when to come back says so (`Retry-After`, seconds)."""
-    _log(function, env, span, started, status, reason, decision)
+            decision: str, retry_after: int | None = None, error: Exception | None = None) -> Response:
+    """The answer (to `error`, when there was one); a 429 or 503 whose error knows when to come back says so
+    (`Retry-After`, seconds)."""
+    _log(function, env, span, started, status, reason, decision, outcome_of(status, error))
     if status == 202:
         return Response(b"", status=202)
     if status == ANSWERS[TooLarge]:  # streamed: functions-framework would read the whole body before a plain answer
@@ -242,8 +258,8 @@ def _answer(function: str, env: Envelope | None, span: tracing.Span, started: fl
 
 
 def _log(function: str, env: Envelope | None, span: tracing.Span, started: float, status: int, reason: str,
-         decision: str, job: str = "") -> None:
-    """One JSON log line, the request counted (its type, answer and duration; its decision if any) and
+         decision: str, outcome: str, job: str = "") -> None:
+    """One JSON log line, the request counted (its type, answer, outcome and duration; its decision if any) and
     its span ended."""
     seconds = time.monotonic() - started
     level = logging.WARNING if status >= 400 else logging.INFO
@@ -252,11 +268,12 @@ def _log(function: str, env: Envelope | None, span: tracing.Span, started: float
     where = job or (job_of(env) if env is not None else "")
     if log.isEnabledFor(level):
         log.log(level, reason, extra=fields(
-            function=function, status=status, id=env.id if env else None, type=env.type if env else None,
-            subject=env.subject if env else None, ms=round(seconds * 1000, 1), **of_job(where)))
+            function=function, status=status, outcome=outcome, id=env.id if env else None,
+            type=env.type if env else None, subject=env.subject if env else None, ms=round(seconds * 1000, 1),
+            **of_job(where)))
     concern("")
     event_type = "none" if env is None else env.type if env.type in KNOWN_TYPES else "other"
-    count_event(function, event_type, status, seconds)
+    count_event(function, event_type, status, outcome, seconds)
     if decision:
         count_decision(function, decision)
     if span.sdk is not None:

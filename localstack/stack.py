@@ -5,7 +5,8 @@ settings of `knative/base`, an ApiServerSource per source of `knative/base` (Res
 LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); a real
 Alertmanager for the `alert` function unless the user named one; and, when Debian's `prometheus` is
 installed, a real Prometheus scraping every function and the `metrics` target with the rules of the
-monitoring component (`localstack.observability.prometheus`).
+monitoring component (`localstack.observability.prometheus`). On a cluster of its own with Knative's CRDs, the
+install's Knative objects, their status kept as Knative's controllers would (`localstack.knative`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,12 @@ from functions.client import send
 from functions.errors import AlreadyExists, Unavailable
 from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
-from functions.resources import Resource
+from functions.resources import NAMESPACES, Resource
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests
 from localstack.eventing.chaos import Chaos
+from localstack.knative import Endpoint, Reconciler, missing_crds, write_objects
 from localstack.manifests import NAMESPACE, render, service_account_user
 from localstack.observability.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.observability.prometheus import LocalPrometheus, PrometheusError, find_prometheus
@@ -188,6 +190,40 @@ def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
                 gw.create(res, None, doc)
 
 
+def endpoints_of(served: list[ServedFunction], broker: LocalBroker) -> dict[str, Endpoint]:
+    """What serves each Knative Service of the install here: a function's process, the Broker's recorder."""
+    found = {f"crefn-{f.target}": Endpoint(f.url, running(f), f.env) for f in served}
+    found["crefn-dead-letters"] = Endpoint(broker.dead_letter_sink, lambda: bool(broker.url), {})
+    return found
+
+
+def running(served: ServedFunction) -> Callable[[], bool]:
+    return lambda: not served.exited
+
+
+def mirror_knative(stack: contextlib.ExitStack, cluster: LocalCluster, docs: list[dict[str, Any]],
+                   settings: dict[str, str], endpoints: dict[str, Endpoint], broker: LocalBroker,
+                   watching: dict[str, list[WatchSource]], timeline: Timeline) -> Reconciler | None:
+    """The install's Knative objects written to the API server and their status kept (`localstack.knative`),
+    when its Knative CRDs are loaded."""
+    gw = Gateway.connect(str(cluster.kubeconfig), 2.0)
+    stack.callback(gw.close)
+    if missing := missing_crds(gw, docs):
+        timeline.say(f"      Knative's CRDs are not loaded ({', '.join(missing)}): the install's Knative objects "
+                     "are not written")
+        return None
+    with contextlib.suppress(AlreadyExists):
+        gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    written = write_objects(gw, docs, endpoints, settings)
+    sources = {name: (lambda ws=ws: all(w.ready.is_set() for w in ws)) for name, ws in watching.items()}
+    reconciler = Reconciler(gw, NAMESPACE, endpoints, lambda: broker.url, sources)
+    reconciler.reconcile()  # the first pass before the stack is used
+    reconciler.start()
+    timeline.say(f"      {written} Knative objects of the install in {NAMESPACE}, with the status Knative's "
+                 "controllers would give them (cre-fn doctor reads them)")
+    return reconciler
+
+
 def label_selector(selector: dict[str, Any]) -> str:
     """An ApiServerSource's selector as a label selector string (matchLabels; matchExpressions In,
     NotIn, Exists, DoesNotExist)."""
@@ -212,7 +248,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                 work_dir: Path, group: str, cluster: LocalCluster | None = None,
                 namespace: str | None = None, monitoring: bool = True,
                 chaos: Chaos | None = None, audit: bool = False, install: str = "installs/default",
-                parity_observer: Mapping[str, str] | None = None) -> Iterator[Stack]:
+                parity_observer: Mapping[str, str] | None = None, knative: bool = True) -> Iterator[Stack]:
     """Everything but the demo, for CRE group `group` (the functions' `CREFN_CRE_GROUP`). An existing
     `cluster` (with the STACK_USERS tokens) is used as it is; `namespace` confines the ApiServerSources
     to one namespace (all namespaces otherwise). Without `monitoring`, no Alertmanager and no
@@ -223,7 +259,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     Triggers, the sources and, on a cluster of the stack's own, the roles. `parity_observer` (its settings)
     serves `parity` in observe mode beside the managing functions, with the observe install's Trigger and tick:
     every verdict the functions write is compared with what they would write. A supervisor starts again any
-    function process, or the stack's own kube-apiserver, that dies."""
+    function process, or the stack's own kube-apiserver, that dies. With `knative`, on a cluster of the stack's
+    own, the install's Knative objects are written and their status kept (`make bench` goes without: the
+    status passes would weigh on its figures)."""
     say = timeline.say
     with contextlib.ExitStack() as stack:
         owned = cluster is None
@@ -231,6 +269,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         scrape_targets: list[ServedFunction] = []
         ours: list[Any] = []  # what runs a process of ours: Alertmanager, Prometheus, the cluster if we started it
         supervisor: Supervisor | None = None
+        reconciler: Reconciler | None = None
         try:
             if cluster is None:
                 say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
@@ -278,6 +317,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             reserved.close()
             broker.serve(broker_port)
             say(f"[4/5] starting the ApiServerSources of knative/{install} → {broker_url}")
+            watching: dict[str, list[WatchSource]] = {}
             for src in (d for d in docs if d["kind"] == "ApiServerSource"):
                 for res in src["spec"]["resources"]:
                     selector = label_selector(res.get("selector") or {})
@@ -287,11 +327,16 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                     stack.callback(source_gw.close)
                     stack.callback(source.stop)
                     source.ready.wait(timeout=10)
+                    watching.setdefault(src["metadata"]["name"], []).append(source)
             pings = {d["metadata"]["name"]: d["spec"]["sink"]["ref"]["name"].removeprefix("crefn-")
                      for d in docs if d["kind"] == "PingSource"}
             say(f"[5/5] PingSource: {', '.join(pings.values())} every {ping_interval:g}s")
             for name, target in pings.items():
                 stack.callback(Ticker(functions[target].url, ping_interval, name).stop)
+            if knative and owned:
+                reconciler = mirror_knative(stack, cluster, docs, settings,
+                                            endpoints_of([*functions.values(), *scrape_targets], broker), broker,
+                                            watching, timeline)
             supervisor = Supervisor(functions, cluster if owned else None, timeline)
             stack.callback(supervisor.stop)
             yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,
@@ -299,6 +344,8 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         finally:  # however the stack ends (Ctrl-C included): nothing started again, then every process at once
             if supervisor is not None:
                 supervisor.stop()
+            if reconciler is not None:
+                reconciler.stop()
             stop_together([*(f.process for f in (*functions.values(), *scrape_targets) if f.process),
                            *(proc for holder in ours if holder is not None for proc in holder.children())],
                           STOP_GRACE)

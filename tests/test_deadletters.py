@@ -76,8 +76,8 @@ def test_a_file_that_cannot_be_written_answers_503_and_the_retry_is_recorded(tmp
         assert [json.loads(x)["attributes"]["id"] for x in missing.read_text().splitlines()] == [
             DEAD["attributes"]["id"]]
         exposed = metrics_of(served.url)
-    assert 'crefn_events_total{answer="503",function="dead-letters",type="dev.knative.apiserver.resource.update"}' \
-        ' 1.0' in exposed
+    assert 'crefn_events_total{answer="503",function="dead-letters",outcome="error",' \
+        'type="dev.knative.apiserver.resource.update"} 1.0' in exposed
     assert f'crefn_dead_letters_file_bytes{{path="{missing}"}} {float(missing.stat().st_size)}' in exposed
 
 
@@ -112,9 +112,9 @@ def test_a_body_over_the_limit_is_413_unread_and_the_recorder_keeps_its_memory(t
         assert send(served.url, DEAD).status == 202
         exposed = metrics_of(served.url)
     assert len(file.read_text().splitlines()) == 2
-    assert 'crefn_events_total{answer="413",function="dead-letters",type="none"} 2.0' in exposed
-    assert 'crefn_events_total{answer="202",function="dead-letters",type="dev.knative.apiserver.resource.update"}' \
-        ' 2.0' in exposed
+    assert 'crefn_events_total{answer="413",function="dead-letters",outcome="refused",type="none"} 2.0' in exposed
+    assert 'crefn_events_total{answer="202",function="dead-letters",outcome="ok",' \
+        'type="dev.knative.apiserver.resource.update"} 2.0' in exposed
 
 
 IDENTITY = {

@@ -70,12 +70,13 @@ def test_a_served_function_says_what_runs_and_logs_json_lines(tmp_path: Path) ->
         ("WARNING", "CREFN_MODEE", "unknown variable CREFN_MODEE: no setting reads it, ignored (did you mean "
          "CREFN_MODE?)")]
     (answered,) = [line for line in logged if line.get("id") == "logged-request"]
-    assert {k: answered[k] for k in ("severity", "function", "status", "namespace", "job", "trace_id")} == {
-        "severity": "INFO", "function": "phase", "status": 200, "namespace": "ml-team", "job": "llama-pretrain",
-        "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
+    assert {k: answered[k] for k in ("severity", "function", "status", "outcome", "namespace", "job", "trace_id")} == {
+        "severity": "INFO", "function": "phase", "status": 200, "outcome": "ok", "namespace": "ml-team",
+        "job": "llama-pretrain", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
     assert answered["message"].startswith("replied dev.crefn.workload.phase")
     (refused,) = [line for line in logged if line.get("id") == "refused"]
-    assert (refused["severity"], refused["status"], refused["job"]) == ("WARNING", 400, "llama-pretrain")
+    assert (refused["severity"], refused["status"], refused["outcome"], refused["job"]) == (
+        "WARNING", 400, "refused", "llama-pretrain")
 
 
 @pytest.mark.process

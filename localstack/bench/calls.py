@@ -61,7 +61,7 @@ def restart_call_figures(rows: list[dict[str, Any]], restarts: int, grace: int =
         say(f"starting the local stack with every function's request audited (restart grace {grace} s) ...")
         settings = {**SETTINGS, "CREFN_RESTART_GRACE_SECONDS": str(grace)}
         with start_stack(out, QuietTimeline(out=quiet), settings, 3600, Path(tmp), GROUP, monitoring=False,
-                         audit=True) as stack:
+                         audit=True, knative=False) as stack:
             creates = Creates()
             source = WatchSource(stack.cluster.gateway(), TRAINJOBS, creates.publish, namespace=NAMESPACE).start()
             names = [f"calls-{i}" for i in range(restarts)]

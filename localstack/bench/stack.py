@@ -203,7 +203,8 @@ def lifecycle_figures(rows: list[dict[str, Any]], sequential: int, burst: int, p
         out = Path(tmp) / "out"
         out.mkdir()
         say("starting the local stack (restart grace 0, no resync tick) ...")
-        with start_stack(out, QuietTimeline(out=quiet), SETTINGS, 3600, Path(tmp), GROUP, monitoring=False) as stack:
+        with start_stack(out, QuietTimeline(out=quiet), SETTINGS, 3600, Path(tmp), GROUP, monitoring=False,
+                         knative=False) as stack:
             creates = Creates()
             source = WatchSource(stack.cluster.gateway(), TRAINJOBS, creates.publish, namespace=NAMESPACE).start()
             create_job(stack.gateway, NAMESPACE, job_body("warm-up"), evidence=True, group=GROUP)

@@ -1,7 +1,7 @@
 """A Prometheus Alertmanager on loopback (Debian's `prometheus-alertmanager`), clustering off, with
 one webhook receiver: for the test suite and for trying the alert sinks locally. Stopped by PID.
 With a `Guard`, its API is behind TLS and basic auth (its `--web.config.file`), as a production
-Alertmanager often is."""
+Alertmanager often is; with `inhibit_rules`, those of its configuration (docs/operating.md#one-fault-one-page)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -84,10 +84,12 @@ class Guard:
 
 
 class LocalAlertmanager:
-    def __init__(self, work_dir: Path, webhook_url: str, guard: Guard | None = None) -> None:
+    def __init__(self, work_dir: Path, webhook_url: str, guard: Guard | None = None,
+                 inhibit_rules: Sequence[Mapping[str, Any]] = ()) -> None:
         self.work_dir = Path(work_dir)
         self.webhook_url = webhook_url
         self.guard = guard
+        self.inhibit_rules = [dict(rule) for rule in inhibit_rules]
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -101,6 +103,7 @@ class LocalAlertmanager:
             "route": {"receiver": "webhook", "group_by": ["alertname", "namespace", "job"], "group_wait": "0s",
                       "group_interval": "1s", "repeat_interval": "1h"},
             "receivers": [{"name": "webhook", "webhook_configs": [{"url": self.webhook_url, "send_resolved": True}]}],
+            "inhibit_rules": self.inhibit_rules,
         }
         config_file = self.work_dir / "alertmanager.yml"
         config_file.write_text(yaml.safe_dump(config))

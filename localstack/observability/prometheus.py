@@ -1,9 +1,10 @@
 """A Prometheus on loopback (Debian's `prometheus`, with its `promtool`): for the test suite and the
 local stack. It scrapes every served function's `GET /metrics` (job `crefn-functions`) and the metrics
 target's (job `crefn-metrics`, with `honor_labels`, as the monitoring component's PodMonitor does: the Job
-gauges carry their own `namespace` and `job` labels), and evaluates the rule groups of the PrometheusRule
-`crefn` in `knative/components/monitoring`, the same groups the promtool tests check. It sends alerts
-nowhere: they are read from its API. Stopped by PID.
+gauges carry their own `namespace` and `job` labels), each target with the fixed labels the PodMonitors give
+theirs (`exporter`, which the rules and the dashboard select on), and evaluates the rule groups of the
+PrometheusRule `crefn` in `knative/components/monitoring`, the same groups the promtool tests check. Its alerts
+are read from its API, and sent to an Alertmanager only when it is given one. Stopped by PID.
 """
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ def rule_groups() -> list[dict[str, Any]]:
     raise PrometheusError(f"no PrometheusRule {RULE_NAME} in knative/{MONITORING_INSTALL}")
 
 
+def fixed_labels() -> dict[str, str]:
+    """The labels the monitoring install's PodMonitors give every target they scrape (a relabeling without a
+    source: `targetLabel` set to `replacement`)."""
+    fixed: dict[str, str] = {}
+    for doc in render(MONITORING_INSTALL):
+        if doc["kind"] == "PodMonitor":
+            for endpoint in doc["spec"]["podMetricsEndpoints"]:
+                fixed |= {r["targetLabel"]: r["replacement"] for r in endpoint.get("relabelings") or ()
+                          if not r.get("sourceLabels") and "replacement" in r}
+    return fixed
+
+
 def write_rules(path: Path, groups: Sequence[Mapping[str, Any]]) -> Path:
     """A Prometheus rules file holding `groups`."""
     path.write_text(yaml.safe_dump({"groups": list(groups)}, sort_keys=False))
@@ -74,10 +87,13 @@ class LocalPrometheus:
     """`targets` maps a function target's name to its base URL; `groups` defaults to the PrometheusRule's."""
 
     def __init__(self, work_dir: Path, targets: Mapping[str, str], groups: Sequence[Mapping[str, Any]] | None = None,
-                 interval: float = 1.0, honor_labels: Collection[str] = HONOR_LABELS) -> None:
+                 interval: float = 1.0, honor_labels: Collection[str] = HONOR_LABELS, alertmanager: str = "") -> None:
+        """`alertmanager`: the base URL of the Alertmanager its alerts go to (none when empty)."""
         self.work_dir = Path(work_dir)
+        self.alertmanager = alertmanager
         self.targets = dict(targets)
         self.groups = list(groups) if groups is not None else rule_groups()
+        self.labels = fixed_labels()
         self.interval = interval
         self.honor_labels = frozenset(honor_labels)
         self.port = 0
@@ -92,15 +108,17 @@ class LocalPrometheus:
 
         def job(name: str, targets: dict[str, str], honor: bool) -> dict[str, Any]:
             return {"job_name": name, "honor_labels": honor, "metrics_path": "/metrics",
-                    "static_configs": [{"targets": [host_port(url)], "labels": {"service": f"crefn-{target}"}}
+                    "static_configs": [{"targets": [host_port(url)],
+                                        "labels": {**self.labels, "service": f"crefn-{target}"}}
                                        for target, url in sorted(targets.items())]}
 
         functions = {t: u for t, u in self.targets.items() if t not in self.honor_labels}
         metrics = {t: u for t, u in self.targets.items() if t in self.honor_labels}
         jobs = [job("crefn-functions", functions, False)] if functions else []
         jobs += [job("crefn-metrics", metrics, True)] if metrics else []
+        alerting = {"alerting": {"alertmanagers": [{"static_configs": [{"targets": [host_port(self.alertmanager)]}]}]}}
         return {"global": {"scrape_interval": every, "scrape_timeout": every, "evaluation_interval": every},
-                "rule_files": [str(rules_file)], "scrape_configs": jobs}
+                "rule_files": [str(rules_file)], "scrape_configs": jobs, **(alerting if self.alertmanager else {})}
 
     def start(self, timeout: float = 30) -> LocalPrometheus:
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -166,14 +184,15 @@ class LocalPrometheus:
 
 def print_summary(prometheus: LocalPrometheus | None, namespace: str, out: TextIO) -> None:
     """The demo summary's lines from Prometheus: the namespace's Job series after a fresh scrape, the
-    functions' answers, and the alerts of the rules pending or firing for that namespace or for none."""
+    functions' answers (a 503 says whether it was a designed wait or an error), and the alerts of the rules
+    pending or firing for that namespace or for none."""
     if prometheus is None:
         return
     try:
         prometheus.wait_for_scrape()
         status = prometheus.query(f'nvcre_job_status{{namespace="{namespace}"}} == 1')
         nodes = prometheus.query(f'nvcre_job_failed_nodes{{namespace="{namespace}"}} > 0')
-        answers = prometheus.query("sum by (function, answer) (crefn_events_total)")
+        answers = prometheus.query("sum by (function, answer, outcome) (crefn_events_total)")
         alerts = prometheus.alerts()
     except PrometheusError as e:
         print(f"   Prometheus ({prometheus.url}): {e}", file=out)
@@ -185,8 +204,10 @@ def print_summary(prometheus: LocalPrometheus | None, namespace: str, out: TextI
     for s in sorted(nodes, key=lambda s: str(s["metric"].get("job"))):
         print(f"     nvcre_job_failed_nodes{{job=\"{s['metric'].get('job')}\"}} {s['value'][1]}", file=out)
     counts = ", ".join(f"{s['metric'].get('function')} {s['metric'].get('answer')}x{s['value'][1]}"
+                       + (f" ({s['metric']['outcome']})" if s["metric"].get("outcome") in ("wait", "error") else "")
                        for s in sorted(answers, key=lambda s: (str(s["metric"].get("function")),
-                                                               str(s["metric"].get("answer")))))
+                                                               str(s["metric"].get("answer")),
+                                                               str(s["metric"].get("outcome")))))
     print(f"     crefn_events_total: {counts or 'none'}", file=out)
     said = [f"{a['labels'].get('alertname')} ({a['labels'].get('severity')}, {a['state']})"
             + (f" {a['labels']['namespace']}/{a['labels']['job']}" if "job" in a["labels"] else "")

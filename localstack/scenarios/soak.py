@@ -18,12 +18,11 @@ import os
 import random
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self, TextIO
+from typing import Any, TextIO
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
 from functions.client import send
@@ -33,6 +32,7 @@ from functions.replay import read_recording
 from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.rules.attempts import workload_name
 from functions.rules.conditions import true_exclusive
+from localstack.background import Background
 from localstack.eventing.chaos import Chaos, ChaosError
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
@@ -111,25 +111,6 @@ def retrying(what: Any, attempts: int = 60) -> Any:
         except CrefnError:
             time.sleep(0.5)
     return what()
-
-
-class Background:
-    """A loop in a daemon thread, started and stopped (waited for) from the soak."""
-
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        raise NotImplementedError
 
 
 class Driver(Background):

@@ -28,6 +28,7 @@ from functions.rules.launch import (
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
+from tests.support.answers import moved
 from tests.support.helpers import EARLIER, annotate_nodes, job_events, missing
 from tests.support.inprocess import InProcessFunction
 from tests.support.webhook import DenyingWebhook
@@ -101,9 +102,11 @@ def test_trainjob_held_by_a_finalizer_is_503_until_it_is_gone(functions: Callabl
                                           "uid": created["metadata"]["uid"], "controller": True}]},
         "spec": {"runtimeRef": {"name": "torch"}}})
     gateway.delete(TRAINJOBS, namespace, "llm-workload")
-    answer = send(urls["launch"], w.job_record())
+    record = w.job_record()
+    answer, counted = moved(urls["launch"], "launch", lambda: send(urls["launch"], record))
     assert answer.status == 503 and "terminating" in answer.text
     assert "retry-after" not in answer.headers  # when the finalizer goes is not known
+    assert counted == {("503", "wait"): 1}  # a designed wait, not an error
     gateway.patch(TRAINJOBS, namespace, "llm-workload", {"metadata": {"finalizers": None}})
     answer = send(urls["launch"], w.job_record())
     assert answer.status == 200 and answer.ce["type"] == "dev.crefn.workload.created"
@@ -127,10 +130,11 @@ def test_a_launch_in_its_restart_grace_answers_when_to_come_back(world: Callable
     kubeconfig = cluster.kubeconfig_for(service_account_user("crefn-launch"))
     launch = InProcessFunction("launch", {"CREFN_KUBECONFIG": str(kubeconfig)}, clock=lambda: end - left).start()
     try:
-        answer = send(launch.url, w.job_record())
+        answer, counted = moved(launch.url, "launch", lambda: send(launch.url, w.job_record()))
     finally:
         launch.stop()
     assert answer.status == 503, answer.text
+    assert counted == {("503", "wait"): 1}  # a designed wait, not an error
     assert answer.text == "restart grace not over: next TrainJob not before 2026-11-30T12:00:10+00:00"
     assert answer.headers["retry-after"] == retry_after
     assert w.trainjob() is None
@@ -212,15 +216,17 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
 def test_api_server_stopped_mid_test_is_503_then_recovers(functions: Callable[..., dict[str, str]],
                                                           world: Callable[..., World], cluster: LocalCluster,
                                                           namespace: str) -> None:
-    """launch, and status with it (one stop of the API server for both)."""
+    """launch, and status with it (one stop of the API server for both); the 503 is counted as an error, not as
+    a wait."""
     urls = functions(CREFN_KUBE_TIMEOUT_SECONDS="3")
     w = world(urls)
     w.create_job()
     record = w.job_record()
     cluster.stop_apiserver()
     try:
-        answer = send(urls["launch"], record)
+        answer, counted = moved(urls["launch"], "launch", lambda: send(urls["launch"], record))
         assert answer.status == 503 and "unreachable" in answer.text
+        assert counted == {("503", "error"): 1}
         answer = send(urls["status"], phase_record(namespace, "llm", "Running"))
         assert answer.status == 503
     finally:

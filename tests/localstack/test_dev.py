@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from functions.client import send
 from functions.errors import CrefnError, Unavailable
 from functions.gateway import Gateway
 from functions.replay import read_recording
-from functions.resources import NAMESPACES, cre_jobs
+from functions.resources import CRDS, DEPLOYMENTS, NAMESPACES, TRIGGERS, cre_jobs
 from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
 from localstack.processes import run, spawn
@@ -62,6 +63,10 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     assert f"== Job {ns}/llama-pretrain: InProgress/WorkloadRestarting (restarts 1)" in text
     assert "→ restart-failures" in text and "job.restarted attempt 1/2" in text
     assert "restart grace not over" in text  # launch answered 503 and the Broker retried
+    # ... a designed wait, counted apart from errors (which CREFnFunctionErrors counts): the demo has none
+    answers = next(line for line in text.splitlines() if line.startswith("     crefn_events_total: "))
+    assert re.search(r"\blaunch 503x[1-9]\d* \(wait\)", answers) and "(error)" not in answers, answers
+    assert "CREFnFunctionErrors" not in text
     assert f"!! Alertmanager notifies: firing CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert f"!! Alertmanager notifies: resolved CREJobRestarted (warning) {ns}/llama-pretrain" in text
     assert "active alerts in Alertmanager: llama-eval: CREJobFailed (critical)" in text
@@ -257,6 +262,96 @@ def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tm
     assert "!! kube-apiserver exited: starting it again (restart 1)" in output
     logged = [json.loads(x)["attributes"]["type"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert "my.own" in logged and "dev.crefn.workload.created" in logged
+
+
+def doctor(kubeconfig: str) -> tuple[int, list[str]]:
+    """`cre-fn doctor` against the stack: its exit code and its lines."""
+    result = run([sys.executable, "-m", "functions.cli", "doctor", "--kubeconfig", kubeconfig], text=True,
+                 timeout=120)
+    assert result.stderr == "", result.stderr
+    return result.returncode, result.stdout.splitlines()
+
+
+def failed_checks(kubeconfig: str, want: list[str], timeout: float = 20) -> list[str]:
+    """The ✗ lines of `cre-fn doctor`, once they are `want` (the stand-ins write status every second) or the time
+    is up; exit 1 whenever one fails."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code, lines = doctor(kubeconfig)
+        failed = [line for line in lines if not line.startswith("✓ ")]
+        assert code == (1 if failed else 0), lines
+        if failed == want or time.monotonic() > deadline:
+            return failed
+        time.sleep(1)
+
+
+@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.stack
+def test_doctor_passes_every_check_against_the_stack_and_names_each_fault(tmp_path: Path,
+                                                                         upstream_crds: Path) -> None:
+    """`make run`'s stack (`cre-fn dev --no-demo --keep`, its own API server with the upstream CRDs): `cre-fn
+    doctor` against its kubeconfig passes every check, the stand-ins giving the readiness Knative's controllers
+    would; then a CRD removed, a Trigger whose subscriber is gone, and CRE's manager beside the functions in
+    manage mode: each its ✗ line, exit 1."""
+    token = uuid.uuid4().hex
+    proc, found, lines = start_dev(tmp_path, token)
+    try:
+        assert set(found) == {"KUBECONFIG", "BROKER"}, "\n".join(lines)
+        kubeconfig = found["KUBECONFIG"]
+        assert failed_checks(kubeconfig, []) == []
+        code, checks = doctor(kubeconfig)
+        assert code == 0 and checks[0].startswith("✓ API server: https://127.0.0.1:")
+        assert checks[1:5] == [
+            "✓ CRE CRDs (nvcre.nvidia.com): 4 kinds in nvcre.nvidia.com",
+            "✓ Trainer TrainJob CRD: trainjobs.trainer.kubeflow.org v1alpha1 has spec.runtimePatches (Trainer ≥ 2.2)",
+            "✓ Knative Serving CRDs: services.serving.knative.dev",
+            "✓ Knative Eventing CRDs: brokers.eventing.knative.dev, triggers.eventing.knative.dev, "
+            "apiserversources.sources.knative.dev, pingsources.sources.knative.dev, sinkbindings.sources.knative.dev"]
+        assert "✓ Broker crefn-system/crefn: Ready" in checks
+        assert len([c for c in checks if c.startswith("✓ Trigger crefn-") and c.endswith(": Ready")]) == 24
+        assert [c for c in checks if c.startswith("✓ ApiServerSource ")] == [
+            f"✓ ApiServerSource crefn-{name}: SufficientPermissions"
+            for name in ("goodput", "jobs", "nodes", "pods", "trainjobs", "workloadruns")]
+        assert [c for c in checks if c.startswith("✓ Service ")] == [
+            f"✓ Service crefn-{name}: Ready, mode manage" for name in (
+                "alert", "launch", "measurements", "metrics", "nodehealth", "parity", "phase", "restart", "resync",
+                "status", "timeout", "validate", "workloadrun")]
+        assert checks[-1] == ("✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) "
+                              "beside 13 functions in manage mode")
+
+        gw = Gateway.connect(kubeconfig)
+        try:
+            gw.delete(CRDS, None, "sinkbindings.sources.knative.dev")
+            want = ["✗ Knative Eventing CRDs: sinkbindings.sources.knative.dev not found — install Knative Eventing"]
+            assert failed_checks(kubeconfig, want) == want
+            gw.patch(TRIGGERS, "crefn-system", "crefn-phase-trainjobs",
+                     {"spec": {"subscriber": {"ref": {"name": "crefn-gone"}}}})
+            want.append("✗ Trigger crefn-phase-trainjobs: not Ready (False: Unable to get the Subscriber's URI: "
+                        "Service crefn-system/crefn-gone is not found or has no address) — kubectl -n crefn-system "
+                        "describe trigger crefn-phase-trainjobs")
+            assert failed_checks(kubeconfig, want) == want
+            gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "cre-system"}})
+            labels = {"app.kubernetes.io/name": "cluster-readiness-engine", "control-plane": "manager"}
+            gw.create(DEPLOYMENTS, "cre-system", {
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "cre-cluster-readiness-engine-manager", "labels": labels},
+                "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "manager", "image": "nvcr.io/nvidia/cre:0.6.0"}]}}}})
+            want.append("✗ CRE's controller: cre-system/cre-cluster-readiness-engine-manager runs while 13 functions "
+                        "run in manage mode: both would write the same Jobs — kubectl -n cre-system scale deployment "
+                        "cre-cluster-readiness-engine-manager --replicas=0, or set CREFN_MODE=observe")
+            assert failed_checks(kubeconfig, want) == want
+        finally:
+            gw.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        finally:
+            kill_all(left_after(token, 10))
+            if proc.stdout:
+                proc.stdout.close()
 
 
 @pytest.mark.kube  # `cre-fn dev` starts an API server of its own

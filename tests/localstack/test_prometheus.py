@@ -93,7 +93,8 @@ def test_scrapes_a_function_and_the_job_gauges_with_their_own_labels(prometheus:
     status = prometheus.query(f'nvcre_job_status{{namespace="{namespace}"}}')
     assert {(s["metric"]["job"], s["metric"]["status"], s["value"][1]) for s in status} == {
         ("train", "in_progress", "1"), ("train", "succeeded", "0"), ("train", "failed", "0")}
-    assert all(s["metric"]["service"] == "crefn-metrics" for s in status)
+    # labelled as the PodMonitors label their targets: the rules and the dashboard select the functions' copy by it
+    assert {(s["metric"]["service"], s["metric"]["exporter"]) for s in status} == {("crefn-metrics", "cre-functions")}
     nodes = prometheus.query(f'nvcre_job_failed_nodes{{namespace="{namespace}", job="train"}}')
     assert [s["value"][1] for s in nodes] == ["2"]
     answered = prometheus.query('crefn_events_total{function="phase"}')

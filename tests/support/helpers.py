@@ -16,19 +16,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from events.envelope import Envelope
 from events.objects import Pod
 from functions.client import send
 from functions.codec import to_envelope
 from functions.context import Context
-from functions.errors import NotYet
 from functions.gateway import Gateway
 from functions.plan import Outcome
 from functions.resources import EVENTS, Resource, cre_jobs
 from functions.rules.jobs import JobState, parse_job
 from functions.settings import Settings
+from tests.support.answers import moved
+from tests.support.inprocess import InProcessFunction
 from tests.support.paths import REPO
 from tests.support.world import cache_caught_up
 
@@ -286,12 +285,20 @@ def handled_at(handle: Callable[[Envelope, Context], Outcome], record: dict[str,
 
 def waits_while_its_decider_may_be_at_work(handle: Callable[[Envelope, Context], Outcome], record: dict[str, Any],
                                            settings: Settings, decided: datetime) -> None:
-    """A decision written at `decided`, its Event missing: delivered again 10 s later, the answer waits the 20 s
-    left of the Broker's 30 s delivery timeout (its decider may still be recording the Event); in observe mode
-    (the functions wrote nothing) it restates nothing."""
-    with pytest.raises(NotYet) as waited:
-        handled_at(handle, record, settings, decided + timedelta(seconds=10))
-    assert waited.value.retry_after == 20
+    """A decision written at `decided`, its Event missing: delivered again 10 s later, over HTTP to the handler's
+    function (served here, as `settings.kubeconfig`'s user, its clock at that time), the answer is 503 with
+    `Retry-After` the 20 s left of the Broker's 30 s delivery timeout (its decider may still be recording the
+    Event), counted as a wait; in observe mode (the functions wrote nothing) it restates nothing."""
+    target = handle.__module__.rpartition(".")[2]
+    served = InProcessFunction(target, {"CREFN_KUBECONFIG": str(settings.kubeconfig)},
+                               clock=lambda: decided + timedelta(seconds=10)).start()
+    try:
+        answer, counted = moved(served.url, target, lambda: send(served.url, record))
+    finally:
+        served.stop()
+    assert (answer.status, answer.headers.get("retry-after")) == (503, "20"), answer.text
+    assert "its decider may still be recording its Event" in answer.text
+    assert counted == {("503", "wait"): 1}  # a designed wait, not an error
     observing = settings.model_copy(update={"mode": "observe"})
     assert handled_at(handle, record, observing, decided + timedelta(seconds=40)).reply is None
 

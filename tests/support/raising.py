@@ -16,7 +16,8 @@ from functions.plan import Outcome
 KINDS: dict[str, type[Exception]] = {
     "PermanentError": errors.PermanentError, "NotFound": errors.NotFound, "Conflict": errors.Conflict,
     "AlreadyExists": errors.AlreadyExists, "Throttled": errors.Throttled, "Unavailable": errors.Unavailable,
-    "NotYet": errors.NotYet, "TemporaryError": errors.TemporaryError, "KeyError": KeyError,
+    "NotYet": errors.NotYet, "TemporaryError": errors.TemporaryError, "Forbidden": errors.Forbidden,
+    "KeyError": KeyError,
 }
 
 

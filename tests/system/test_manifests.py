@@ -548,6 +548,7 @@ class Relabeling(Strict):
     regex: str = "(.*)"
     action: Literal["replace", "keep", "drop"] = "replace"
     targetLabel: str | None = None
+    replacement: str | None = None
 
 
 class PodMetricsEndpoint(Strict):
@@ -649,7 +650,7 @@ def test_monitoring_scrapes_every_function_pod_and_the_metrics_pod_once() -> Non
     assert not any(scraped(e, other) for e in monitors["crefn-functions"]["spec"]["podMetricsEndpoints"])
 
 
-def test_monitors_use_knatives_port_name_and_keep_the_job_gauges_labels() -> None:
+def test_monitors_use_knatives_port_name_keep_the_job_gauges_labels_and_label_their_source() -> None:
     docs = RENDERED[MONITORING]
     for service in by_name(docs, "Service").values():  # one port: Knative serves it as user-port
         assert service["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 8080}]
@@ -658,6 +659,9 @@ def test_monitors_use_knatives_port_name_and_keep_the_job_gauges_labels() -> Non
             assert (endpoint["port"], endpoint["path"]) == (KNATIVE_USER_PORT, "/metrics")
             # nvcre_job_* carry the CRE Job's namespace and job: only the metrics pod's labels are honoured
             assert endpoint.get("honorLabels", False) == (monitor["metadata"]["name"] == "crefn-metrics")
+            # every target labelled as the functions' (CRE's controller exports the same nvcre_* series)
+            fixed = [r for r in endpoint["relabelings"] if not r.get("sourceLabels")]
+            assert fixed == [{"targetLabel": "exporter", "replacement": "cre-functions"}]
     assert [r["metadata"]["name"] for r in of_kind(docs, "PrometheusRule")] == ["crefn"]
 
 

@@ -95,7 +95,7 @@ def answer_as_shipped(name: str, service: dict[str, Any], url: str, logs: Path) 
     status, body = get(f"{url}/metrics")
     assert status == 200
     if name == "crefn-phase":
-        assert f'crefn_events_total{{answer="200",function="phase",type="{event_type}"}} 1.0' in body, body
+        assert f'crefn_events_total{{answer="200",function="phase",outcome="ok",type="{event_type}"}} 1.0' in body, body
     elif name == "crefn-dead-letters":  # appended to the claim's file (written as the image's user) and the log
         assert 'crefn_dead_letters_file_bytes{path="/var/lib/crefn/dead-letters.jsonl"}' in body
         assert 'crefn_dead_letters_file_bytes{path="/var/lib/crefn/dead-letters.jsonl"} 0.0' not in body
