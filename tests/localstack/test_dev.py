@@ -247,6 +247,7 @@ def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tm
                 proc.wait(timeout=CTRL_C_WITHIN)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=10)
                 raise
             finally:
                 left = left_after(token, max(0.0, CTRL_C_WITHIN - (time.monotonic() - began)))
