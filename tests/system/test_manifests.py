@@ -25,7 +25,7 @@ from events.types import EventType
 from functions import main
 from functions.registry import SERVED, TARGETS
 from functions.settings import Settings
-from localstack.manifests import KNATIVE, compose, installs, render, service_account_user
+from localstack.manifests import KNATIVE, compose, installs, render, service_account_user, with_settings
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.docs import section as docs_section
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
@@ -190,8 +190,74 @@ def test_sources_watch_only_kinds_the_functions_parse(install: str) -> None:
         assert source["spec"]["mode"] == "Resource"
 
 
+SETTINGS = re.compile(r"crefn-settings-[bcdfghkmt2-9]{10}")
+"""The settings ConfigMap's name: kustomize's configMapGenerator suffixes it with a hash of its data."""
+
+
+def settings_name(docs: list[dict[str, Any]]) -> str:
+    """The settings ConfigMap: the one every Service's container takes its environment from."""
+    (name,) = {ref for d in of_kind(docs, "Service") for ref in config_maps_named(d)}
+    return name
+
+
+def config_maps_named(doc: dict[str, Any]) -> set[str]:
+    """The ConfigMaps a pod template names: `envFrom`, `env` keys and volumes (projected ones too)."""
+    spec = pod_spec(doc)
+    names = {s["configMapRef"]["name"] for c in spec.get("containers", []) for s in c.get("envFrom", [])
+             if "configMapRef" in s}
+    names |= {e["valueFrom"]["configMapKeyRef"]["name"] for c in spec.get("containers", []) for e in c.get("env", [])
+              if "configMapKeyRef" in e.get("valueFrom", {})}
+    names |= {v["configMap"]["name"] for v in spec.get("volumes", []) if "configMap" in v}
+    names |= {s["configMap"]["name"] for v in spec.get("volumes", []) for s in v.get("projected", {}).get(
+        "sources", []) if "configMap" in s}
+    return names
+
+
 def settings_of(docs: list[dict[str, Any]]) -> dict[str, str]:
-    return dict(by_name(docs, "ConfigMap")["crefn-settings"]["data"])
+    return dict(by_name(docs, "ConfigMap")[settings_name(docs)]["data"])
+
+
+@pytest.mark.parametrize("install", SHIPPED)
+def test_every_service_reads_the_settings_configmap_of_its_own_install(install: str) -> None:
+    docs = RENDERED[install]
+    workloads = [d for d in docs if pod_spec(d)]
+    assert len(workloads) == (13 if "kafka" in INSTALLS.get(install, ()) else 14)  # the functions, the recorder
+    for doc in workloads:
+        assert config_maps_named(doc) == {settings_name(docs)}, doc["metadata"]["name"]
+    assert SETTINGS.fullmatch(settings_name(docs))
+    assert settings_name(docs) in by_name(docs, "ConfigMap")
+    assert "crefn-settings" not in by_name(docs, "ConfigMap")  # no unhashed copy that a Service could name
+    assert settings_of(docs)["CREFN_RESTART_GRACE_SECONDS"] == "30"
+
+
+CHANGED = {"CREFN_RESTART_GRACE_SECONDS": "45"}
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("install", INSTALLS)
+def test_a_changed_setting_changes_every_services_template_and_nothing_else(install: str) -> None:
+    """An operator's kustomization over the install that merges one changed setting into crefn-settings: a new
+    ConfigMap name in every pod template (Knative makes a new revision of each Service), nothing else changed."""
+    before, after = RENDERED[install], with_settings(f"installs/{install}", CHANGED)
+    old, new = settings_name(before), settings_name(after)
+    assert old != new and SETTINGS.fullmatch(new)
+    assert settings_of(before)["CREFN_RESTART_GRACE_SECONDS"] == "30"
+    assert settings_of(after) == {**settings_of(before), "CREFN_RESTART_GRACE_SECONDS": "45"}
+    key = lambda d: (d["apiVersion"], d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, after)) == sorted(key(d) if key(d)[3] != old else (*key(d)[:3], new) for d in before)
+    unchanged = {key(d): d for d in before}
+    templates = set()
+    for doc in after:
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == new:
+            continue
+        was = unchanged[key(doc)]
+        if pod_spec(doc):
+            assert pod_spec(doc) != pod_spec(was)
+            templates.add(doc["metadata"]["name"])
+        assert json.loads(json.dumps(doc).replace(new, old)) == was, key(doc)
+    assert {"crefn-phase", "crefn-metrics"} <= templates
+    assert ("crefn-dead-letters" in templates) == ("kafka" not in INSTALLS[install])  # kafka: no recorder
+    assert templates == {d["metadata"]["name"] for d in before if pod_spec(d)}
 
 
 @pytest.mark.parametrize("install", SHIPPED)

@@ -1,9 +1,9 @@
 """What is shipped, run as shipped: every Knative Service of knative/base (rendered), and those the oidc component
 changes (its projected token stood in by the account's token files), started as its pod would start it from the
 Dockerfile's image — the container's command/args or the image's CMD, the image's ENV and WORKDIR, the Service's
-env and crefn-settings, as the image's user, on a read-only root where only the declared volumes and /dev/shm
-are writable, with its ServiceAccount's token mounted — and answering: a scrape of GET /metrics, and an event
-where one needs no API server (`phase`, the dead-letter recorder). The pod is reproduced in a private mount
+env and the settings ConfigMap it names, as the image's user, on a read-only root where only the declared volumes
+and /dev/shm are writable, with its ServiceAccount's token mounted — and answering: a scrape of GET /metrics, and
+an event where one needs no API server (`phase`, the dead-letter recorder). The pod is reproduced in a private mount
 namespace (`tests.support.pod`: building the image needs a container engine and its base image, which not every
 machine running the suite has); the package is the wheel the Dockerfile installs (`tests.system.test_image`)."""
 
