@@ -2,13 +2,13 @@
 
 Read through the Kubernetes gateway, as the user the kubeconfig names (reads only): the CRDs the functions
 work with (CRE's in the group the functions are set to, Trainer's TrainJob with `spec.runtimePatches`, which
-`launch` writes and Trainer serves from 2.2; Knative Serving's and Eventing's), the Broker and every Trigger on
-it Ready, every ApiServerSource's `SufficientPermissions`, each function's Knative Service Ready and the mode
-it runs in, and, where one runs in `manage` mode, that CRE's own controller does not (two controllers would
-write the same Jobs). A Service's mode is what its pods start with: its container's `CREFN_MODE`, given
-directly or from the ConfigMaps its `env`/`envFrom` name (a pod started before the ConfigMap changed keeps the
-mode it started with; its `crefn_build_info` says which). Knative's readiness is its conditions: `Ready`
-True, or the condition's reason and message.
+`launch` writes and Trainer serves from 2.2; Knative Serving's and Eventing's), the Broker, its dead-letter sink
+(the recorder's Deployment Available, or a KafkaSink) and every Trigger on it Ready, every ApiServerSource's
+`SufficientPermissions`, each function's Knative Service Ready and the mode it runs in, and, where one runs in
+`manage` mode, that CRE's own controller does not (two controllers would write the same Jobs). A Service's mode
+is what its pods start with: its container's `CREFN_MODE`, directly or from the ConfigMaps its `env`/`envFrom`
+name (a pod keeps the mode it started with; its `crefn_build_info` says which). Knative's readiness is its
+conditions: `Ready` True, or the condition's reason and message.
 """
 
 from __future__ import annotations
@@ -22,7 +22,16 @@ from typing import Any
 from functions.errors import CrefnError, one_line
 from functions.gateway import Gateway
 from functions.registry import SERVED
-from functions.resources import APISERVERSOURCES, BROKERS, CONFIGMAPS, CRDS, DEPLOYMENTS, KSERVICES, TRIGGERS
+from functions.resources import (
+    APISERVERSOURCES,
+    BROKERS,
+    CONFIGMAPS,
+    CRDS,
+    DEPLOYMENTS,
+    KAFKASINKS,
+    KSERVICES,
+    TRIGGERS,
+)
 
 BROKER = "crefn"
 NAMESPACE = "crefn-system"
@@ -81,6 +90,7 @@ def diagnose(gw: Gateway, namespace: str = NAMESPACE, cre_group: str = "",
     checks.append(guarded("Knative Serving CRDs", lambda: crds(gw, SERVING_CRDS, "install Knative Serving")))
     checks.append(guarded("Knative Eventing CRDs", lambda: crds(gw, EVENTING_CRDS, "install Knative Eventing")))
     checks.append(guarded(f"Broker {namespace}/{BROKER}", lambda: broker(gw, namespace)))
+    checks.append(guarded("Dead-letter sink", lambda: dead_letter_sink(gw, namespace)))
     checks += listed(f"Triggers on {namespace}/{BROKER}", lambda: triggers(gw, namespace))
     checks += listed(f"ApiServerSources in {namespace}", lambda: sources(gw, namespace))
     checks += [served(s, namespace) for s in services]
@@ -170,6 +180,30 @@ def broker(gw: Gateway, namespace: str) -> tuple[bool, str, str]:
         return False, "not found", APPLY
     ok, detail = readiness(found)
     return ok, detail, "" if ok else f"kubectl -n {namespace} describe broker {BROKER}"
+
+
+def dead_letter_sink(gw: Gateway, namespace: str) -> tuple[bool, str, str]:
+    """Where the Broker sends what it gives up on: the recorder (a Kubernetes Service in front of the Deployment
+    of the same name, `knative/base/dead-letters.yaml`) Available, or the kafka component's KafkaSink Ready."""
+    found = gw.get(BROKERS, namespace, BROKER)
+    if found is None:
+        return False, f"no Broker {BROKER} to send dead letters", APPLY
+    ref = (((found.get("spec") or {}).get("delivery") or {}).get("deadLetterSink") or {}).get("ref") or {}
+    name = str(ref.get("name", ""))
+    if (ref.get("apiVersion"), ref.get("kind")) == ("v1", "Service"):
+        found, kind, type_ = gw.get(DEPLOYMENTS, namespace, name), "Deployment", "Available"
+        fix = f"kubectl -n {namespace} describe deployment {name}; kubectl -n {namespace} describe pvc {name}"
+    elif ref.get("kind") == "KafkaSink":
+        found, kind, type_ = gw.get(KAFKASINKS, namespace, name), "KafkaSink", "Ready"
+        fix = f"kubectl -n {namespace} describe kafkasink {name}"
+    elif ref:
+        return True, f"{ref.get('kind')} {name}, not the install's: not checked", ""
+    else:
+        return False, f"Broker {BROKER} has no deadLetterSink: what it gives up on is lost", APPLY
+    if found is None:
+        return False, f"{kind} {name} not found", APPLY
+    ok, detail = readiness(found, type_)
+    return ok, f"{kind} {name} {detail}", "" if ok else fix
 
 
 def triggers(gw: Gateway, namespace: str) -> Iterator[Check]:

@@ -61,7 +61,7 @@ SERVED: frozenset[str] = frozenset({*HANDLERS, METRICS})
 """Every target `functions.main` serves, each a Knative Service `crefn-<target>`."""
 RECORD = "record"
 """The dead-letter recorder (`functions.deadletters`), also served by `functions.main`: `cre-fn record`
-runs it, as the Service `crefn-dead-letters` does (so it is not one of SERVED's `crefn-<target>`)."""
+runs it, as the Deployment `crefn-dead-letters` does (so it is not one of SERVED's `crefn-<target>`)."""
 STARTS: Mapping[str, str] = {"alert": "functions.alertsinks"}
 """Targets with something to show before their first event: the module whose `start(target, settings)` runs
 once the target's settings are read (the alert function's `crefn_alert_sinks_configured`)."""

@@ -50,6 +50,7 @@ TRIGGERS = Resource("eventing.knative.dev", "v1", "triggers", "Trigger")
 APISERVERSOURCES = Resource("sources.knative.dev", "v1", "apiserversources", "ApiServerSource")
 PINGSOURCES = Resource("sources.knative.dev", "v1", "pingsources", "PingSource")
 SINKBINDINGS = Resource("sources.knative.dev", "v1", "sinkbindings", "SinkBinding")
+KAFKASINKS = Resource("eventing.knative.dev", "v1alpha1", "kafkasinks", "KafkaSink")
 
 
 def cre_jobs(group: str) -> Resource:

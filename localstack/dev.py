@@ -117,6 +117,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
             code = 0 if ok else 1
         if keep:
             print(f"KUBECONFIG={stack.cluster.kubeconfig}", file=out)
+            if stack.revisions is not None:  # a new settings ConfigMap beside it: a new revision of every function
+                print(f"SETTINGS={stack.revisions.namespace}/{stack.revisions.served}", file=out)
             if stack.prometheus is not None:
                 print(f"PROMETHEUS={stack.prometheus.url}", file=out)
             print(f"BROKER={stack.broker.url}", file=out, flush=True)

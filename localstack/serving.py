@@ -51,11 +51,16 @@ def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = la
 
 
 class ServedFunction:
+    """One target served; its environment is `settings` (what a pod takes from its ConfigMap) with `env` (its
+    own, which wins, as a container's `env` wins over its `envFrom`) over them. A new `settings` applies at the
+    next start."""
+
     def __init__(self, target: str, env: Mapping[str, str] | None = None, log_path: Path | None = None,
-                 source: Path = MAIN) -> None:
+                 source: Path = MAIN, settings: Mapping[str, str] | None = None) -> None:
         self.target = target
         self.source = source
         self.env = dict(env or {})
+        self.settings = dict(settings or {})
         self.port = 0
         self.log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
@@ -76,7 +81,7 @@ class ServedFunction:
         """Start serving, on a free port (or, with `same_port`, on the one it had: a restart)."""
         self.port = self.port if same_port and self.port else free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
-        env.update(self.env)
+        env.update({**self.settings, **self.env})
         argv = [sys.executable, "-m", "functions_framework", "--source", str(self.source), "--target", self.target,
                 "--host", "127.0.0.1", "--port", str(self.port)]
         if self.log_path:

@@ -1,11 +1,12 @@
 """The local stack's composition: a real kube-apiserver + etcd with the CRDs and the RBAC of
 `knative/`; every function served by functions-framework on loopback, each authenticated as its own
-ServiceAccount; stand-ins for the Knative parts: a Broker that routes with the Triggers and delivery
-settings of `knative/base`, an ApiServerSource per source of `knative/base` (Resource mode,
-LIST+WATCH), and a PingSource ticking `resync` (whose `K_SINK` is the local Broker); a real
-Alertmanager for the `alert` function unless the user named one; and, when Debian's `prometheus` is
-installed, a real Prometheus scraping every function and the `metrics` target with the rules of the
-monitoring component (`localstack.observability.prometheus`). On a cluster of its own with Knative's CRDs, the
+ServiceAccount, with the settings of a ConfigMap whose successor is a new revision (`localstack.revisions`);
+stand-ins for the Knative parts: a Broker that routes with the Triggers and delivery settings of
+`knative/base`, an ApiServerSource per source of `knative/base` (Resource mode, LIST+WATCH), and a
+PingSource ticking `resync` (whose `K_SINK` is the local Broker); a real Alertmanager for the `alert`
+function unless the user named one; and, when Debian's `prometheus` is installed, a real Prometheus
+scraping every function and the `metrics` target with the rules of the monitoring component
+(`localstack.observability.prometheus`). On a cluster of its own with Knative's CRDs, the
 install's Knative objects, their status kept as Knative's controllers would (`localstack.knative`).
 """
 
@@ -34,6 +35,7 @@ from localstack.manifests import NAMESPACE, render, service_account_user
 from localstack.observability.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.observability.prometheus import LocalPrometheus, PrometheusError, find_prometheus
 from localstack.processes import stop_together
+from localstack.revisions import Revisions, apply_settings, settings_of
 from localstack.serving import ServedFunction
 from localstack.timeline import Timeline
 
@@ -71,18 +73,28 @@ class Ticker:
 class Supervisor:
     """Starts again what dies, as Knative does a revision's pods and a kubelet a static pod: a served
     function on its own port (the Broker's Triggers keep their URLs; a delivery that failed meanwhile is
-    retried by the Broker), and a killed kube-apiserver on the same etcd and port. Counts restarts."""
+    retried by the Broker), and a killed kube-apiserver on the same etcd and port. Counts restarts. With
+    `revisions`, makes a new revision of every served process (`functions` and `others`) when the settings
+    change (`localstack.revisions`): each stopped, then started again on its port with the new settings; one that
+    does not start with them is started again with the ones it had, as Knative keeps a Service's revision that
+    never became ready out of traffic and the previous one serving."""
 
     def __init__(self, functions: dict[str, ServedFunction], cluster: LocalCluster | None, timeline: Timeline,
-                 interval: float = 0.2) -> None:
+                 interval: float = 0.2, revisions: Revisions | None = None,
+                 others: tuple[ServedFunction, ...] = ()) -> None:
         self.functions, self.cluster, self.timeline, self.interval = functions, cluster, timeline, interval
+        self.revisions, self.others = revisions, others
         self.restarts: dict[str, int] = {}
+        self.rolls = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="supervisor")
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            wanted = self.revisions.take() if self.revisions is not None else None
+            if wanted is not None and not self._stop.is_set():
+                self._roll(*wanted)
             for name, served in list(self.functions.items()):
                 if served.exited and not self._stop.is_set():
                     self._restart(name, lambda served=served: served.start(timeout=30, same_port=True))
@@ -96,6 +108,24 @@ class Supervisor:
             start()
         except Exception as e:  # it stays down until the next look
             self.timeline.say(f"!! {name} did not start again: {e}")
+
+    def _roll(self, name: str, settings: dict[str, str]) -> None:
+        served = [*self.functions.values(), *self.others]
+        self.rolls += 1
+        self.timeline.say(f"!! settings {name}: a new revision of every function, in "
+                          f"{settings.get('CREFN_MODE', 'manage')} mode")
+        for one in served:
+            one.terminate()
+        for one in served:
+            one.stop()
+        for one in served:
+            before, one.settings = one.settings, dict(settings)
+            try:
+                one.start(timeout=30, same_port=True)
+            except RuntimeError as e:
+                self.timeline.say(f"!! {one.target} did not start with {name} ({e}): its previous revision serves")
+                one.settings = before
+                self._restart(one.target, lambda one=one: one.start(timeout=30, same_port=True))
 
     def stop(self) -> None:
         """No more restarts; a restart under way is not waited for beyond a second (what it starts dies with the
@@ -125,6 +155,8 @@ class Stack:
     supervisor: Supervisor | None = None
     scrape_targets: list[ServedFunction] = field(default_factory=list)
     """Functions served for Prometheus only (the `metrics` target)."""
+    revisions: Revisions | None = None
+    """The settings ConfigMap the functions are served from (`revisions.served`), and what changes it."""
 
     def quiet(self) -> bool:
         return self.broker.wait_idle(timeout=0.5, quiet=0.3)
@@ -163,14 +195,15 @@ def start_prometheus(stack: contextlib.ExitStack, cluster: LocalCluster, work_di
                      timeline: Timeline, settings: dict[str, str], functions: dict[str, ServedFunction],
                      scrape_targets: list[ServedFunction]) -> LocalPrometheus | None:
     """A local Prometheus (when one is installed) scraping every served function and the `metrics`
-    target, served here as its own ServiceAccount: it answers scrapes only, so only Prometheus needs it."""
+    target, served here as its own ServiceAccount with `settings`: it answers scrapes only, so only Prometheus
+    needs it."""
     try:
         find_prometheus()
     except PrometheusError as e:
         timeline.say(f"      {e}; nothing is scraped")
         return None
-    env = {**settings, "CREFN_KUBECONFIG": str(cluster.service_account_kubeconfig(NAMESPACE, f"crefn-{METRICS}"))}
-    metrics = ServedFunction(METRICS, env, out_dir / f"function-{METRICS}.log")
+    env = {"CREFN_KUBECONFIG": str(cluster.service_account_kubeconfig(NAMESPACE, f"crefn-{METRICS}"))}
+    metrics = ServedFunction(METRICS, env, out_dir / f"function-{METRICS}.log", settings=settings)
     stack.callback(stop_all, {METRICS: metrics})
     scrape_targets.append(metrics)
     targets = {**{t: f.url for t, f in functions.items()}, METRICS: metrics.start().url}
@@ -261,7 +294,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     every verdict the functions write is compared with what they would write. A supervisor starts again any
     function process, or the stack's own kube-apiserver, that dies. With `knative`, on a cluster of the stack's
     own, the install's Knative objects are written and their status kept (`make bench` goes without: the
-    status passes would weigh on its figures)."""
+    status passes would weigh on its figures). The functions' settings are the install's
+    with `settings` merged in, a ConfigMap of the API server's `crefn-system`; a new one there is a new revision
+    of every function (`localstack.revisions`)."""
     say = timeline.say
     with contextlib.ExitStack() as stack:
         owned = cluster is None
@@ -287,11 +322,16 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                          and d["metadata"]["name"].startswith("crefn-parity")]
             if owned or install == "installs/default":  # a cluster given (the test suite's, shared) keeps base's roles
                 apply_rbac(gw, docs)
+            served = {**settings_of(docs), **settings}  # the install's settings, the stack's merged in
+            watcher_gw = cluster.gateway()
+            stack.callback(watcher_gw.close)
+            revisions = Revisions(watcher_gw, NAMESPACE, apply_settings(gw, NAMESPACE, served), served).start()
+            stack.callback(revisions.stop)
             alertmanager = start_alertmanager(stack, work_dir, timeline, settings) if monitoring else None
             ours.append(alertmanager)
-            if alertmanager is not None:
-                settings = {**settings, "CREFN_ALERTMANAGER_URL": alertmanager.url}
-            say("[2/5] serving every function with functions-framework, each as its ServiceAccount")
+            own = {"CREFN_ALERTMANAGER_URL": alertmanager.url} if alertmanager is not None else {}
+            say("[2/5] serving every function with functions-framework, each as its ServiceAccount, with the "
+                f"settings of the ConfigMap {NAMESPACE}/{revisions.served}")
             reserved = stack.enter_context(socket.socket())  # held until the Broker binds it: no function started
             reserved.bind(("127.0.0.1", 0))                   # meanwhile is given the Broker's port
             broker_port = int(reserved.getsockname()[1])
@@ -299,13 +339,12 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             stack.callback(stop_all, functions)
             for target in TARGETS:
                 user = service_account_user(f"crefn-{target}")
-                env = {**settings, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": broker_url}
+                env = {**own, "CREFN_KUBECONFIG": str(cluster.kubeconfig_for(user)), "K_SINK": broker_url}
                 if target == "parity" and parity_observer is not None:
                     env.update({**parity_observer, "CREFN_MODE": "observe"})
-                served = ServedFunction(target, env, out_dir / f"function-{target}.log")
-                functions[target] = served
-                served.start()
-            prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, settings, functions,
+                functions[target] = ServedFunction(target, env, out_dir / f"function-{target}.log", settings=served)
+                functions[target].start()
+            prometheus = start_prometheus(stack, cluster, work_dir, out_dir, timeline, served, functions,
                                           scrape_targets) if monitoring else None
             ours.append(prometheus)
             say(f"[3/5] starting the Broker with the Triggers and delivery of knative/{install}")
@@ -337,10 +376,11 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                 reconciler = mirror_knative(stack, cluster, docs, settings,
                                             endpoints_of([*functions.values(), *scrape_targets], broker), broker,
                                             watching, timeline)
-            supervisor = Supervisor(functions, cluster if owned else None, timeline)
+            supervisor = Supervisor(functions, cluster if owned else None, timeline, revisions=revisions,
+                                    others=tuple(scrape_targets))
             stack.callback(supervisor.stop)
             yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,
-                        scrape_targets)
+                        scrape_targets, revisions)
         finally:  # however the stack ends (Ctrl-C included): nothing started again, then every process at once
             if supervisor is not None:
                 supervisor.stop()

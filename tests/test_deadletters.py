@@ -278,7 +278,7 @@ def test_data_that_is_not_json_is_kept_as_a_cloudevent_with_data_base64_and_repl
 def test_the_deployed_recorder_keeps_its_files_within_its_claim() -> None:
     """crefn-dead-letters as shipped: its cap and rotated files, all full, fit in the claim it writes."""
     named = {(d["kind"], d["metadata"]["name"]): d for d in render("base")}
-    args = named["Service", "crefn-dead-letters"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = named["Deployment", "crefn-dead-letters"]["spec"]["template"]["spec"]["containers"][0]["args"]
     claim = named["PersistentVolumeClaim", "crefn-dead-letters"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
     max_bytes, keep = int(args[args.index("--max-bytes") + 1]), int(args[args.index("--keep") + 1])

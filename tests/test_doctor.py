@@ -1,7 +1,8 @@
 """`cre-fn doctor` against the real API server with the upstream CRDs (CRE, Trainer, Knative): the objects a
-healthy install has (knative/base's ConfigMap, Services, Broker, Triggers and ApiServerSources, in the test's
-namespace, with the conditions Knative's controllers would write) give every check ✓ and exit 0; a CRD removed,
-a Trigger not Ready, CRE's controller running beside functions in manage mode each give their ✗ line and exit 1;
+healthy install has (knative/base's ConfigMap, Services, Broker, Triggers, ApiServerSources and the recorder's
+Deployment, in the test's namespace, with the conditions Knative's controllers and Kubernetes' would write) give every
+check ✓ and exit 0; a CRD removed, a Trigger not Ready, the dead-letter sink not up, CRE's controller running beside
+functions in manage mode each give their ✗ line and exit 1;
 no cluster to ask, or a mistaken argument, one line and exit 2."""
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ KINDS = {
     ("sources.knative.dev/v1", "ApiServerSource"): Resource("sources.knative.dev", "v1", "apiserversources",
                                                              "ApiServerSource"),
 }
-TRIGGERS = KINDS[("eventing.knative.dev/v1", "Trigger")]
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+KINDS[("apps/v1", "Deployment")] = DEPLOYMENTS
+TRIGGERS = KINDS[("eventing.knative.dev/v1", "Trigger")]
+BROKERS = KINDS[("eventing.knative.dev/v1", "Broker")]
 SERVICES = ("alert", "launch", "measurements", "metrics", "nodehealth", "parity", "phase", "restart", "resync",
             "status", "timeout", "validate", "workloadrun")
 
@@ -43,7 +46,8 @@ def ready(*types: str, status: str = "True", reason: str = "", message: str = ""
 
 @pytest.fixture
 def installed(gateway: Gateway, namespace: str, upstream_crds: Path) -> dict[str, list[str]]:
-    """knative/base's objects the doctor reads, created in the test's namespace and made Ready: kind → names."""
+    """knative/base's objects the doctor reads, created in the test's namespace and made Ready (the recorder's
+    Deployment Available): kind → names."""
     made: dict[str, list[str]] = {}
     for doc in render("base"):
         res = KINDS.get((doc["apiVersion"], doc["kind"]))
@@ -52,7 +56,8 @@ def installed(gateway: Gateway, namespace: str, upstream_crds: Path) -> dict[str
         name = doc["metadata"]["name"]
         gateway.create(res, namespace, {**doc, "metadata": {**doc["metadata"], "namespace": namespace}})
         if doc["kind"] != "ConfigMap":
-            types = ("Ready", "SufficientPermissions") if doc["kind"] == "ApiServerSource" else ("Ready",)
+            types = {"ApiServerSource": ("Ready", "SufficientPermissions"), "Deployment": ("Available",)}.get(
+                doc["kind"], ("Ready",))
             gateway.patch(res, namespace, name, ready(*types), status=True)
         made.setdefault(doc["kind"], []).append(name)
     return made
@@ -83,6 +88,9 @@ def test_a_healthy_install_passes_every_check(cluster: LocalCluster, namespace: 
         "✓ Knative Eventing CRDs: brokers.eventing.knative.dev, triggers.eventing.knative.dev, "
         "apiserversources.sources.knative.dev, pingsources.sources.knative.dev, sinkbindings.sources.knative.dev"]
     assert f"✓ Broker {namespace}/crefn: Ready" in lines
+    assert lines[lines.index(f"✓ Broker {namespace}/crefn: Ready") + 1] == \
+        "✓ Dead-letter sink: Deployment crefn-dead-letters Available"
+    assert installed["Deployment"] == ["crefn-dead-letters"]
     assert [line for line in lines if line.startswith("✓ Trigger ")] == [
         f"✓ Trigger {name}: Ready" for name in sorted(installed["Trigger"])]
     assert len(installed["Trigger"]) > 10
@@ -113,6 +121,31 @@ def test_a_trigger_not_ready_is_named_with_its_reason(cluster: LocalCluster, gat
     assert failed == [{"check": "Trigger crefn-phase-pods", "ok": False,
                        "detail": "not Ready (False: SubscriberResolved: service crefn-phase not found)",
                        "fix": f"kubectl -n {namespace} describe trigger crefn-phase-pods"}]
+
+
+@pytest.mark.process
+def test_a_dead_letter_sink_not_up_is_named_with_where_to_look(
+        cluster: LocalCluster, gateway: Gateway, namespace: str, installed: dict[str, list[str]]) -> None:
+    gateway.patch(DEPLOYMENTS, namespace, "crefn-dead-letters", ready(
+        "Available", status="False", reason="MinimumReplicasUnavailable",
+        message="Deployment does not have minimum availability."), status=True)
+    code, lines = checked(cluster, namespace)
+    assert code == 1
+    assert [line for line in lines if line.startswith("✗")] == [
+        "✗ Dead-letter sink: Deployment crefn-dead-letters not Available (False: MinimumReplicasUnavailable: "
+        f"Deployment does not have minimum availability.) — kubectl -n {namespace} describe deployment "
+        f"crefn-dead-letters; kubectl -n {namespace} describe pvc crefn-dead-letters"]
+    kafka = {"apiVersion": "eventing.knative.dev/v1alpha1", "kind": "KafkaSink", "name": "crefn-dead-letters"}
+    gateway.patch(BROKERS, namespace, "crefn", {"spec": {"delivery": {"deadLetterSink": {"ref": kafka}}}})
+    code, lines = checked(cluster, namespace)
+    assert [line for line in lines if line.startswith("✗")] == [
+        "✗ Dead-letter sink: KafkaSink crefn-dead-letters not found — apply the install (see "
+        "docs/operating.md#deploy-to-a-cluster)"]
+    gateway.patch(BROKERS, namespace, "crefn", {"spec": {"delivery": {"deadLetterSink": None}}})
+    code, lines = checked(cluster, namespace)
+    assert [line for line in lines if line.startswith("✗")] == [
+        "✗ Dead-letter sink: Broker crefn has no deadLetterSink: what it gives up on is lost — apply the install "
+        "(see docs/operating.md#deploy-to-a-cluster)"]
 
 
 @pytest.fixture

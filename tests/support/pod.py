@@ -1,4 +1,4 @@
-"""A Knative Service's pod as the cluster would run it, reproduced without a container engine.
+"""A Knative Service's pod (or a Deployment's) as the cluster would run it, reproduced without a container engine.
 
 A container engine cannot run in every place the suite runs, and the image's base cannot always be pulled;
 what a pod does to the process can be done with util-linux alone (`unshare`, `mount`, `chroot`, `setpriv`),
@@ -108,9 +108,9 @@ class Installed:
 
 def pod_of(service: dict[str, Any], docs: Sequence[dict[str, Any]], image: Image, installed: Installed,
            port: int, token_dir: Path, kube_port: int) -> Pod:
-    """The pod Knative makes of `service` (rendered, with the other rendered `docs`) from `image`,
-    its container port served on the host's `port`, its ServiceAccount's files in `token_dir`, the
-    API server on the loopback's `kube_port`."""
+    """The pod Knative makes of `service` (a Deployment's pod when it is one; rendered, with the other rendered
+    `docs`) from `image`, its container port served on the host's `port`, its ServiceAccount's files in
+    `token_dir`, the API server on the loopback's `kube_port`."""
     spec = service["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     security = container.get("securityContext", {})
@@ -130,10 +130,13 @@ def pod_of(service: dict[str, Any], docs: Sequence[dict[str, Any]], image: Image
     volumes = [claim_or_scratch(spec, mount, fs_group, token_dir) for mount in container.get("volumeMounts", [])]
     if spec.get("automountServiceAccountToken", True):
         volumes.append(Volume(SERVICE_ACCOUNT_DIR, source=token_dir))
-    env = {**installed.env, "HOSTNAME": f"{name}-00001-deployment", "HOME": f"/home/{image.user_name}",
+    knative = service["apiVersion"].startswith("serving.knative.dev/")
+    set_by_knative = {"PORT": str(port), "K_SERVICE": name, "K_CONFIGURATION": name,
+                      "K_REVISION": f"{name}-00001"} if knative else {}
+    env = {**installed.env, "HOSTNAME": f"{name}-00001-deployment" if knative else f"{name}-5d8f7c9b4-x2x7q",
+           "HOME": f"/home/{image.user_name}",
            **image.env, **env_from(container, docs), **{e["name"]: e["value"] for e in container.get("env", [])},
-           "PORT": str(port), "K_SERVICE": name, "K_CONFIGURATION": name, "K_REVISION": f"{name}-00001",
-           "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(kube_port)}
+           **set_by_knative, "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(kube_port)}
     return Pod(name, argv, env, container.get("workingDir", image.workdir), uid, security.get("runAsGroup", uid),
                [fs_group] if fs_group is not None else [], volumes)
 

@@ -25,13 +25,13 @@ from events.types import EventType
 from functions import main
 from functions.registry import SERVED, TARGETS
 from functions.settings import Settings
-from localstack.manifests import KNATIVE, compose, installs, render, service_account_user
+from localstack.manifests import KNATIVE, compose, installs, render, service_account_user, with_settings
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.docs import section as docs_section
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
 from tests.support.paths import REPO
 
-CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret",
+CORE_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret", "Service",
               "PersistentVolumeClaim"}
 FRAMEWORK_ENV = {"FUNCTION_TARGET", "WORKERS", "THREADS"}
 INSTALLS = installs()
@@ -67,8 +67,13 @@ UPSTREAM_KINDS = {"eventing.knative.dev/v1alpha1/KafkaSink": ("eventing.knative.
 """Kinds checked against their real CRDs (`../shared/upstream`), read where the local API server reads them."""
 
 
+KSERVICE = "serving.knative.dev/v1/Service"
+"""A Knative Service, as `of_kind` and `by_name` name it (the kind alone, `Service`, is Kubernetes' too)."""
+
+
 def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [d for d in docs if d["kind"] == kind]
+    """The objects of `kind`: a kind (`Trigger`), or apiVersion/kind (`serving.knative.dev/v1/Service`)."""
+    return [d for d in docs if kind in (d["kind"], f"{d['apiVersion']}/{d['kind']}")]
 
 
 def by_name(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
@@ -98,7 +103,7 @@ def test_renders_and_every_object_is_valid(install: str, upstream_crds: Path) ->
     for doc in docs:
         key = f"{doc['apiVersion']}/{doc['kind']}"
         if (doc["kind"] in CORE_KINDS and "/" not in doc["apiVersion"]) or doc["apiVersion"].startswith(
-                ("rbac.", "networking.k8s.io/")):
+                ("rbac.", "networking.k8s.io/", "apps/")):
             validate_core(json.dumps(doc, sort_keys=True))
         elif key in UPSTREAM_KINDS:
             errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
@@ -145,7 +150,7 @@ def emitted_types(docs: list[dict[str, Any]]) -> set[str]:
 @pytest.mark.parametrize("install", SHIPPED)
 def test_every_trigger_routes_what_its_function_handles_and_something_emits(install: str) -> None:
     docs = RENDERED[install]
-    services = by_name(docs, "Service")
+    services = by_name(docs, KSERVICE)
     sources = of_kind(docs, "ApiServerSource")
     watched = {(r["apiVersion"], r["kind"]) for s in sources for r in s["spec"]["resources"]}
     for trigger in of_kind(docs, "Trigger"):
@@ -190,8 +195,74 @@ def test_sources_watch_only_kinds_the_functions_parse(install: str) -> None:
         assert source["spec"]["mode"] == "Resource"
 
 
+SETTINGS = re.compile(r"crefn-settings-[bcdfghkmt2-9]{10}")
+"""The settings ConfigMap's name: kustomize's configMapGenerator suffixes it with a hash of its data."""
+
+
+def settings_name(docs: list[dict[str, Any]]) -> str:
+    """The settings ConfigMap: the one every Service's container takes its environment from."""
+    (name,) = {ref for d in of_kind(docs, KSERVICE) for ref in config_maps_named(d)}
+    return name
+
+
+def config_maps_named(doc: dict[str, Any]) -> set[str]:
+    """The ConfigMaps a pod template names: `envFrom`, `env` keys and volumes (projected ones too)."""
+    spec = pod_spec(doc)
+    names = {s["configMapRef"]["name"] for c in spec.get("containers", []) for s in c.get("envFrom", [])
+             if "configMapRef" in s}
+    names |= {e["valueFrom"]["configMapKeyRef"]["name"] for c in spec.get("containers", []) for e in c.get("env", [])
+              if "configMapKeyRef" in e.get("valueFrom", {})}
+    names |= {v["configMap"]["name"] for v in spec.get("volumes", []) if "configMap" in v}
+    names |= {s["configMap"]["name"] for v in spec.get("volumes", []) for s in v.get("projected", {}).get(
+        "sources", []) if "configMap" in s}
+    return names
+
+
 def settings_of(docs: list[dict[str, Any]]) -> dict[str, str]:
-    return dict(by_name(docs, "ConfigMap")["crefn-settings"]["data"])
+    return dict(by_name(docs, "ConfigMap")[settings_name(docs)]["data"])
+
+
+@pytest.mark.parametrize("install", SHIPPED)
+def test_every_service_reads_the_settings_configmap_of_its_own_install(install: str) -> None:
+    docs = RENDERED[install]
+    workloads = [d for d in docs if pod_spec(d)]
+    assert len(workloads) == (13 if "kafka" in INSTALLS.get(install, ()) else 14)  # the functions, the recorder
+    for doc in workloads:
+        assert config_maps_named(doc) == {settings_name(docs)}, doc["metadata"]["name"]
+    assert SETTINGS.fullmatch(settings_name(docs))
+    assert settings_name(docs) in by_name(docs, "ConfigMap")
+    assert "crefn-settings" not in by_name(docs, "ConfigMap")  # no unhashed copy that a Service could name
+    assert settings_of(docs)["CREFN_RESTART_GRACE_SECONDS"] == "30"
+
+
+CHANGED = {"CREFN_RESTART_GRACE_SECONDS": "45"}
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("install", INSTALLS)
+def test_a_changed_setting_changes_every_services_template_and_nothing_else(install: str) -> None:
+    """An operator's kustomization over the install that merges one changed setting into crefn-settings: a new
+    ConfigMap name in every pod template (Knative makes a new revision of each Service), nothing else changed."""
+    before, after = RENDERED[install], with_settings(f"installs/{install}", CHANGED)
+    old, new = settings_name(before), settings_name(after)
+    assert old != new and SETTINGS.fullmatch(new)
+    assert settings_of(before)["CREFN_RESTART_GRACE_SECONDS"] == "30"
+    assert settings_of(after) == {**settings_of(before), "CREFN_RESTART_GRACE_SECONDS": "45"}
+    key = lambda d: (d["apiVersion"], d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, after)) == sorted(key(d) if key(d)[3] != old else (*key(d)[:3], new) for d in before)
+    unchanged = {key(d): d for d in before}
+    templates = set()
+    for doc in after:
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == new:
+            continue
+        was = unchanged[key(doc)]
+        if pod_spec(doc):
+            assert pod_spec(doc) != pod_spec(was)
+            templates.add(doc["metadata"]["name"])
+        assert json.loads(json.dumps(doc).replace(new, old)) == was, key(doc)
+    assert {"crefn-phase", "crefn-metrics"} <= templates
+    assert ("crefn-dead-letters" in templates) == ("kafka" not in INSTALLS[install])  # kafka: no recorder
+    assert templates == {d["metadata"]["name"] for d in before if pod_spec(d)}
 
 
 @pytest.mark.parametrize("install", SHIPPED)
@@ -200,20 +271,17 @@ def test_services_name_real_targets_and_known_settings(install: str) -> None:
     known = {f"CREFN_{name.upper()}" for name in Settings.model_fields}
     assert set(settings_of(docs)) <= known
     Settings.model_validate({k.removeprefix("CREFN_").lower(): v for k, v in settings_of(docs).items()})
-    for name, service in by_name(docs, "Service").items():
+    for name, service in by_name(docs, KSERVICE).items():
         spec = service["spec"]["template"]["spec"]
         container = spec["containers"][0]
         env = {e["name"]: e["value"] for e in container["env"]}
         assert set(env) <= FRAMEWORK_ENV | known, name
-        if "FUNCTION_TARGET" in env:
-            assert env["FUNCTION_TARGET"] in SERVED and callable(getattr(main, env["FUNCTION_TARGET"]))
-            assert name == f"crefn-{env['FUNCTION_TARGET']}"
-            assert spec["serviceAccountName"] == name
-        else:
-            assert container["args"][:2] == ["cre-fn", "record"]
+        assert env["FUNCTION_TARGET"] in SERVED and callable(getattr(main, env["FUNCTION_TARGET"]))
+        assert name == f"crefn-{env['FUNCTION_TARGET']}"
+        assert spec["serviceAccountName"] == name
         assert int(env["THREADS"]) == spec["containerConcurrency"]
         assert container["securityContext"]["runAsNonRoot"] is True
-    assert {target_of(s) for s in by_name(docs, "Service").values()} - {""} == SERVED
+    assert {target_of(s) for s in by_name(docs, KSERVICE).values()} == SERVED
 
 
 @pytest.mark.parametrize("install", SHIPPED)
@@ -221,7 +289,7 @@ def test_every_function_has_its_own_bound_role(install: str) -> None:
     docs = RENDERED[install]
     roles, bindings = by_name(docs, "ClusterRole"), of_kind(docs, "ClusterRoleBinding") + of_kind(docs, "RoleBinding")
     accounts = set(by_name(docs, "ServiceAccount"))
-    used = {s["spec"]["template"]["spec"].get("serviceAccountName") for s in by_name(docs, "Service").values()}
+    used = {s["spec"]["template"]["spec"].get("serviceAccountName") for s in by_name(docs, KSERVICE).values()}
     used |= {s["spec"]["serviceAccountName"] for s in of_kind(docs, "ApiServerSource")}
     used.discard(None)
     assert used <= accounts
@@ -244,35 +312,67 @@ def test_resync_is_pinged_and_resync_and_launch_are_bound_to_the_broker() -> Non
     assert bindings == {"crefn-resync": broker, "crefn-launch": broker, "crefn-restart": broker}
 
 
-def test_dead_letters_go_to_the_recorder() -> None:
-    docs = RENDERED["base"]
-    for obj in of_kind(docs, "Broker") + of_kind(docs, "Trigger"):
-        assert obj["spec"]["delivery"]["deadLetterSink"]["ref"]["name"] == "crefn-dead-letters"
-    assert "crefn-dead-letters" in by_name(docs, "Service")
+RECORDER = "crefn-dead-letters"
+SINK = {"apiVersion": "v1", "kind": "Service", "name": RECORDER}
+"""The dead-letter sink of every Trigger and of the Broker: Knative resolves a Kubernetes Service's ref to
+http://<name>.<namespace>.svc.cluster.local, port 80."""
 
 
-def test_the_recorder_appends_to_a_claim_it_alone_writes() -> None:
+@pytest.mark.parametrize("install", [name for name, components in INSTALLS.items() if "kafka" not in components])
+def test_dead_letters_go_to_the_recorders_service_which_sends_them_to_its_pod(install: str) -> None:
+    docs = RENDERED[install]
+    owners = of_kind(docs, "Broker") + of_kind(docs, "Trigger")
+    assert len(owners) >= 24
+    for obj in owners:
+        assert obj["spec"]["delivery"]["deadLetterSink"] == {"ref": SINK}, obj["metadata"]["name"]
+    service = by_name(docs, "v1/Service")[RECORDER]
+    assert service["spec"]["type"] == "ClusterIP"
+    (port,) = service["spec"]["ports"]
+    assert (port["port"], port["targetPort"], port["protocol"]) == (80, "http", "TCP")
+    recorder = by_name(docs, "apps/v1/Deployment")[RECORDER]
+    assert selects({"matchLabels": service["spec"]["selector"]}, recorder["spec"]["template"]["metadata"]["labels"])
+    assert selects(recorder["spec"]["selector"], recorder["spec"]["template"]["metadata"]["labels"])
+    assert [p for c in pod_spec(recorder)["containers"] for p in c["ports"]] == [{"name": "http",
+                                                                                  "containerPort": 8080}]
+    assert of_kind(docs, "Deployment") == [recorder] and RECORDER not in by_name(docs, KSERVICE)
+
+
+def test_the_recorder_is_one_pod_replaced_whole_appending_to_a_claim_it_alone_writes() -> None:
     docs = RENDERED["base"]
-    service = by_name(docs, "Service")["crefn-dead-letters"]["spec"]["template"]
-    annotations = service["metadata"]["annotations"]
-    assert annotations["autoscaling.knative.dev/min-scale"] == annotations["autoscaling.knative.dev/max-scale"] == "1"
-    spec = service["spec"]
+    recorder = by_name(docs, "apps/v1/Deployment")[RECORDER]
+    assert recorder["spec"]["replicas"] == 1
+    assert recorder["spec"]["strategy"] == {"type": "Recreate"}  # the old pod lets go of the claim first
+    spec = pod_spec(recorder)
     (volume,) = spec["volumes"]
     claim = by_name(docs, "PersistentVolumeClaim")[volume["persistentVolumeClaim"]["claimName"]]
     assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
-    container = spec["containers"][0]
+    (container,) = spec["containers"]
     (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
     assert not mount.get("readOnly")
     args = container["args"]
+    assert args[:2] == ["cre-fn", "record"] and "command" not in container
+    assert args[args.index("--port") + 1] == "8080"
     assert Path(args[args.index("--file") + 1]).parent == Path(mount["mountPath"])
     assert args[args.index("--out") + 1] == "/dev/stdout"  # log collectors still see every dead letter
     assert spec["securityContext"]["fsGroup"] == 10001  # the image's USER (Dockerfile) may write the volume
-    assert serving_flags_needed(by_name(docs, "Service")["crefn-dead-letters"]) == {
-        "kubernetes.podspec-persistent-volume-claim", "kubernetes.podspec-persistent-volume-write",
-        "kubernetes.podspec-securitycontext"}
+    assert {e["name"]: e["value"] for e in container["env"]} == {"WORKERS": "1", "THREADS": "1",
+                                                                  "OTEL_SERVICE_NAME": "crefn-dead-letters"}
+    function = pod_spec(by_name(docs, KSERVICE)["crefn-phase"])["containers"][0]
+    assert container["securityContext"] == function["securityContext"] == {
+        "runAsNonRoot": True, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container["resources"] == function["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                                                "limits": {"memory": "256Mi"}}
+    assert container["image"] == function["image"]
+    # no token (it calls no API server), no Service links (CREFN_DEAD_LETTERS_SERVICE_HOST, ...: unknown settings)
+    assert spec["automountServiceAccountToken"] is False and spec["enableServiceLinks"] is False
 
 
-SERVING_FEATURES = re.compile(r"knative-serving patch configmap/config-features --type merge -p\s+'(\{.*?\})'", re.S)
+def test_the_recorder_is_ready_when_it_answers_and_alive_while_it_listens() -> None:
+    (container,) = pod_spec(by_name(RENDERED["base"], "apps/v1/Deployment")[RECORDER])["containers"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": "http"}
+    assert container["livenessProbe"]["tcpSocket"] == {"port": "http"}
+    assert container["livenessProbe"]["periodSeconds"] * container["livenessProbe"]["failureThreshold"] == 60
 
 
 def serving_flags_needed(service: dict[str, Any]) -> set[str]:
@@ -287,14 +387,23 @@ def serving_flags_needed(service: dict[str, Any]) -> set[str]:
 
 
 @pytest.mark.parametrize("install", SHIPPED)
-def test_the_docs_enable_every_serving_flag_a_service_needs(install: str) -> None:
+def test_no_install_needs_a_serving_feature_flag(install: str) -> None:
+    services = by_name(RENDERED[install], KSERVICE)
+    assert len(services) == 13
+    assert {name: serving_flags_needed(s) for name, s in services.items() if serving_flags_needed(s)} == {}
+
+
+def test_the_recorder_as_a_knative_service_would_need_three_cluster_wide_flags() -> None:
+    """Why it is a Deployment (knative/base/dead-letters.yaml): its pod, as a Knative Service's template."""
+    recorder = by_name(RENDERED["base"], "apps/v1/Deployment")[RECORDER]
+    assert serving_flags_needed({"spec": {"template": recorder["spec"]["template"]}}) == {
+        "kubernetes.podspec-persistent-volume-claim", "kubernetes.podspec-persistent-volume-write",
+        "kubernetes.podspec-securitycontext"}
     section = docs_section("operating.md", "## Dead letters")
-    (patch,) = SERVING_FEATURES.findall(section)
-    enabled = {flag for flag, value in json.loads(patch)["data"].items() if value == "enabled"}
-    for name, service in by_name(RENDERED[install], "Service").items():
-        assert serving_flags_needed(service) <= enabled, name
+    assert "Recreate" in section and "feature flag" in section
 
 
+@pytest.mark.process
 def test_the_kafka_component_sends_every_dead_letter_to_its_kafka_sink() -> None:
     docs = RENDERED["kafka"]
     (sink,) = of_kind(docs, "KafkaSink")
@@ -306,7 +415,10 @@ def test_the_kafka_component_sends_every_dead_letter_to_its_kafka_sink() -> None
     assert len(owners) == len(of_kind(RENDERED["base"], "Broker") + of_kind(RENDERED["base"], "Trigger"))
     for obj in owners:
         assert obj["spec"]["delivery"]["deadLetterSink"] == {"ref": ref}, obj["metadata"]["name"]
-    assert "crefn-dead-letters" not in by_name(docs, "Service") and not of_kind(docs, "PersistentVolumeClaim")
+    for install in ("kafka", "kafka-closed"):  # nothing of the recorder: no pod, Service, claim or policy of its own
+        assert [d["kind"] for d in RENDERED[install] if d["metadata"]["name"] == RECORDER] == ["KafkaSink"]
+    assert [d["kind"] for d in compose(["monitoring", "kafka"]) if d["metadata"]["name"] == RECORDER] == ["KafkaSink"]
+    assert not of_kind(docs, "PersistentVolumeClaim") and not of_kind(docs, "Deployment")
     assert sink["spec"]["topic"] in docs_section("operating.md", "## Dead letters")
 
 
@@ -351,7 +463,8 @@ def broken_promises(components: tuple[str, ...], docs: list[dict[str, Any]]) -> 
         sinks = {json.dumps(o["spec"]["delivery"]["deadLetterSink"]) for o in of_kind(docs, "Broker") + of_kind(
             docs, "Trigger")}
         if sinks != {json.dumps({"ref": {"apiVersion": "eventing.knative.dev/v1alpha1", "kind": "KafkaSink",
-                                          "name": "crefn-dead-letters"}})} or of_kind(docs, "PersistentVolumeClaim"):
+                                          "name": "crefn-dead-letters"}})} or of_kind(docs, "PersistentVolumeClaim") \
+                or of_kind(docs, "Deployment"):
             broken.append(f"kafka: dead letters go elsewhere than the KafkaSink: {sinks}")
     if "oidc" in components:
         admitted = {f["ref"]["name"] for p in of_kind(docs, "EventPolicy") for f in p["spec"]["from"] if "ref" in f}
@@ -363,8 +476,8 @@ def broken_promises(components: tuple[str, ...], docs: list[dict[str, Any]]) -> 
                                          "nvcre.nvidia.com" in json.dumps(docs)):
         broken.append("legacy-group: nvcre.nvidia.com is still named")
     if "monitoring" in components and {m["metadata"]["name"] for m in of_kind(docs, "PodMonitor")} != {
-            "crefn-functions", "crefn-metrics"}:
-        broken.append("monitoring: no PodMonitors")
+            "crefn-functions", "crefn-metrics"} | {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}:
+        broken.append("monitoring: not a PodMonitor for each kind of pod")
     return broken
 
 
@@ -442,7 +555,7 @@ def test_alert_sinks_secret_template_is_valid_and_names_known_settings() -> None
     kubernetes_validate.validate(secret, "1.37.0", strict=True)
     known = {f"CREFN_{name.upper()}" for name in Settings.model_fields}
     assert set(secret["stringData"]) <= known
-    alert = by_name(RENDERED["base"], "Service")["crefn-alert"]
+    alert = by_name(RENDERED["base"], KSERVICE)["crefn-alert"]
     env_from = alert["spec"]["template"]["spec"]["containers"][0]["envFrom"]
     assert {"secretRef": {"name": secret["metadata"]["name"], "optional": True}} in env_from
 
@@ -638,25 +751,34 @@ def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 
 def test_monitoring_scrapes_every_function_pod_and_the_metrics_pod_once() -> None:
     docs = RENDERED[MONITORING]
-    assert set(by_name(docs, "Service")) == set(by_name(RENDERED["base"], "Service"))
+    assert set(by_name(docs, KSERVICE)) == set(by_name(RENDERED["base"], KSERVICE))
     monitors = by_name(docs, "PodMonitor")
-    assert set(monitors) == {"crefn-functions", "crefn-metrics"}
-    for name in by_name(docs, "Service"):
+    assert set(monitors) == {"crefn-functions", "crefn-metrics", RECORDER}
+
+    def scrapers(pod: dict[str, str]) -> set[str]:
+        return {m for m, doc in monitors.items() if selects(doc["spec"]["selector"], pod)
+                and any(scraped(e, pod) for e in doc["spec"]["podMetricsEndpoints"])}
+
+    for name in by_name(docs, KSERVICE):
         pod = {KNATIVE_POD_LABEL: name, "serving.knative.dev/revision": f"{name}-00001"}
-        scrapers = {m for m, doc in monitors.items() if selects(doc["spec"]["selector"], pod)
-                    and any(scraped(e, pod) for e in doc["spec"]["podMetricsEndpoints"])}
-        assert scrapers == {"crefn-metrics" if name == "crefn-metrics" else "crefn-functions"}, name
+        assert scrapers(pod) == {"crefn-metrics" if name == "crefn-metrics" else "crefn-functions"}, name
+    recorder = by_name(docs, "apps/v1/Deployment")[RECORDER]["spec"]["template"]["metadata"]["labels"]
+    assert scrapers(recorder) == {RECORDER}
     other = {KNATIVE_POD_LABEL: "someone-else"}
     assert not any(scraped(e, other) for e in monitors["crefn-functions"]["spec"]["podMetricsEndpoints"])
 
 
 def test_monitors_use_knatives_port_name_keep_the_job_gauges_labels_and_label_their_source() -> None:
     docs = RENDERED[MONITORING]
-    for service in by_name(docs, "Service").values():  # one port: Knative serves it as user-port
+    for service in by_name(docs, KSERVICE).values():  # one port: Knative serves it as user-port
         assert service["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 8080}]
+    (recorder,) = pod_spec(by_name(docs, "apps/v1/Deployment")[RECORDER])["containers"]  # a Deployment: its own name
+    ports = {RECORDER: recorder["ports"][0]["name"]}
+    assert ports == {RECORDER: "http"}
     for monitor in by_name(docs, "PodMonitor").values():
         for endpoint in monitor["spec"]["podMetricsEndpoints"]:
-            assert (endpoint["port"], endpoint["path"]) == (KNATIVE_USER_PORT, "/metrics")
+            port = ports.get(monitor["metadata"]["name"], KNATIVE_USER_PORT)
+            assert (endpoint["port"], endpoint["path"]) == (port, "/metrics")
             # nvcre_job_* carry the CRE Job's namespace and job: only the metrics pod's labels are honoured
             assert endpoint.get("honorLabels", False) == (monitor["metadata"]["name"] == "crefn-metrics")
             # every target labelled as the functions' (CRE's controller exports the same nvcre_* series)
@@ -678,7 +800,7 @@ def env_of(service: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("install", SHIPPED)
 def test_every_service_is_cluster_local(install: str) -> None:
-    services = by_name(RENDERED[install], "Service")
+    services = by_name(RENDERED[install], KSERVICE)
     assert "crefn-metrics" in services  # the one that names every managed Job
     assert {name: s["metadata"]["labels"].get(VISIBILITY) for name, s in services.items()} == \
         dict.fromkeys(services, "cluster-local")
@@ -705,7 +827,7 @@ def test_the_broker_takes_events_only_from_the_projects_sources_triggers_and_the
                 if t["spec"]["broker"] == "crefn"}
     assert len(senders) == len(of_kind(docs, "ApiServerSource")) + len(of_kind(docs, "Trigger"))  # all to crefn
     assert len(admitted) == len(set(admitted)) and set(admitted) == senders  # a ref to nothing: a policy not Ready
-    accounts = [by_name(docs, "Service")[name]["spec"]["template"]["spec"]["serviceAccountName"] for name in TOKENED]
+    accounts = [by_name(docs, KSERVICE)[name]["spec"]["template"]["spec"]["serviceAccountName"] for name in TOKENED]
     assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [service_account_user(a) for a in accounts]
     assert [f["sub"] for f in policy["spec"]["from"] if "sub" in f] == [
         "system:serviceaccount:crefn-system:crefn-resync", "system:serviceaccount:crefn-system:crefn-launch",
@@ -726,7 +848,7 @@ def test_every_trigger_asks_for_a_token_for_its_subscriber_alone(install: str) -
 @pytest.mark.parametrize("install", OIDC_INSTALLS)
 def test_the_functions_that_post_send_their_tokens_projected_for_the_brokers_audience(install: str) -> None:
     docs = RENDERED[install]
-    services = by_name(docs, "Service")
+    services = by_name(docs, KSERVICE)
     for name in TOKENED:
         spec = services[name]["spec"]["template"]["spec"]
         container = spec["containers"][0]
@@ -739,7 +861,7 @@ def test_the_functions_that_post_send_their_tokens_projected_for_the_brokers_aud
     # K_SINK, where they post, is that Broker; every one that has a K_SINK has a token
     assert {b["spec"]["subject"]["name"] for b in of_kind(docs, "SinkBinding")} <= set(TOKENED)
     assert {name for name, s in services.items() if "CREFN_OIDC_TOKEN_PATH" in env_of(s)} == set(TOKENED)
-    assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], "Service").values())
+    assert all("CREFN_OIDC_TOKEN_PATH" not in env_of(s) for s in by_name(RENDERED["base"], KSERVICE).values())
 
 
 SINKBINDING_OWNS = re.compile(r"oidc-token$|kne-bundle-")
@@ -750,7 +872,7 @@ mount so named (its own OIDC token, its trust bundles), then adds its own."""
 @pytest.mark.parametrize("install", SHIPPED)
 def test_no_bound_service_has_a_volume_named_as_the_sinkbindings_own(install: str) -> None:
     docs = RENDERED[install]
-    services = by_name(docs, "Service")
+    services = by_name(docs, KSERVICE)
     for binding in of_kind(docs, "SinkBinding"):
         spec = services[binding["spec"]["subject"]["name"]]["spec"]["template"]["spec"]
         names = [v["name"] for v in spec.get("volumes") or []]
@@ -765,23 +887,35 @@ def test_the_function_pods_take_connections_only_from_knative_and_monitoring() -
     import yaml
 
     docs = RENDERED[CLOSED]
-    (policy,) = of_kind(docs, "NetworkPolicy")
-    spec = policy["spec"]
-    assert all(selects(spec["podSelector"], {KNATIVE_POD_LABEL: name}) for name in by_name(docs, "Service"))
+    policies = by_name(docs, "NetworkPolicy")
+    assert set(policies) == {"crefn-functions", RECORDER}
+    spec = policies["crefn-functions"]["spec"]
+    assert all(selects(spec["podSelector"], {KNATIVE_POD_LABEL: name}) for name in by_name(docs, KSERVICE))
     assert not selects(spec["podSelector"], {"app": "an-apiserversource-adapter"})  # no Knative Service's pod
     assert spec["policyTypes"] == ["Ingress"]
-    admitted: dict[str, Any] = {}
+    assert admitted(spec) == {"knative-eventing": "every port", "knative-serving": "every port",
+                              "kourier-system": "every port", "monitoring": [8080]}
+    recorder = policies[RECORDER]["spec"]  # the recorder's pod: the dispatchers that deliver dead letters
+    pod = by_name(docs, "apps/v1/Deployment")[RECORDER]["spec"]["template"]["metadata"]["labels"]
+    assert selects(recorder["podSelector"], pod) and not selects(spec["podSelector"], pod)
+    assert not any(selects(recorder["podSelector"], {KNATIVE_POD_LABEL: name}) for name in by_name(docs, KSERVICE))
+    assert recorder["policyTypes"] == ["Ingress"]
+    assert admitted(recorder) == {"knative-eventing": [8080], "monitoring": [8080]}
+    alone = list(yaml.safe_load_all((KNATIVE / "components" / "oidc" / "networkpolicy.yaml").read_text()))
+    assert [d["metadata"]["namespace"] for d in alone] == ["crefn-system"] * 2  # `kubectl apply -f` it alone
+    assert not of_kind(RENDERED["base"], "NetworkPolicy")
+
+
+def admitted(spec: dict[str, Any]) -> dict[str, Any]:
+    """The namespaces (of a few) whose pods a NetworkPolicy admits, and on which ports."""
+    found: dict[str, Any] = {}
     for namespace in ("knative-eventing", "knative-serving", "kourier-system", "monitoring", "crefn-system", "default"):
         for rule in spec["ingress"]:
             for peer in rule["from"]:
                 labels = {NAMESPACE_LABEL: namespace}
                 if set(peer) == {"namespaceSelector"} and selects(peer["namespaceSelector"], labels):
-                    admitted[namespace] = [p["port"] for p in rule.get("ports", [])] or "every port"
-    assert admitted == {"knative-eventing": "every port", "knative-serving": "every port",
-                        "kourier-system": "every port", "monitoring": [8080]}
-    alone = yaml.safe_load((KNATIVE / "components" / "oidc" / "networkpolicy.yaml").read_text())
-    assert alone["metadata"]["namespace"] == "crefn-system"  # `kubectl apply -f` it without the component
-    assert not of_kind(RENDERED["base"], "NetworkPolicy")
+                    found[namespace] = [p["port"] for p in rule.get("ports", [])] or "every port"
+    return found
 
 
 def test_docs_say_how_to_install_closed() -> None:

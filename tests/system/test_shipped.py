@@ -1,11 +1,12 @@
-"""What is shipped, run as shipped: every Knative Service of knative/base (rendered), and those the oidc component
-changes (its projected token stood in by the account's token files), started as its pod would start it from the
-Dockerfile's image — the container's command/args or the image's CMD, the image's ENV and WORKDIR, the Service's
-env and crefn-settings, as the image's user, on a read-only root where only the declared volumes and /dev/shm
-are writable, with its ServiceAccount's token mounted — and answering: a scrape of GET /metrics, and an event
-where one needs no API server (`phase`, the dead-letter recorder). The pod is reproduced in a private mount
-namespace (`tests.support.pod`: building the image needs a container engine and its base image, which not every
-machine running the suite has); the package is the wheel the Dockerfile installs (`tests.system.test_image`)."""
+"""What is shipped, run as shipped: every Knative Service and the Deployment of knative/base (rendered), and those
+the oidc component changes (its projected token stood in by the account's token files), started as its pod would
+start it from the Dockerfile's image — the container's command/args or the image's CMD, the image's ENV and
+WORKDIR, the container's env and the settings ConfigMap it names, as the image's user, on a read-only root where
+only the declared volumes and /dev/shm are writable, with its ServiceAccount's token mounted (unless the pod says
+not to) — and answering: a scrape of GET /metrics, and an event where one needs no API server (`phase`, the
+dead-letter recorder). The pod is reproduced in a private mount namespace (`tests.support.pod`: building the image
+needs a container engine and its base image, which not every machine running the suite has); the package is the
+wheel the Dockerfile installs (`tests.system.test_image`)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,17 @@ from tests.support.paths import REPO
 from tests.system.test_image import site, wheel  # noqa: F401 (the installed package, as test_image builds it)
 
 DOCS = render("base")
-SERVICES = {d["metadata"]["name"]: d for d in DOCS if d["kind"] == "Service"}
+
+
+def workloads(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What runs a pod: the Knative Services (the functions) and the Deployment (the dead-letter recorder)."""
+    return {d["metadata"]["name"]: d for d in docs if (d["apiVersion"], d["kind"]) in (
+        ("serving.knative.dev/v1", "Service"), ("apps/v1", "Deployment"))}
+
+
+SERVICES = workloads(DOCS)
 OIDC = render("installs/closed")
-OIDC_SERVICES = {d["metadata"]["name"]: d for d in OIDC if d["kind"] == "Service"}
+OIDC_SERVICES = workloads(OIDC)
 """The closed install (namespaced and oidc): the only component whose pods differ from base's is oidc (a projected
 token); the others change settings, checked by
 tests/system/test_manifests.py."""
@@ -60,11 +69,15 @@ CASES = [("base", name) for name in sorted(SERVICES)] + [
     ("installs/closed", name) for name in sorted(OIDC_SERVICES) if OIDC_SERVICES[name] != SERVICES.get(name)]
 
 
+def test_every_pod_of_base_is_started_here() -> None:
+    assert len(SERVICES) == 14 and SERVICES["crefn-dead-letters"]["kind"] == "Deployment"
+
+
 @pytest.mark.parametrize(("install", "name"), CASES)
 def test_every_service_starts_as_shipped_and_answers(install: str, name: str, installed: pod.Installed,
                                                      image_etc: Path, cluster: LocalCluster, tmp_path: Path) -> None:
     docs = OIDC if install == "installs/closed" else DOCS
-    service = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}[name]
+    service = workloads(docs)[name]
     account = service["spec"]["template"]["spec"].get("serviceAccountName", "default")
     tokens = pod.service_account_files(
         tmp_path / "serviceaccount", token_of(cluster.service_account_kubeconfig(NAMESPACE, account)),

@@ -27,7 +27,10 @@ JOBS = cre_jobs("nvcre.nvidia.com")
 
 def test_step_1_the_observe_install_routes_every_managed_job_change_to_parity() -> None:
     docs = render("installs/observe")
-    settings = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "crefn-settings")
+    phase = next(d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "crefn-phase")
+    (named,) = phase["spec"]["template"]["spec"]["containers"][0]["envFrom"][:1]
+    settings = next(d for d in docs if d["kind"] == "ConfigMap"
+                    and d["metadata"]["name"] == named["configMapRef"]["name"])
     assert settings["data"]["CREFN_MODE"] == "observe" and settings["data"]["CREFN_PARITY_SETTLE_SECONDS"] == "60"
     trigger = next(d for d in docs if d["kind"] == "Trigger" and d["metadata"]["name"] == "crefn-parity-jobs")
     assert trigger["spec"]["subscriber"]["ref"]["name"] == "crefn-parity"
