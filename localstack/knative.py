@@ -1,11 +1,14 @@
 """The install's Knative objects in the stack's API server, with the status Knative's controllers would give them
 from what the stack's stand-ins serve: `cre-fn doctor` reads a local stack as it reads a cluster.
 
-`write_objects` creates the install's ConfigMaps (holding the settings the functions run with), Knative Services,
-Broker, Triggers, ApiServerSources, PingSources and SinkBindings. `Reconciler` then writes their status every
-`interval`, as Knative's controllers reconcile it: a Service is Ready while its process runs (its URL the
-process's); the Broker while the local Broker serves; a Trigger when its Broker is Ready and its subscriber
-resolves (a Service of the namespace that has an address); an ApiServerSource has SufficientPermissions when a
+`write_objects` creates the install's Knative Services (reading the settings ConfigMap the functions are served
+from, `localstack.revisions`), Broker, Triggers, ApiServerSources, PingSources, SinkBindings, its other ConfigMaps
+and the dead-letter recorder's Deployment. `Reconciler` then writes their status every `interval`, as Knative's
+controllers (and Kubernetes' for the Deployment) reconcile it: a Service is Ready while its process runs (its URL
+the process's), and reads the settings ConfigMap served from now (a new one is a new revision); the recorder's
+Deployment is Available while the local Broker's dead-letter sink serves; the Broker while the local Broker
+serves; a Trigger when its Broker is Ready and its subscriber resolves (a Service of the namespace that has an
+address); an ApiServerSource has SufficientPermissions when a
 SubjectAccessReview lets its ServiceAccount get, list and watch each resource it selects (the controller's own
 question, asked again every `recheck` seconds), and is Ready when its watch runs too. Nothing else of Knative is
 emulated (no revision, route or channel) and nothing else is written.
@@ -27,6 +30,7 @@ from functions.resources import (
     BROKERS,
     CONFIGMAPS,
     CRDS,
+    DEPLOYMENTS,
     KSERVICES,
     PINGSOURCES,
     SINKBINDINGS,
@@ -40,6 +44,7 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("eventing.knative.dev/v1", "Broker"): BROKERS, ("eventing.knative.dev/v1", "Trigger"): TRIGGERS,
     ("sources.knative.dev/v1", "ApiServerSource"): APISERVERSOURCES,
     ("sources.knative.dev/v1", "PingSource"): PINGSOURCES, ("sources.knative.dev/v1", "SinkBinding"): SINKBINDINGS,
+    ("apps/v1", "Deployment"): DEPLOYMENTS,
 }
 """What is written, by apiVersion and kind; the Knative kinds need Knative's CRDs (the upstream ones)."""
 ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False)
@@ -59,30 +64,40 @@ class Endpoint:
 def missing_crds(gw: Gateway, docs: Iterable[Mapping[str, Any]]) -> list[str]:
     """The CRDs of the Knative kinds among `docs` that the API server does not serve."""
     names = {f"{KINDS[key].plural}.{KINDS[key].group}" for d in docs
-             if (key := (d["apiVersion"], d["kind"])) in KINDS and KINDS[key].group}
+             if (key := (d["apiVersion"], d["kind"])) in KINDS and KINDS[key].group.endswith(".knative.dev")}
     return sorted(name for name in names if gw.get(CRDS, None, name) is None)
 
 
 def write_objects(gw: Gateway, docs: Iterable[Mapping[str, Any]], endpoints: Mapping[str, Endpoint],
-                  settings: Mapping[str, str]) -> int:
-    """Create the install's objects of `KINDS`: the ConfigMaps the Services read with `envFrom` holding the
-    stack's `settings` for the keys they have, and a Service whose function runs with another value of one of
-    those keys given it in its `env` (as a component's patch would). Returns how many were created."""
+                  served: str, settings: Mapping[str, str]) -> int:
+    """Create the install's objects of `KINDS`: the Services reading, with `envFrom`, the ConfigMap `served` (which
+    holds `settings`, written by the stack) in place of the install's own settings ConfigMap, which is not written;
+    a Service whose function runs with another value of one of those keys gets it in its `env` (as a component's
+    patch would). Returns how many were created."""
     objects = [dict(d) for d in docs if (d["apiVersion"], d["kind"]) in KINDS]
     read = {ref for d in objects if d["kind"] == "Service" for ref in env_from(d)}
-    shared: dict[str, str] = {}
-    for doc in objects:
-        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] in read:
-            doc["data"] = {k: settings.get(k, v) for k, v in (doc.get("data") or {}).items()}
-            shared |= doc["data"]
     created = 0
     for doc in objects:
-        if doc["kind"] == "Service" and (endpoint := endpoints.get(doc["metadata"]["name"])) is not None:
-            doc = with_env(doc, {k: v for k, v in endpoint.env.items() if k in shared and shared[k] != v})
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] in read:
+            continue
+        if doc["kind"] == "Service" and doc["apiVersion"].startswith("serving.knative.dev/"):
+            doc = reading(doc, served)
+            if (endpoint := endpoints.get(doc["metadata"]["name"])) is not None:
+                doc = with_env(doc, {k: v for k, v in endpoint.env.items() if k in settings and settings[k] != v})
         with contextlib.suppress(AlreadyExists):
             gw.create(KINDS[(doc["apiVersion"], doc["kind"])], doc["metadata"].get("namespace"), doc)
             created += 1
     return created
+
+
+def reading(service: dict[str, Any], settings: str) -> dict[str, Any]:
+    """The Knative Service with its container's `envFrom` ConfigMap named `settings`."""
+    template = service["spec"]["template"]
+    container = dict(template["spec"]["containers"][0])
+    container["envFrom"] = [{**s, "configMapRef": {**s["configMapRef"], "name": settings}} if s.get("configMapRef")
+                            else s for s in container.get("envFrom") or ()]
+    spec = {**template["spec"], "containers": [container, *template["spec"]["containers"][1:]]}
+    return {**service, "spec": {**service["spec"], "template": {**template, "spec": spec}}}
 
 
 def env_from(service: Mapping[str, Any]) -> list[str]:
@@ -124,9 +139,10 @@ class Reconciler(Background):
     join_timeout = 1.0
 
     def __init__(self, gw: Gateway, namespace: str, endpoints: Mapping[str, Endpoint], broker_url: Callable[[], str],
-                 sources: Mapping[str, Callable[[], bool]], interval: float = 1.0, recheck: float = 30.0) -> None:
+                 sources: Mapping[str, Callable[[], bool]], interval: float = 1.0, recheck: float = 30.0,
+                 settings: Callable[[], str] | None = None) -> None:
         super().__init__()
-        self.gw, self.namespace, self.endpoints = gw, namespace, endpoints
+        self.gw, self.namespace, self.endpoints, self.settings = gw, namespace, endpoints, settings
         self.broker_url, self.sources = broker_url, sources
         self.interval, self.recheck = interval, recheck
         self._reviews: dict[tuple[str, str], tuple[float, str]] = {}
@@ -137,7 +153,9 @@ class Reconciler(Background):
                 self.reconcile()
 
     def reconcile(self) -> None:
-        services = {s["metadata"]["name"]: s for s in self.gw.list_all(KSERVICES, self.namespace)}
+        services = {s["metadata"]["name"]: self.revised(s) for s in self.gw.list_all(KSERVICES, self.namespace)}
+        for deployment in self.gw.list_all(DEPLOYMENTS, self.namespace):
+            self.deployment_status(deployment)
         addresses = {name: url for name in services if (url := self.service_status(services[name]))}
         brokers = {b["metadata"]["name"]: self.broker_status(b) for b in self.gw.list_all(BROKERS, self.namespace)}
         for trigger in self.gw.list_all(TRIGGERS, self.namespace):
@@ -156,6 +174,25 @@ class Reconciler(Background):
                   "observedGeneration": (obj.get("metadata") or {}).get("generation", 1)}
         if {k: (obj.get("status") or {}).get(k) for k in status} != status:
             self.gw.patch(res, self.namespace, obj["metadata"]["name"], {"status": status}, status=True)
+
+    def revised(self, service: dict[str, Any]) -> dict[str, Any]:
+        """The Service, its template made to read the settings ConfigMap served from now (`settings()`): a new one
+        is a new revision, as a kustomize build with changed settings applied would make it."""
+        if self.settings is None or env_from(service) == [name := self.settings()] or not env_from(service):
+            return service
+        containers = reading(service, name)["spec"]["template"]["spec"]["containers"]  # a merge patch: the whole list
+        return self.gw.patch(KSERVICES, self.namespace, service["metadata"]["name"],
+                             {"spec": {"template": {"spec": {"containers": containers}}}})
+
+    def deployment_status(self, deployment: Mapping[str, Any]) -> None:
+        """A Deployment of the install (the dead-letter recorder): Available while what serves it here runs."""
+        endpoint = self.endpoints.get(deployment["metadata"]["name"])
+        up = endpoint is not None and endpoint.running()
+        replicas = 1 if up else 0
+        self.write(DEPLOYMENTS, deployment, {
+            "conditions": [condition("Available", up, "MinimumReplicasUnavailable",
+                                     "Deployment does not have minimum availability.")],
+            "replicas": 1, "readyReplicas": replicas, "availableReplicas": replicas, "updatedReplicas": 1})
 
     def service_status(self, service: Mapping[str, Any]) -> str:
         """A Knative Service's status; its address ("" when it is not Ready)."""

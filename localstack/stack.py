@@ -235,7 +235,7 @@ def running(served: ServedFunction) -> Callable[[], bool]:
 
 
 def mirror_knative(stack: contextlib.ExitStack, cluster: LocalCluster, docs: list[dict[str, Any]],
-                   settings: dict[str, str], endpoints: dict[str, Endpoint], broker: LocalBroker,
+                   revisions: Revisions, endpoints: dict[str, Endpoint], broker: LocalBroker,
                    watching: dict[str, list[WatchSource]], timeline: Timeline) -> Reconciler | None:
     """The install's Knative objects written to the API server and their status kept (`localstack.knative`),
     when its Knative CRDs are loaded."""
@@ -247,9 +247,10 @@ def mirror_knative(stack: contextlib.ExitStack, cluster: LocalCluster, docs: lis
         return None
     with contextlib.suppress(AlreadyExists):
         gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    written = write_objects(gw, docs, endpoints, settings)
+    written = write_objects(gw, docs, endpoints, revisions.served, revisions.data)
     sources = {name: (lambda ws=ws: all(w.ready.is_set() for w in ws)) for name, ws in watching.items()}
-    reconciler = Reconciler(gw, NAMESPACE, endpoints, lambda: broker.url, sources)
+    reconciler = Reconciler(gw, NAMESPACE, endpoints, lambda: broker.url, sources,
+                            settings=lambda: revisions.served)
     reconciler.reconcile()  # the first pass before the stack is used
     reconciler.start()
     timeline.say(f"      {written} Knative objects of the install in {NAMESPACE}, with the status Knative's "
@@ -373,7 +374,7 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             for name, target in pings.items():
                 stack.callback(Ticker(functions[target].url, ping_interval, name).stop)
             if knative and owned:
-                reconciler = mirror_knative(stack, cluster, docs, settings,
+                reconciler = mirror_knative(stack, cluster, docs, revisions,
                                             endpoints_of([*functions.values(), *scrape_targets], broker), broker,
                                             watching, timeline)
             supervisor = Supervisor(functions, cluster if owned else None, timeline, revisions=revisions,

@@ -16,9 +16,10 @@ import pytest
 
 from functions.doctor import service
 from functions.gateway import Gateway
-from functions.resources import APISERVERSOURCES, BROKERS, KSERVICES, TRIGGERS, Resource
-from localstack.knative import KINDS, Endpoint, Reconciler, write_objects
+from functions.resources import APISERVERSOURCES, BROKERS, DEPLOYMENTS, KSERVICES, TRIGGERS, Resource
+from localstack.knative import KINDS, Endpoint, Reconciler, env_from, write_objects
 from localstack.manifests import NAMESPACE, render
+from localstack.revisions import apply_settings, settings_of
 
 BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False)
 BROKER_URL = "http://127.0.0.1:8080/"
@@ -43,20 +44,29 @@ def written(gateway: Gateway, namespace: str, upstream_crds: Path) -> Reconciler
                  "crefn-parity": Endpoint("http://127.0.0.1:8082/", lambda: True, {"CREFN_MODE": "observe"})}
     docs = [in_namespace(d, namespace) for d in render("installs/default")
             if d["metadata"].get("namespace") == NAMESPACE]
-    written = write_objects(gateway, docs, endpoints, {"CREFN_MODE": "manage", "CREFN_LOG_LEVEL": "ERROR"})
+    install_settings = {n for d in docs if d["kind"] == "ConfigMap" and (n := d["metadata"]["name"]).startswith(
+        "crefn-settings-")}
+    data = {**settings_of(docs), "CREFN_MODE": "manage", "CREFN_LOG_LEVEL": "ERROR"}
+    served = apply_settings(gateway, namespace, data)  # as the stack does before it serves the functions
+    written = write_objects(gateway, docs, endpoints, served, data)
     for (api_version, kind), res in KINDS.items():  # every object of the install of these kinds, and no other
-        names = sorted(d["metadata"]["name"] for d in docs if (d["apiVersion"], d["kind"]) == (api_version, kind))
+        names = sorted(d["metadata"]["name"] for d in docs if (d["apiVersion"], d["kind"]) == (api_version, kind)
+                       and d["metadata"]["name"] not in install_settings)
+        names = sorted([*names, served]) if kind == "ConfigMap" else names
         assert sorted(o["metadata"]["name"] for o in gateway.list_all(res, namespace)) == names, kind
-    assert written == sum(1 for d in docs if (d["apiVersion"], d["kind"]) in KINDS) > 40
+    assert len(install_settings) == 1  # the install's settings ConfigMap: the one served from stands for it
+    assert written == sum(1 for d in docs if (d["apiVersion"], d["kind"]) in KINDS) - 1 > 40
     reconciler = Reconciler(gateway, namespace, endpoints, lambda: BROKER_URL, {"crefn-jobs": lambda: True},
-                            recheck=0)
+                            recheck=0, settings=lambda: served)
     reconciler.reconcile()
     return reconciler
 
 
 def test_the_settings_are_the_ones_the_functions_run_with(gateway: Gateway, namespace: str,
                                                           written: Reconciler) -> None:
-    settings = (gateway.get(Resource("", "v1", "configmaps", "ConfigMap"), namespace, "crefn-settings") or {})["data"]
+    (name,) = {n for s in gateway.list_all(KSERVICES, namespace) for n in env_from(s)}  # all read the served one
+    assert name.startswith("crefn-settings-") and written.settings is not None and name == written.settings()
+    settings = (gateway.get(Resource("", "v1", "configmaps", "ConfigMap"), namespace, name) or {})["data"]
     assert (settings["CREFN_MODE"], settings["CREFN_LOG_LEVEL"], settings["CREFN_RESTART_GRACE_SECONDS"]) == (
         "manage", "ERROR", "30")  # the stack's values; what the stack does not set stays the install's
     assert service(gateway, namespace, "crefn-phase").mode == "manage"
@@ -113,3 +123,25 @@ def test_a_source_has_sufficient_permissions_as_rbac_grants_them(
     finally:
         with contextlib.suppress(Exception):
             gateway.delete(BINDINGS, None, binding)
+
+
+def test_a_new_settings_configmap_is_read_by_every_service_and_the_recorder_is_available_as_it_serves(
+        gateway: Gateway, namespace: str, written: Reconciler) -> None:
+    """A roll of the stack (`localstack.revisions`) makes every Service read the new ConfigMap, as a kustomize
+    build with a changed setting would; the dead-letter recorder's Deployment is Available while the local
+    Broker's dead-letter sink serves, and not when nothing serves it."""
+    before = {n for s in gateway.list_all(KSERVICES, namespace) for n in env_from(s)}
+    observe = apply_settings(gateway, namespace, {"CREFN_MODE": "observe", "CREFN_LOG_LEVEL": "ERROR"})
+    assert before != {observe}
+    rolled = Reconciler(gateway, namespace, {"crefn-dead-letters": Endpoint(BROKER_URL, lambda: True, {})},
+                        written.broker_url, written.sources, recheck=0, settings=lambda: observe)
+    rolled.reconcile()
+    assert {n for s in gateway.list_all(KSERVICES, namespace) for n in env_from(s)} == {observe}
+    assert service(gateway, namespace, "crefn-phase").mode == "observe"
+    deployment = gateway.get(DEPLOYMENTS, namespace, "crefn-dead-letters") or {}
+    assert [(c["type"], c["status"]) for c in deployment["status"]["conditions"]] == [("Available", "True")]
+    assert deployment["status"]["availableReplicas"] == 1
+    written.reconcile()  # nothing serves the recorder in this one
+    deployment = gateway.get(DEPLOYMENTS, namespace, "crefn-dead-letters") or {}
+    assert [(c["type"], c["status"], c["reason"]) for c in deployment["status"]["conditions"]] == [
+        ("Available", "False", "MinimumReplicasUnavailable")]
