@@ -1,17 +1,13 @@
 """The install's Knative objects in the stack's API server, with the status Knative's controllers would give them
 from what the stack's stand-ins serve: `cre-fn doctor` reads a local stack as it reads a cluster.
 
-`write_objects` creates the install's Knative Services (reading the settings ConfigMap the functions are served
-from, `localstack.revisions`), Broker, Triggers, ApiServerSources, PingSources, SinkBindings, its other ConfigMaps
-and the dead-letter recorder's Deployment. `Reconciler` then writes their status every `interval`, as Knative's
-controllers (and Kubernetes' for the Deployment) reconcile it: a Service is Ready while its process runs (its URL
-the process's), and reads the settings ConfigMap served from now (a new one is a new revision); the recorder's
-Deployment is Available while the local Broker's dead-letter sink serves; the Broker while the local Broker
-serves; a Trigger when its Broker is Ready and its subscriber resolves (a Service of the namespace that has an
-address); an ApiServerSource has SufficientPermissions when a
-SubjectAccessReview lets its ServiceAccount get, list and watch each resource it selects (the controller's own
-question, asked again every `recheck` seconds), and is Ready when its watch runs too. Nothing else of Knative is
-emulated (no revision, route or channel) and nothing else is written.
+`write_objects` creates the install's Knative Services (reading the settings ConfigMap served from,
+`localstack.revisions`), Broker, Triggers, sources, SinkBindings, other ConfigMaps and the recorder's Deployment.
+`Reconciler` keeps their status every `interval`: a Service Ready while its process runs, reading the ConfigMap
+served from now; the recorder Available while the Broker's dead-letter sink serves; the Broker while it serves; a
+Trigger when its Broker is Ready and its subscriber has an address; an ApiServerSource's SufficientPermissions from
+a SubjectAccessReview for get, list and watch of each resource (asked again every `recheck` seconds), Ready when
+its watch runs too. Nothing else of Knative is emulated (no revision, route or channel) and nothing else written.
 """
 
 from __future__ import annotations
