@@ -76,7 +76,7 @@ def write_objects(gw: Gateway, docs: Iterable[Mapping[str, Any]], endpoints: Map
     for doc in objects:
         if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] in read:
             continue
-        if doc["kind"] == "Service" and doc["apiVersion"].startswith("serving.knative.dev/"):
+        if doc["kind"] == "Service":  # Knative's: the only Service of `KINDS`
             doc = reading(doc, served)
             if (endpoint := endpoints.get(doc["metadata"]["name"])) is not None:
                 doc = with_env(doc, {k: v for k, v in endpoint.env.items() if k in settings and settings[k] != v})
@@ -88,10 +88,15 @@ def write_objects(gw: Gateway, docs: Iterable[Mapping[str, Any]], endpoints: Map
 
 def reading(service: dict[str, Any], settings: str) -> dict[str, Any]:
     """The Knative Service with its container's `envFrom` ConfigMap named `settings`."""
+    sources = service["spec"]["template"]["spec"]["containers"][0].get("envFrom") or ()
+    return with_container(service, envFrom=[{**s, "configMapRef": {**s["configMapRef"], "name": settings}}
+                                            if s.get("configMapRef") else s for s in sources])
+
+
+def with_container(service: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """The Knative Service with `fields` set on its (first) container, the rest of it as it was."""
     template = service["spec"]["template"]
-    container = dict(template["spec"]["containers"][0])
-    container["envFrom"] = [{**s, "configMapRef": {**s["configMapRef"], "name": settings}} if s.get("configMapRef")
-                            else s for s in container.get("envFrom") or ()]
+    container = {**template["spec"]["containers"][0], **fields}
     spec = {**template["spec"], "containers": [container, *template["spec"]["containers"][1:]]}
     return {**service, "spec": {**service["spec"], "template": {**template, "spec": spec}}}
 
@@ -106,11 +111,8 @@ def with_env(service: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """The Knative Service with `env` added to its container's."""
     if not env:
         return service
-    template = service["spec"]["template"]
-    container = dict(template["spec"]["containers"][0])
-    container["env"] = [*(container.get("env") or ()), *({"name": k, "value": v} for k, v in sorted(env.items()))]
-    spec = {**template["spec"], "containers": [container, *template["spec"]["containers"][1:]]}
-    return {**service, "spec": {**service["spec"], "template": {**template, "spec": spec}}}
+    held = service["spec"]["template"]["spec"]["containers"][0].get("env") or ()
+    return with_container(service, env=[*held, *({"name": k, "value": v} for k, v in sorted(env.items()))])
 
 
 def condition(type_: str, ok: bool, reason: str = "", message: str = "") -> dict[str, str]:
