@@ -23,7 +23,7 @@ kube-apiserver: deps
 
 ## The main job: serve the functions locally against a real API server and replay the sample events.
 run: venv kube-apiserver
-	@$(PY) -m functions.cli dev
+	@$(PY) -m localstack dev
 
 ## The whole suite: unit, golden, real-API integration (builds kube-apiserver on first use), in TEST_WORKERS
 ## processes (pytest-xdist), each with an API server of its own; the slowest tests are listed at the end.
@@ -60,28 +60,41 @@ fuzz: venv kube-apiserver
 SOAK_JOBS ?= 200
 SOAK_SEEDS ?= 1 2 3
 soak: venv deps kube-apiserver
-	@for seed in $(SOAK_SEEDS); do $(PY) -m functions.cli soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
+	@for seed in $(SOAK_SEEDS); do $(PY) -m localstack soak --jobs $(SOAK_JOBS) --seed $$seed || exit 1; done
 
-## Mutation score: every mutant of the module-level constants of functions/rules/ against the unit tests, every
-## mutmut mutant of functions/rules/ against the unit tests that reach it, and a seeded sample of MUTATION_SAMPLE
-## mutants of functions/handlers/ against every test that reaches them (the real-API ones with the functions
-## served in the test process, on one API server); per module, survivors. MUTATION_ONLY=constants: the first only.
+## Mutation score: every mutant of the module-level constants of the decisions (functions/domain/ and every
+## module of a function folder but its read) against the unit tests, a seeded sample of MUTATION_DECISIONS mutmut
+## mutants of the decisions (0: all of them) against the unit tests that reach them, and one of MUTATION_SAMPLE
+## mutants of the functions' reads against every test that reaches them (the real-API ones with the functions
+## served in the test process, on one API server); per module, survivors. MUTATION_ONLY=constants: the first only;
+## MUTATION_ONLY=mutmut: all but the first.
 MUTATION_JOBS ?= 2
 MUTATION_SAMPLE ?= 150
+MUTATION_DECISIONS ?= 600
 MUTATION_SEED ?= 1
 MUTATION_ONLY ?=
-mutation: venv kube-apiserver
-	@test -x $(VENV)/bin/mutmut || $(PY) -m pip install --quiet --disable-pip-version-check -e ".[mutation]"
-	@$(PY) -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED) $(if $(MUTATION_AGAIN),again) \
-		$(if $(filter constants,$(MUTATION_ONLY)),constants)
+## mutmut and what it brings (setproctitle, which renames gunicorn's processes) live in a venv of their own, layered
+## over the test venv, so that `make test` after `make mutation` still sees the processes it starts as they are.
+MUTATION_VENV ?= .venv-mutation
+$(MUTATION_VENV)/bin/mutmut: $(VENV)/.installed
+	@python3 -m venv $(MUTATION_VENV)
+	@echo "import site; site.addsitedir('$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')')" \
+		> "$$($(MUTATION_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/crefn-test-venv.pth"
+	@$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		"$$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mutation"][0])')"
+mutation: venv kube-apiserver $(MUTATION_VENV)/bin/mutmut
+	@PATH="$(abspath $(VENV))/bin:$$PATH" $(MUTATION_VENV)/bin/python -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED) $(MUTATION_DECISIONS) \
+		$(if $(MUTATION_AGAIN),again) \
+		$(if $(filter constants,$(MUTATION_ONLY)),constants) $(if $(filter mutmut,$(MUTATION_ONLY)),mutmut)
 
 check: venv
 	@$(VENV)/bin/ruff check events functions localstack tests
 	@$(VENV)/bin/mypy
 	@$(VENV)/bin/lint-imports --no-logo
+	@$(PY) -m pytest -q -p no:randomly --no-header -p no:cacheprovider tests/system/test_layout.py
 
 schemas: venv
-	@$(PY) -m functions.cli schemas
+	@$(PY) -m events.schemas
 
 serve: venv
 	@$(PY) -m functions.cli serve $(or $(TARGET),phase)

@@ -1,6 +1,6 @@
 """Data models of every event this project emits (SPEC §4.2): the public contract.
 
-JSON field names are camelCase. `cre-fn schemas` writes their JSON Schemas into `events/schemas/`;
+JSON field names are camelCase. `make schemas` writes their JSON Schemas into `events/schemas/`;
 a test keeps the committed files in step with these models.
 """
 

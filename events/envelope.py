@@ -1,6 +1,7 @@
 """The CloudEvent envelope as plain data, and ApiServerSource parsing (SPEC §4.1).
 
-The codec (`functions.codec`) turns a request into an `Envelope` (the SDK object never leaves it). Facts relied on:
+The codec (`functions.runtime.codec`) turns a request into an `Envelope` (the SDK object never leaves it).
+Facts relied on:
 - Resource mode (`dev.knative.apiserver.resource.*`): `data` is the full object; an update carries
   only the new object; a delete carries the object as last seen.
 - Reference mode (`dev.knative.apiserver.ref.*`): `data` is `{apiVersion, kind, name, namespace}`;

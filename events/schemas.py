@@ -1,13 +1,14 @@
 """JSON Schemas of the emitted events' `data`, one file per type in `events/schemas/`.
 
-Written by `cre-fn schemas`; `cre-fn schemas --check` (and a test) fails when the committed files
-differ from the models. Each schema also lists the event's extension attributes under
+Written by `python -m events.schemas` (`make schemas`); with `--check` (and a test) it fails when the
+committed files differ from the models. Each schema also lists the event's extension attributes under
 `x-cloudevents-extensions`, for consumers that route on them.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,19 @@ def stale_schemas(directory: Path = SCHEMA_DIR) -> list[str]:
         if not path.exists() or path.read_text() != render(doc):
             stale.append(name)
     return stale
+
+
+def main(argv: list[str]) -> int:
+    """Write the schemas (each path printed), or with `--check` name the stale ones and fail."""
+    if "--check" in argv:
+        stale = stale_schemas()
+        for name in stale:
+            print(f"stale: {SCHEMA_DIR / name} (run `make schemas`)", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_schemas():
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,12 +1,11 @@
-"""`cre-fn`: serve a function, write the event schemas, render a WorkloadRun, record and replay
-events, check a cluster (`cre-fn doctor`), and run the local dev stack (`cre-fn dev`, which needs the source
-tree's `localstack`). A mistake in the arguments is said in one line (exit 2)."""
+"""`cre-fn`: what works from the wheel and the image: serve a function, render a WorkloadRun, record and replay
+events, a recording's parity table, and check a cluster (`cre-fn doctor`). The local dev stack has commands of
+its own (`python -m localstack dev|soak|check`, in the source tree). A mistake in the arguments is said in one
+line (exit 2)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
 import signal
 import sys
@@ -14,13 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from events.schemas import SCHEMA_DIR, stale_schemas, write_schemas
 from functions.registry import RECORD, TARGETS
-from functions.settings import Settings
+from functions.runtime.settings import Settings
 
 MAIN = Path(__file__).with_name("main.py")
-DEV_STACK_MISSING = ("cre-fn {command}: the local dev stack is not installed (it lives in the source tree's "
-                     "localstack/ package, not in the wheel or the image): run `make run` in a checkout")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -30,22 +26,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
-def cmd_schemas(args: argparse.Namespace) -> int:
-    if args.check:
-        stale = stale_schemas()
-        for name in stale:
-            print(f"stale: {SCHEMA_DIR / name} (run `cre-fn schemas`)", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write_schemas():
-        print(path)
-    return 0
-
-
 def cmd_render(args: argparse.Namespace) -> int:
     import yaml
 
-    from functions.rules.runspec import InvalidSpec
-    from functions.rules.translate import translate
+    from functions.domain.runspec import InvalidSpec
+    from functions.domain.translation import translate
 
     try:
         docs = [d for d in yaml.safe_load_all(Path(args.file).read_text()) if d]
@@ -53,33 +38,15 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"cre-fn render: {args.file}: {e}", file=sys.stderr)
         return 1
     rendered = []
-    checked = 0
     for doc in docs:
         if doc.get("kind") != "WorkloadRun":
             print(f"cre-fn render: {args.file}: expected WorkloadRun, got {doc.get('kind')}", file=sys.stderr)
             return 1
-        if args.check:
-            if importlib.util.find_spec("localstack") is None:
-                print(DEV_STACK_MISSING.format(command="render --check"), file=sys.stderr)
-                return 2
-            check = importlib.import_module("localstack.rendercheck")  # looked up by name, as `dev`
-            found = check.problems(doc, check.workloadrun_schema(args.cre_group))
-            try:
-                translate(doc, args.cre_group)
-            except InvalidSpec as e:
-                found.append(f"refused by the translator: {e}")
-            for problem in found:
-                print(f"{doc['metadata'].get('name', '?')}: {problem}", file=sys.stderr)
-            checked += len(found)
-            continue
         try:
             rendered += translate(doc, args.cre_group).objects
         except InvalidSpec as e:
             print(f"cre-fn render: {doc['metadata'].get('name', '?')}: {e}", file=sys.stderr)
             return 1
-    if args.check:
-        print(f"cre-fn render --check: {len(docs)} WorkloadRuns, {checked} problems", file=sys.stderr)
-        return 1 if checked else 0
     sys.stdout.write(yaml.safe_dump_all(rendered, sort_keys=False, explicit_start=True))
     return 0
 
@@ -98,35 +65,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
-def cmd_soak(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("localstack") is None:
-        print(DEV_STACK_MISSING.format(command="soak"), file=sys.stderr)
-        return 2
-    soak = importlib.import_module("localstack.scenarios.soak")  # looked up by name: the product never imports it
-    code: int = soak.run(args.jobs, args.seed, args.chaos, args.kill_every, args.timeout)
-    return code
-
-
-def cmd_dev(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("localstack") is None:
-        print(DEV_STACK_MISSING.format(command="dev"), file=sys.stderr)
-        return 2
-    dev = importlib.import_module("localstack.dev")  # looked up by name: the product never imports it
-    code: int = dev.run(Path(args.out), demo=not args.no_demo, keep=args.keep,
-                        replay_file=Path(args.replay) if args.replay else None, ping_interval=args.ping_interval,
-                        namespace=args.namespace, scenario=args.scenario, chaos=args.chaos or "")
-    return code
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
-    from functions import replay
+    from functions.tools import replay
 
     return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed,
                        args.fresh_ids, args.token_file)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from functions import doctor
+    from functions.tools import doctor
 
     if args.kubeconfig is not None and not Path(args.kubeconfig).is_file():
         print(f"cre-fn doctor: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
@@ -154,19 +101,19 @@ class Parser(argparse.ArgumentParser):
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    from functions import paritytable
+    from functions.tools import paritytable
 
     return paritytable.main(args.file)
 
 
 class VersionAction(argparse.Action):
-    """`--version`: the installed release (`functions.version`), looked up only when asked for."""
+    """`--version`: the installed release (`functions.runtime.version`), looked up only when asked for."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        from functions.version import version
+        from functions.runtime.version import version
 
         print(f"cre-fn {version()}")
         parser.exit()
@@ -181,14 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=cmd_serve)
-    schemas = sub.add_parser("schemas", help="write the emitted events' JSON Schemas into events/schemas/")
-    schemas.add_argument("--check", action="store_true", help="fail when the committed schemas are stale")
-    schemas.set_defaults(func=cmd_schemas)
     rend = sub.add_parser("render", help="print the objects a WorkloadRun file becomes, as YAML")
     rend.add_argument("file")
     rend.add_argument("--cre-group", default="nvcre.nvidia.com")
-    rend.add_argument("--check", action="store_true",
-                      help="check the file against the real WorkloadRun CRD (schema and CEL rules) instead")
     rend.set_defaults(func=cmd_render)
     record = sub.add_parser("record", help="an HTTP sink appending every CloudEvent it receives to JSONL")
     record.add_argument("--port", type=int, default=8080)
@@ -201,28 +143,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.add_argument("--keep", type=int, default=Settings.model_fields["record_keep"].default,
                         help="rotated files kept; the oldest beyond them is dropped, counted and logged")
     record.set_defaults(func=cmd_record)
-    dev = sub.add_parser("dev", help="the local stack and its demo (what `make run` runs)")
-    dev.add_argument("--keep", action="store_true", help="keep the stack up; print KUBECONFIG= and BROKER=")
-    dev.add_argument("--no-demo", action="store_true", help="start the stack without the demo or the Trainer")
-    dev.add_argument("--replay", metavar="FILE", help="reproduce a recorded event log in the fresh stack")
-    dev.add_argument("--out", default="out/dev", help="directory for the event log, dead letters and logs")
-    dev.add_argument("--namespace", help="run the demo, or reproduce the recording, in this namespace")
-    dev.add_argument("--ping-interval", type=float, default=10.0, help="seconds between resync ticks")
-    dev.add_argument("--scenario", default="demo",
-                     help="demo (default), node-failure, stall or thresholds: the verdict to watch; shadow: "
-                          "observe mode beside a stand-in for CRE, ending with the parity table")
-    dev.add_argument("--chaos", metavar="SPEC",
-                     help="the Broker drops, duplicates, holds back and delays deliveries, seeded: "
-                          "drop=0.1,dup=0.2,reorder=0.2,delay=0-500ms,seed=7")
-    dev.set_defaults(func=cmd_dev)
-    soak = sub.add_parser("soak", help="many Jobs through the local stack under chaos, then invariants (make soak)")
-    soak.add_argument("--jobs", type=int, default=200, help="how many Jobs (default 200)")
-    soak.add_argument("--seed", type=int, default=1, help="seed of the Jobs' outcomes, the chaos and the kills")
-    soak.add_argument("--chaos", default="drop=0.05,dup=0.2,reorder=0.2,delay=0-300ms",
-                      help="the Broker's chaos (see cre-fn dev --chaos); its seed is --seed unless given")
-    soak.add_argument("--kill-every", type=float, default=4.0, help="seconds between SIGKILLs of a function")
-    soak.add_argument("--timeout", type=float, default=900, help="seconds to wait for quiescence")
-    soak.set_defaults(func=cmd_soak)
     rep = sub.add_parser("replay", help="post a recorded JSONL event log to a URL, in order")
     rep.add_argument("file")
     rep.add_argument("--to", required=True, help="where to post (a broker, a function)")

@@ -2,10 +2,10 @@
 
     functions-framework --source functions/main.py --target phase
 
-Each target is a plain HTTP function; `functions.server` parses the CloudEvent, maps the outcome to Knative's
+Each target is a plain HTTP function; `functions.runtime.server` parses the CloudEvent, maps the outcome to Knative's
 retry API and answers `GET /metrics`. Two more targets handle no event of their own: `metrics` (on `GET
 /metrics`, the managed Jobs' state from one LIST served by the API server's watch cache) and `record` (the
-dead-letter recorder, `functions.deadletters`). Importing this module loads functions-framework and
+dead-letter recorder, `functions.runtime.deadletters`). Importing this module loads functions-framework and
 `functions.registry` only (it runs in gunicorn's arbiter, before the fork); the settings are checked there,
 when the target is looked up, and what runs is logged once (`start`); the server, the settings and the target's
 handler are built on the worker's first request.
@@ -25,17 +25,17 @@ import functions_framework
 from functions.registry import HANDLERS, METRICS, RECORD, SERVED
 
 if TYPE_CHECKING:
-    from functions.context import Context
-    from functions.metrics import Exposition
+    from functions.runtime.context import Context
+    from functions.runtime.metrics import Exposition
 
 _lock = threading.Lock()
 
 
 @functools.cache
 def context() -> Context:
-    from functions.context import Context
-    from functions.logs import configure
-    from functions.settings import load_settings
+    from functions.runtime.context import Context
+    from functions.runtime.logs import configure
+    from functions.runtime.settings import load_settings
 
     settings = load_settings()
     configure(settings.log_level)
@@ -52,16 +52,16 @@ def responder(name: str) -> Callable[[Any], Any]:
 
 def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
     """What serves the target's requests with this context: a Flask request in, a Flask response out."""
-    from functions import server
-    from functions.metrics import set_build_info
-    from functions.version import version
+    from functions.runtime import server
+    from functions.runtime.metrics import set_build_info
+    from functions.runtime.version import version
 
     set_build_info(version(), ctx.settings.revision, ctx.settings.mode)
 
     if name == METRICS:
         return lambda request: server.scrape(request, lambda accept: scrape_jobs(accept, ctx), name)
     if name == RECORD:
-        from functions import deadletters
+        from functions.runtime import deadletters
 
         recorder = deadletters.from_settings(ctx.settings)
         return lambda request: server.receive(request, recorder, deadletters.DEAD_LETTERS)
@@ -74,10 +74,10 @@ def responder_with(name: str, ctx: Context) -> Callable[[Any], Any]:
 
 def scrape_jobs(accept: str, ctx: Context) -> Exposition:
     """The managed Jobs' state (`crefn.dev/managed=true`, or every Job with `CREFN_MANAGE_ALL`), read now from
-    the API server's watch cache (`functions.reads.cached_jobs`)."""
+    the API server's watch cache (`functions.runtime.reads.cached_jobs`)."""
     from events.types import MANAGED_LABEL
-    from functions.metrics import expose_jobs
-    from functions.reads import cached_jobs
+    from functions.runtime.metrics import expose_jobs
+    from functions.runtime.reads import cached_jobs
 
     selector = "" if ctx.settings.manage_all else f"{MANAGED_LABEL}=true"
     return expose_jobs(cached_jobs(ctx, selector), accept, ctx.settings.cre_group)
@@ -100,9 +100,10 @@ def start(name: str) -> None:
     (secrets redacted), then one line per `CREFN_*` variable no setting reads (a typo keeps the default: said,
     not refused, since a revision rolled back may meet a variable a newer release added). Settings that cannot be
     used: one CRITICAL line naming what is wrong, and exit 1."""
-    from functions.logs import announce, configure
-    from functions.settings import InvalidSettings, load_settings, shown, unknown_variables
-    from functions.version import version
+    from functions.runtime.environment import shown, unknown_variables
+    from functions.runtime.logs import announce, configure
+    from functions.runtime.settings import InvalidSettings, load_settings
+    from functions.runtime.version import version
 
     try:
         settings = load_settings()

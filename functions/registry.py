@@ -1,4 +1,4 @@
-"""Every function target: its name, its handler and the event types it accepts.
+"""Every function target: its name, its `handle` and the event types it accepts.
 
 Read by the served entry points (`functions.main`), the CLI, the local dev stack, the tests and the
 manifest tests (a Trigger may route only what its target accepts). `functions.main` also serves
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from events.envelope import Envelope
-    from functions.context import Context
-    from functions.plan import Outcome
-    from functions.settings import Settings
+    from functions.runtime.context import Context
+    from functions.runtime.plan import Outcome
+    from functions.runtime.settings import Settings
 
 HANDLERS = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
             "workloadrun", "alert", "parity")
-"""Every event target, each the module `functions.handlers.<name>` (its FUNCTION, ACCEPTS and handle)."""
+"""Every event target, each the package `functions.<name>` (its FUNCTION, ACCEPTS and handle)."""
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,13 @@ class Target:
 
 @functools.cache
 def _target(name: str) -> Target:
-    module = importlib.import_module(f"functions.handlers.{name}")
+    module = importlib.import_module(f"functions.{name}")
     return Target(module.FUNCTION, module.handle, module.ACCEPTS)
 
 
 class Targets(Mapping[str, Target]):
-    """name → Target, importing a handler's module only when its target is looked up: a served
-    function loads its own handler and what it needs, not the other ten."""
+    """name → Target, importing a function's folder only when its target is looked up: a served
+    function loads its own folder and what it needs, not the other eleven."""
 
     def __getitem__(self, name: str) -> Target:
         if name not in HANDLERS:
@@ -60,9 +60,9 @@ METRICS = "metrics"
 SERVED: frozenset[str] = frozenset({*HANDLERS, METRICS})
 """Every target `functions.main` serves, each a Knative Service `crefn-<target>`."""
 RECORD = "record"
-"""The dead-letter recorder (`functions.deadletters`), also served by `functions.main`: `cre-fn record`
+"""The dead-letter recorder (`functions.runtime.deadletters`), also served by `functions.main`: `cre-fn record`
 runs it, as the Deployment `crefn-dead-letters` does (so it is not one of SERVED's `crefn-<target>`)."""
-STARTS: Mapping[str, str] = {"alert": "functions.alertsinks"}
+STARTS: Mapping[str, str] = {"alert": "functions.runtime.alertsinks"}
 """Targets with something to show before their first event: the module whose `start(target, settings)` runs
 once the target's settings are read (the alert function's `crefn_alert_sinks_configured`)."""
 

@@ -1,4 +1,4 @@
-"""`cre-fn dev` (behind `make run`): the whole system on one machine, with no cluster.
+"""`python -m localstack dev` (behind `make run`): the whole system on one machine, with no cluster.
 
 Starts the local stack (`localstack.stack`), then by default the demo (`localstack.scenarios.demo`) with a
 live timeline (`localstack.timeline`) and a summary; the full event log (replayable JSONL) and the
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from functions.replay import read_recording
-from functions.resources import cre_jobs
-from functions.settings import Settings
+from functions.runtime.resources import cre_jobs
+from functions.runtime.settings import Settings
+from functions.tools.replay import read_recording
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.chaos import Chaos, ChaosError
 from localstack.scenarios import shadow
@@ -50,16 +50,16 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
         ping_interval: float = 10.0, timeout: float = 180.0, out: TextIO = sys.stdout,
         cluster: LocalCluster | None = None, namespace: str | None = None, scenario: str = "demo",
         chaos: str = "") -> int:
-    """`cre-fn dev`. `namespace` runs the demo (or reproduces the recording) in that namespace and
+    """`python -m localstack dev`. `namespace` runs the demo (or reproduces the recording) in that namespace and
     confines the sources to it; `cluster` reuses a running API server (the test suite's)."""
     if scenario not in ("demo", "shadow") and scenario not in SCENARIOS:
-        print(f"cre-fn dev: unknown scenario {scenario!r}; choose one of: demo, {', '.join(SCENARIOS)}, shadow",
-              file=sys.stderr)
+        print(f"python -m localstack dev: unknown scenario {scenario!r}; choose one of: demo, "
+              f"{', '.join(SCENARIOS)}, shadow", file=sys.stderr)
         return 2
     try:
         drills = Chaos.parse(chaos) if chaos else None
     except ChaosError as e:
-        print(f"cre-fn dev: {e}", file=sys.stderr)
+        print(f"python -m localstack dev: {e}", file=sys.stderr)
         return 2
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in ("events.jsonl", "dead-letters.jsonl"):

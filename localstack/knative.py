@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.errors import AlreadyExists, CrefnError
-from functions.gateway import Gateway
-from functions.resources import (
+from functions.runtime.errors import AlreadyExists, CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import (
     APISERVERSOURCES,
     BROKERS,
     CONFIGMAPS,

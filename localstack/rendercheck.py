@@ -1,4 +1,4 @@
-"""`cre-fn render --check FILE`: a WorkloadRun checked against the real CRD, offline, as a current API
+"""`python -m localstack check FILE`: a WorkloadRun checked against the real CRD, offline, as a current API
 server would check it: the schema (types, required fields, enums, bounds, patterns; JSON Schema over
 the CRD's OpenAPI v3 schema) and every CEL rule (`x-kubernetes-validations`, the same evaluation the
 local API server's admission webhook uses, `localstack.cluster.admission`). Every problem is printed with its
@@ -8,11 +8,16 @@ field path. The CRDs are the upstream ones the local stack loads (`$CREFN_UPSTRE
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
+import yaml
 from jsonschema import Draft7Validator
 
 from events.types import CRE_GROUP_DEFAULT, WORKLOADRUN_KIND
+from functions.domain.runspec import InvalidSpec
+from functions.domain.translation import translate
 from localstack.cluster.admission import build, validate
 from localstack.cluster.apiserver import default_crd_dir
 from localstack.cluster.crds import load_upstream
@@ -60,3 +65,29 @@ def problems(run: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     if root is not None:
         found += [str(e) for e in validate(root, run).errors]
     return found
+
+
+def main(file: str, group: str = CRE_GROUP_DEFAULT) -> int:
+    """Every problem of every WorkloadRun of `file` on stderr, with its field path, and a count; 0 when there
+    is none, 1 otherwise (and for a file that cannot be read or holds another kind)."""
+    name = "python -m localstack check"
+    try:
+        docs = [d for d in yaml.safe_load_all(Path(file).read_text()) if d]
+    except (OSError, yaml.YAMLError) as e:
+        print(f"{name}: {file}: {e}", file=sys.stderr)
+        return 1
+    schema, checked = workloadrun_schema(group), 0
+    for doc in docs:
+        if doc.get("kind") != WORKLOADRUN_KIND:
+            print(f"{name}: {file}: expected WorkloadRun, got {doc.get('kind')}", file=sys.stderr)
+            return 1
+        found = problems(doc, schema)
+        try:
+            translate(doc, group)
+        except InvalidSpec as e:
+            found.append(f"refused by the translator: {e}")
+        for problem in found:
+            print(f"{doc['metadata'].get('name', '?')}: {problem}", file=sys.stderr)
+        checked += len(found)
+    print(f"{name}: {len(docs)} WorkloadRuns, {checked} problems", file=sys.stderr)
+    return 1 if checked else 0

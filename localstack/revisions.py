@@ -19,9 +19,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from functions.errors import AlreadyExists, CrefnError
-from functions.gateway import Gateway
-from functions.resources import CONFIGMAPS, NAMESPACES
+from functions.runtime.errors import AlreadyExists, CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CONFIGMAPS, NAMESPACES
 from localstack.eventing.apisource import list_with_version, watch
 
 SETTINGS = "crefn-settings"

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from events.types import CRE_GROUP_DEFAULT
-from functions.client import send
-from functions.errors import AlreadyExists, Unavailable
-from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
-from functions.resources import NAMESPACES, Resource
+from functions.runtime.client import send
+from functions.runtime.errors import AlreadyExists, Unavailable
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import NAMESPACES, Resource
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from functions.rules.conditions import true_exclusive
+from functions.domain.conditions import true_exclusive
 from localstack.eventing.broker import DeliveryAttempt
 
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT
-from functions.errors import CrefnError
-from functions.gateway import Gateway
-from functions.resources import TRAINJOBS
+from functions.runtime.errors import CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import TRAINJOBS
 from localstack.cluster.pods import apply_pods
 
 if TYPE_CHECKING:

@@ -36,15 +36,16 @@ from typing import Any
 
 import pytest
 
-from functions.errors import CrefnError
-from functions.gateway import Gateway
-from functions.resources import NAMESPACES, Resource, cre_jobs
+from functions.runtime.errors import CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import NAMESPACES, Resource, cre_jobs
 from localstack.cluster.apiserver import ClusterError, LocalCluster, default_crd_dir, free_port
 from localstack.eventing.broker import LocalBroker
 from localstack.manifests import render, service_account_user
 from localstack.processes import end_with_parent, spawn, stop_process
 from localstack.serving import ServedFunction, wait_for_port
 from tests.support.inprocess import InProcessFunction
+from tests.support.layout import is_pure
 from tests.support.lineage import MARK, kill_all, left_after
 from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
@@ -210,7 +211,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"CI: {needing} tests need {NO_UPSTREAM}")
     if IN_PROCESS_ONLY:  # functions are served in this process: leave out what needs a process of its own,
         # and for a mutant of the rules (pure modules) every test that needs the API server: the unit tests judge it
-        rules = os.environ.get("MUTANT_UNDER_TEST", "").startswith("functions.rules.")
+        rules = is_pure(os.environ.get("MUTANT_UNDER_TEST", ""))
         apart = [item for item in items if item.get_closest_marker("own_process")
                  or "recorder" in getattr(item, "fixturenames", ())
                  or (rules and item.get_closest_marker("kube"))]

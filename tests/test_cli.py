@@ -1,5 +1,6 @@
-"""`cre-fn` (`functions.cli`) as a program: `render` prints the objects a WorkloadRun file becomes or
-names every problem (`--check`), `serve` serves one function. `cre-fn replay`: tests/test_replay.py."""
+"""`cre-fn` (`functions.cli`) as a program: `render` prints the objects a WorkloadRun file becomes, `serve`
+serves one function, and the dev stack's commands are not `cre-fn`'s (`python -m localstack`, in the source
+tree). `cre-fn replay`: tests/tools/test_replay.py; the offline check: tests/localstack/test_rendercheck.py."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from functions.client import send
-from functions.rules.translate import translate
+from functions.domain.translation import translate
+from functions.runtime.client import send
 from localstack.cluster.apiserver import free_port
 from localstack.processes import spawn, stop_process
 from localstack.samples import load_sample
@@ -47,33 +48,6 @@ def test_cre_fn_render_refuses_an_invalid_spec(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_cre_fn_render_check_passes_the_samples(sample: Path, upstream_crds: Path) -> None:
-    result = cre_fn("render", "--check", str(sample))
-    assert result.returncode == 0 and result.stdout == ""
-    assert result.stderr.strip() == "cre-fn render --check: 1 WorkloadRuns, 0 problems"
-
-
-@pytest.mark.process
-def test_cre_fn_render_check_prints_every_problem_with_its_path(tmp_path: Path, upstream_crds: Path) -> None:
-    run = with_spec(numNodes=0, gpusPerNode="eight", framework={"torch": {"script": "a.py", "module": "a"}},
-                    workloadMetadata={"labels": {"nvcre.nvidia.com/team": "x"}})
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(run))
-    result = cre_fn("render", "--check", str(path))
-    assert result.returncode == 1 and result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert lines == [
-        "wr: spec.gpusPerNode: 'eight' is not of type 'integer'",
-        "wr: spec.numNodes: 0 is less than the minimum of 1",
-        "wr: spec.framework.torch: Invalid value: script and module are mutually exclusive",
-        "wr: spec.workloadMetadata.labels: Invalid value: labels must not set the controller-owned keys "
-        "app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
-        "wr: refused by the translator: spec.numNodes must be an integer of at least 1",
-        "cre-fn render --check: 1 WorkloadRuns, 5 problems"]
-
-
-@pytest.mark.process
 def test_cre_fn_serve_phase() -> None:
     port = free_port()
     proc = spawn([sys.executable, "-m", "functions.cli", "serve", "phase", "--host", "127.0.0.1", "--port", str(port)],
@@ -84,3 +58,21 @@ def test_cre_fn_serve_phase() -> None:
         assert answer.status == 200 and answer.ce["workloadphase"] == "Succeeded"
     finally:
         stop_process(proc)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("command", ["dev", "soak", "schemas"])
+def test_the_dev_stacks_commands_are_not_the_shipped_clis(command: str) -> None:
+    result = cre_fn(command)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"cre-fn: argument command: invalid choice: '{command}'")
+    assert "(see cre-fn --help)" in result.stderr
+
+
+@pytest.mark.process
+def test_the_dev_stack_names_its_commands() -> None:
+    result = subprocess.run([sys.executable, "-m", "localstack"], capture_output=True, text=True, check=False,
+                            timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == ("python -m localstack: the following arguments are required: command "
+                                     "(see python -m localstack --help)")

@@ -1,6 +1,6 @@
 """CRE's numbers and texts, each as the literal CRE uses, beside the CRE source it comes from: limits, defaults,
 reasons, messages, label keys. Every expectation here is written out, never computed from the constant of
-`functions.rules` that carries it, so that changing such a constant fails a test (`make mutation` mutates
+`functions.domain` or decision that carries it, so that changing such a constant fails a test (`make mutation` mutates
 them: its `constants` row). Grouped by the CRE source they come from (NVIDIA/cluster-readiness-engine: its Go
 files, design records and CRDs); the behaviour is exercised where it can be (a note of 1025 bytes is cut to
 1024, a log of 801 lines keeps 800), the constant itself is never read.
@@ -15,20 +15,16 @@ import pytest
 
 from events.emitted import ConditionSummary, FailedNode
 from events.types import job_uid_annotation
-from functions.context import Context
-from functions.gateway import Gateway
-from functions.plan import WriteStatus
-from functions.reads import read_tail
-from functions.rules.attempts import workload_name
-from functions.rules.cel import check, node_health, too_long
-from functions.rules.deadline import deadline
-from functions.rules.kubeevents import cap_note
-from functions.rules.launch import LaunchObserved, decide_launch
-from functions.rules.measurements import GoodputMeasurement, bandwidth_name, goodput_name, truncate
-from functions.rules.nodehealth import hardware_message, merge_failed_nodes, pod_nodes
-from functions.rules.pods import LogSource, failure_log, timeout_container
-from functions.rules.running import decide_running
-from functions.rules.runspec import (
+from functions.domain.attempts import workload_name
+from functions.domain.cel import check, node_health, too_long
+from functions.domain.deadline import deadline
+from functions.domain.kubeevents import cap_note
+from functions.domain.launching import LaunchObserved, decide_launch
+from functions.domain.measurement_objects import GoodputMeasurement, bandwidth_name, goodput_name, truncate
+from functions.domain.placement import enable_mnnvl, gpus_per_node, hardware, target_nodes
+from functions.domain.pods import LogSource, failure_log, timeout_container
+from functions.domain.running import decide_running
+from functions.domain.runspec import (
     InvalidSpec,
     check_workflow_fields,
     job_annotations,
@@ -38,12 +34,16 @@ from functions.rules.runspec import (
     nic_resources,
     workload_labels,
 )
-from functions.rules.runstatus import deleted, mirrored
-from functions.rules.stall import decide_stall
-from functions.rules.target import enable_mnnvl, gpus_per_node, hardware, target_nodes
-from functions.rules.thresholds import Verdict, Waiting, decide_validation, measured_values, measurement_timeout
-from functions.rules.translate import translate
-from functions.settings import Settings
+from functions.domain.stall import decide_stall
+from functions.domain.thresholds import Verdict, Waiting, decide_validation, measured_values, measurement_timeout
+from functions.domain.translation import translate
+from functions.nodehealth.decide import hardware_message, merge_failed_nodes, pod_nodes
+from functions.runtime.context import Context
+from functions.runtime.gateway import Gateway
+from functions.runtime.plan import WriteStatus
+from functions.runtime.reads import read_tail
+from functions.runtime.settings import Settings
+from functions.workloadrun.run_conditions import deleted, mirrored
 from localstack.cluster.kubelet import tail
 from tests.support.helpers import NOW, cond, job, pod
 
@@ -286,7 +286,7 @@ def test_the_measurement_timeout_defaults_to_5m(waited: timedelta, verdict: Verd
 
 
 def test_thresholds_met_say_so_in_cres_words() -> None:
-    from functions.rules.cel import CelOutcome
+    from functions.domain.cel import CelOutcome
 
     assert decide_validation({"goodputRatio": "value > 0.5"}, {"goodputRatio": 0.9}, NOW, timedelta(minutes=5), NOW,
                              {"goodputRatio": CelOutcome(True)}) == Verdict(

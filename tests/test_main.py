@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.client import Answer, send
 from functions.registry import METRICS, SERVED, TARGETS
+from functions.runtime.client import Answer, send
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.helpers import closed_port, unreachable_kubeconfig

@@ -17,9 +17,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from functions.domain.attempts import workload_name
 from functions.registry import TARGETS
-from functions.resources import TRAINJOBS
-from functions.rules.attempts import workload_name
+from functions.runtime.resources import TRAINJOBS
 from localstack.bench.stack import GROUP, NAMESPACE, SETTINGS, Creates, QuietTimeline, launch_running, say
 from localstack.eventing.apisource import WatchSource
 from localstack.manifests import service_account_user

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from events.types import MANAGED_LABEL
-from functions.codec import to_envelope
-from functions.context import Context
-from functions.gateway import Gateway
-from functions.handlers import resync
 from functions.main import scrape_jobs
-from functions.resources import NAMESPACES, TRAINJOBS, cre_jobs
-from functions.settings import Settings
+from functions.resync import read as resync
+from functions.runtime.codec import to_envelope
+from functions.runtime.context import Context
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import NAMESPACES, TRAINJOBS, cre_jobs
+from functions.runtime.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from localstack.serving import ServedFunction
 

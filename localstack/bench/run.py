@@ -3,7 +3,7 @@ ratios (and written as JSON with `make bench BENCH_JSON=FILE`). Figures are repo
 
 The figures here: `phase` over HTTP (throughput by wrk, memory, cold start) against a no-op
 functions-framework function served the same way (`localstack/bench/noop.py`); `phase` in process against
-parsing alone; a node health expression through the CEL budget's worker process (`functions.celbudget`)
+parsing alone; a node health expression through the CEL budget's worker process (`functions.runtime.celbudget`)
 against the same evaluation in process; a resync tick over N Jobs against the API server's own LIST. The
 end-to-end figures come from `localstack.bench.stack`. Each figure and its baseline in full:
 docs/development.md#benchmarks-make-bench.
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from events.objects import TrainJob
-from functions.celbudget import CelBudget
-from functions.client import send
-from functions.codec import encode
-from functions.rules.adapter import decide_phase
-from functions.rules.cel import outcomes
+from functions.domain.adapter import decide_phase
+from functions.domain.cel import outcomes
+from functions.runtime.celbudget import CelBudget
+from functions.runtime.client import send
+from functions.runtime.codec import encode
 from localstack.bench.calls import restart_call_figures
 from localstack.bench.history import history_figures, job_with_trainjob, scrape_figures
 from localstack.bench.stack import lifecycle_figures, process_tree
@@ -153,12 +153,12 @@ def cel_figures(rows: list[dict[str, Any]]) -> None:
 
 
 def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
-    from functions.codec import to_envelope
-    from functions.context import Context
-    from functions.gateway import Gateway
-    from functions.handlers import resync
-    from functions.resources import NAMESPACES, cre_jobs
-    from functions.settings import Settings
+    from functions.resync import read as resync
+    from functions.runtime.codec import to_envelope
+    from functions.runtime.context import Context
+    from functions.runtime.gateway import Gateway
+    from functions.runtime.resources import NAMESPACES, cre_jobs
+    from functions.runtime.settings import Settings
     from localstack.cluster.apiserver import LocalCluster
 
     class Counting(Gateway):

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL
-from functions.resources import TRAINJOBS, cre_jobs
-from functions.rules.attempts import workload_name
+from functions.domain.attempts import workload_name
+from functions.runtime.resources import TRAINJOBS, cre_jobs
 from localstack.bench.apiprofile import Capture
 from localstack.eventing.apisource import WatchSource
 from localstack.scenarios.demo import create_job

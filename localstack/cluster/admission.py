@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from localstack.cluster.cel import CelError, Environment, Expression
 
 if TYPE_CHECKING:
-    from functions.gateway import Gateway
+    from functions.runtime.gateway import Gateway
 
 JsonObj = dict[str, Any]
 
@@ -633,8 +633,8 @@ class Webhook:
     def register(self, gw: Gateway, timeout: float = 30) -> None:
         """Create the configuration; return once the API server calls the webhook (a dry-run ConfigMap
         carrying the probe label is refused by the probe hook of the same configuration)."""
-        from functions.errors import NotFound, PermanentError
-        from functions.resources import Resource
+        from functions.runtime.errors import NotFound, PermanentError
+        from functions.runtime.resources import Resource
 
         configs = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                            "ValidatingWebhookConfiguration", namespaced=False)

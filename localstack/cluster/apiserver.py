@@ -32,9 +32,9 @@ from typing import Any
 import yaml
 
 from events.types import CRE_GROUP_DEFAULT
-from functions.errors import AlreadyExists
-from functions.gateway import Gateway
-from functions.resources import CRDS, NAMESPACES, Resource
+from functions.runtime.errors import AlreadyExists
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CRDS, NAMESPACES, Resource
 from localstack.cluster.admission import Webhook
 from localstack.cluster.crds import fallback_crds, load_upstream, with_group
 from localstack.cluster.kubelet import StandInKubelet

@@ -8,7 +8,7 @@
 Variables are `dyn`, values JSON-like Python values. A compile error (an undeclared variable is one: the
 expression is type-checked) raises `CompileError`, a runtime error `EvaluationError`. A variable declared
 `optional` is bound as a CEL optional (`optional.none()` when left out: Kubernetes' `optionalOldSelf`).
-Library: cel-expr-python (strings, optional, bindings); results and errors read by `functions.rules.cel`.
+Library: cel-expr-python (strings, optional, bindings); results and errors read by `functions.domain.cel`.
 Why this library, and how it differs from Kubernetes' CEL: docs/development.md#the-cel-library.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 from cel_expr_python import cel as _cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from functions.rules import cel as rules_cel
-from functions.rules.cel import one_line, value_of
+from functions.domain import cel as rules_cel
+from functions.domain.cel import one_line, value_of
 
 _OPT_VALUE = "crefn_optional_value_"
 _OPT_PRESENT = "crefn_optional_present_"

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from functions.errors import AlreadyExists
-from functions.gateway import Gateway
-from functions.resources import NODES
+from functions.runtime.errors import AlreadyExists
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import NODES
 
 LogKey = tuple[str, str, str]
 

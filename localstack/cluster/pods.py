@@ -6,7 +6,7 @@ needs it) and pods do not mount a token; placement is `spec.nodeName` at creatio
 state (PodScheduled, container states, phase) is a `pods/status` merge patch. `apply_pods` keeps the pods of
 a TrainJob's attempt as Trainer, JobSet, the scheduler and the kubelet would for a Trainer action: one pod
 per replicatedJob of the TrainJob's own runtime patch (manager `crefn.dev/controller`, see
-`functions.rules.launch`), labelled as that patch's pod template.
+`functions.launch.decide`), labelled as that patch's pod template.
 How they are named and placed: localstack/README.md#the-pods-of-an-attempt.
 """
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.types import ATTEMPT_LABEL, CONTROLLER_MANAGER
-from functions.errors import AlreadyExists, NotFound
-from functions.gateway import Gateway
-from functions.resources import PODS, Resource
-from functions.rules.translate import ANCESTOR
+from functions.domain.translation import ANCESTOR
+from functions.runtime.errors import AlreadyExists, NotFound
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import PODS, Resource
 from localstack.cluster.kubelet import StandInKubelet
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")

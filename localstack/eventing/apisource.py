@@ -19,9 +19,9 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from functions.errors import CrefnError
-from functions.gateway import Gateway
-from functions.resources import Resource
+from functions.runtime.errors import CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import Resource
 
 
 def apiserver_record(verb: str, obj: dict[str, Any], res: Resource, source: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ the event (dialects `exact`, `prefix`, `suffix`, `all`, `any`, `not`; any other,
 when the Triggers are loaded). Delivery is concurrent and unordered; a 200 reply with a CloudEvent is
 published back; 404, 409, 429, 5xx, timeouts and connection errors are retried with the Trigger's backoff;
 anything else, or retries spent, becomes a dead letter with Knative's `knativeerror*` extensions, posted to
-`functions.deadletters`' recorder on loopback. Every published event is appended to an event log (JSONL).
+`functions.runtime.deadletters`' recorder on loopback. Every published event is appended to an event log (JSONL).
 Drills (`duplicate`, `jitter`, `chaos`) and the deterministic mode (`workers=0`, `round()`, `drain()`):
 localstack/README.md#the-broker.
 """
@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from functions.client import Answer, send
-from functions.deadletters import event_server, recorder
-from functions.errors import Unavailable
-from functions.replay import read_recording
+from functions.runtime.client import Answer, send
+from functions.runtime.codec import Record
+from functions.runtime.deadletters import event_server, recorder
+from functions.runtime.errors import Unavailable
+from functions.tools.replay import read_recording
 from localstack.eventing.chaos import Chaos, Fate, Fates
 
 CLOSE_WAIT = 2.0
 """Seconds `LocalBroker.close` waits, in all, for its delivery workers (daemon threads) to end."""
 
-Record = dict[str, Any]
 
 
 class FilterError(ValueError):

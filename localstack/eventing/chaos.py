@@ -1,4 +1,4 @@
-"""Chaos for the local Broker: `cre-fn dev --chaos drop=0.1,dup=0.2,reorder=0.2,delay=0-500ms,seed=7`.
+"""Chaos for the local Broker: `python -m localstack dev --chaos drop=0.1,dup=0.2,reorder=0.2,delay=0-500ms,seed=7`.
 
 Each delivery (an event matched by a Trigger) is, independently:
 - dropped with probability `drop` (lost for good: neither delivered nor retried nor dead-lettered,

@@ -1,4 +1,4 @@
-"""The demo of `cre-fn dev` (`make run`): two Jobs the Trainer simulator drives, and the summary that
+"""The demo of `python -m localstack dev` (`make run`): two Jobs the Trainer simulator drives, and the summary that
 says whether they ended as expected. The CRE group is the `CREFN_CRE_GROUP` setting, as for the
 functions.
 
@@ -20,18 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from events.types import (
-    CRE_GROUP_DEFAULT,
-    CRE_VERSION,
-    MANAGED_LABEL,
-    Reason,
-    group_nodes_annotation,
-    job_label,
-)
-from functions.gateway import Gateway
-from functions.replay import read_recording
-from functions.resources import NAMESPACES, PODS, cre_goodput, cre_jobs
-from functions.rules.conditions import true_exclusive
+from events.types import CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, Reason, group_nodes_annotation, job_label
+from functions.domain.conditions import true_exclusive
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import NAMESPACES, PODS, cre_goodput, cre_jobs
+from functions.tools.replay import read_recording
 from localstack.observability.dashboard import print_dashboard
 from localstack.observability.prometheus import print_summary as print_prometheus_summary
 from localstack.stack import Stack
@@ -181,7 +174,8 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
         print(f"   active alerts in Alertmanager: {', '.join(active) or 'none'}", file=timeline.out)
     print_prometheus_summary(stack.prometheus, namespace, timeline.out)
     print_dashboard(stack.prometheus, timeline.out)
-    print(f"   event log: {stack.out_dir / 'events.jsonl'} (replay: cre-fn dev --replay FILE)", file=timeline.out)
+    print(f"   event log: {stack.out_dir / 'events.jsonl'} (replay: python -m localstack dev --replay FILE)",
+          file=timeline.out)
     return state
 
 

@@ -1,4 +1,4 @@
-"""`cre-fn dev --replay FILE`: reproduce a recorded event log in a fresh stack. Each recorded Job is
+"""`python -m localstack dev --replay FILE`: reproduce a recorded event log in a fresh stack. Each recorded Job is
 created again, the Trainer simulator repeats what the recording shows the Trainer (and users) did to
 its TrainJobs, and the final Job status is compared with the recorded one."""
 

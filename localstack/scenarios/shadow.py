@@ -1,6 +1,7 @@
-"""`cre-fn dev --scenario shadow`: the functions in observe mode beside a stand-in for CRE's controller, which
-writes CRE's verdicts on seven Jobs — four the functions would write too, three they would not — and the parity
-table at the end (`functions.paritytable`). It ends 0 when exactly the planted differences are reported.
+"""`python -m localstack dev --scenario shadow`: the functions in observe mode beside a stand-in for CRE's
+controller, which writes CRE's verdicts on seven Jobs — four the functions would write too, three they would
+not — and the parity table at the end (`functions.tools.paritytable`). It ends 0 when exactly the planted
+differences are reported.
 
 The stand-in does what CRE does on the cluster, by hand: creates the Job's TrainJob `<job>-workload` (controlled
 by the Job), sets its state, places a pod on a node, then writes the verdict on the Job's status. How the
@@ -13,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.types import CRE_VERSION, job_label
-from functions.paritytable import Table
-from functions.replay import read_recording
-from functions.resources import TRAINJOBS, cre_jobs
+from functions.runtime.resources import TRAINJOBS, cre_jobs
+from functions.tools.paritytable import Table
+from functions.tools.replay import read_recording
 from localstack.cluster.pods import create_pod, terminate
 from localstack.scenarios.demo import create_job
 from localstack.scenarios.verdicts import job_body, stamp

@@ -1,4 +1,4 @@
-"""`cre-fn soak` (`make soak`): many Jobs through the local stack under chaos, then invariants.
+"""`python -m localstack soak` (`make soak`): many Jobs through the local stack under chaos, then invariants.
 
 The stack runs with a chaotic Broker (`localstack.eventing.chaos`: drops, duplicates, reorders, delays) and a
 resync tick; meanwhile the soak SIGKILLs a random function process every few seconds and the kube-apiserver
@@ -7,7 +7,8 @@ once, and the stack's supervisor starts each again. Each Job follows a script dr
 for a while, it checks against the API server, its audit log and the event log: each Job ends as its script
 says; one TrainJob create per attempt; `restartCount ≤ maxRestarts`; dead letters only for the malformed
 events. It prints a table and exits 1 on any violation. Everything runs on loopback.
-The scripts and the invariants in full: docs/development.md#chaos-kills-and-the-soak---chaos-cre-fn-soak-make-soak.
+The scripts and the invariants in full:
+docs/development.md#chaos-kills-and-the-soak---chaos-python--m-localstack-soak-make-soak.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
-from functions.client import send
-from functions.errors import AlreadyExists, CrefnError
-from functions.paritytable import Table
-from functions.replay import read_recording
-from functions.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
-from functions.rules.attempts import workload_name
-from functions.rules.conditions import true_exclusive
+from functions.domain.attempts import workload_name
+from functions.domain.conditions import true_exclusive
+from functions.runtime.client import send
+from functions.runtime.errors import AlreadyExists, CrefnError
+from functions.runtime.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
+from functions.tools.paritytable import Table
+from functions.tools.replay import read_recording
 from localstack.background import Background
 from localstack.eventing.chaos import Chaos, ChaosError
 from localstack.stack import Stack, start_stack
@@ -204,7 +205,7 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
     try:
         drills = Chaos.parse(f"{chaos},seed={seed}" if "seed=" not in chaos else chaos)
     except ChaosError as e:
-        print(f"cre-fn soak: {e}", file=sys.stderr)
+        print(f"python -m localstack soak: {e}", file=sys.stderr)
         return 2
     rng = random.Random(seed)
     scripts = {f"soak-{i}": rng.choice(LIFECYCLES) for i in range(jobs)}
@@ -370,7 +371,7 @@ def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str,
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="cre-fn soak", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m localstack soak", description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("SOAK_JOBS", "200")))
     parser.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", "1")))
     parser.add_argument("--chaos", default=DEFAULT_CHAOS)

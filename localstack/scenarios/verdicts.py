@@ -1,4 +1,4 @@
-"""The verdict scenarios of `cre-fn dev --scenario NAME`: one Job each, driven by the Trainer simulator,
+"""The verdict scenarios of `python -m localstack dev --scenario NAME`: one Job each, driven by the Trainer simulator,
 with what a cluster would do beside it (a node going bad, a training that stops stepping, measurements
 that come in too low), and the outcome a user should see. `demo` (the default) is `localstack.scenarios.demo`.
 
@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events.types import CRE_VERSION, MANAGED_LABEL
-from functions.resources import NODES, cre_goodput, cre_jobs
+from functions.runtime.resources import NODES, cre_goodput, cre_jobs
 from localstack.scenarios.demo import create_job, summary
 from localstack.stack import Stack
 from localstack.timeline import Timeline

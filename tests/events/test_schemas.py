@@ -9,7 +9,7 @@ from events.types import EventType
 
 
 def test_committed_schemas_match_the_models() -> None:
-    assert stale_schemas() == [], "run `cre-fn schemas` and commit events/schemas/"
+    assert stale_schemas() == [], "run `make schemas` and commit events/schemas/"
 
 
 def test_one_schema_per_emitted_type_with_its_extensions() -> None:

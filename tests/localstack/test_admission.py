@@ -16,13 +16,21 @@ from typing import Any
 import pytest
 import yaml
 
-from functions.errors import PermanentError
-from functions.gateway import Gateway
-from functions.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, Resource, cre_jobs, cre_workloadruns
-from functions.rules.attempts import workload_name
-from functions.rules.jobs import parse_job
-from functions.rules.launch import build_trainjob
-from functions.rules.translate import translate
+from functions.domain.attempts import workload_name
+from functions.domain.jobs import parse_job
+from functions.domain.trainjobs import build_trainjob
+from functions.domain.translation import translate
+from functions.runtime.errors import PermanentError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import (
+    CONFIGMAPS,
+    PVCS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    Resource,
+    cre_jobs,
+    cre_workloadruns,
+)
 from localstack.cluster.admission import CONFIGURATION_NAME, WEBHOOK_NAME
 from localstack.cluster.apiserver import ADMIN, LocalCluster
 from tests.support import paths

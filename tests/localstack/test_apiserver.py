@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from functions.errors import CrefnError
-from functions.gateway import Gateway
-from functions.resources import CRDS, Resource
+from functions.runtime.errors import CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CRDS, Resource
 from localstack.cluster.apiserver import ClusterError, LocalCluster
 from localstack.cluster.crds import fallback_crds
 
@@ -86,7 +86,7 @@ def test_a_failed_start_stops_what_it_started(tmp_path: Path, monkeypatch: pytes
 
 def test_the_audit_log_has_every_trainjob_create_and_delete(cluster: LocalCluster, gateway: Gateway,
                                                              namespace: str) -> None:
-    from functions.resources import TRAINJOBS
+    from functions.runtime.resources import TRAINJOBS
 
     body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "audited"},
             "spec": {"runtimeRef": {"name": "t"}}}
@@ -104,7 +104,7 @@ def test_the_audit_log_has_every_trainjob_create_and_delete(cluster: LocalCluste
 
 
 def test_the_audit_log_has_every_request_of_an_audited_user(tmp_path: Path) -> None:
-    from functions.resources import NAMESPACES
+    from functions.runtime.resources import NAMESPACES
 
     with LocalCluster(tmp_path, users=("reader",), audit_users=("reader",), log=io.StringIO()) as cluster:
         reader = cluster.gateway("reader")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from functions.client import send
+from functions.runtime.client import send
 from localstack.cluster.apiserver import free_port
 from localstack.eventing.broker import (
     Delivery,
@@ -155,7 +155,7 @@ def test_ingress_accepts_binary_and_structured_and_refuses_the_rest(subscriber: 
         url = broker.serve(free_port())
         assert send(url, EVENT).status == 202
         assert send(url, EVENT, structured=True).status == 202
-        from functions.client import post
+        from functions.runtime.client import post
 
         assert post(url, {"content-type": "application/json"}, b"{}").status == 400
         assert broker.wait_idle(timeout=10)

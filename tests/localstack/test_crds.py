@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from events.objects import JobSpec, JobStatus, TrainJobSpec, TrainJobStatus, WorkloadRunStatus
-from functions.rules.measurements import GoodputSpec, GoodputStatus
+from functions.domain.measurement_objects import GoodputSpec, GoodputStatus
 from localstack.cluster.crds import fallback_crds, load_upstream, make_compatible
 
 

@@ -1,4 +1,4 @@
-"""`cre-fn dev`, the main job: the demo ends as expected with a readable timeline and a replayable
+"""`python -m localstack dev`, the main job: the demo ends as expected with a readable timeline and a replayable
 event log; replaying that log into a fresh namespace reproduces the same final Job status; with
 `--no-demo --keep` the stack serves users' Jobs and Ctrl-C stops everything it started."""
 
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from functions.client import send
-from functions.errors import CrefnError, Unavailable
-from functions.gateway import Gateway
-from functions.replay import read_recording
-from functions.resources import CRDS, DEPLOYMENTS, NAMESPACES, TRIGGERS, cre_jobs
+from functions.runtime.client import send
+from functions.runtime.errors import CrefnError, Unavailable
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CRDS, DEPLOYMENTS, NAMESPACES, TRIGGERS, cre_jobs
+from functions.tools.replay import read_recording
 from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
 from localstack.processes import run, spawn
@@ -135,14 +135,14 @@ def test_script_recovered_from_the_demo_recording(tmp_path: Path) -> None:
                                                    2: ["complete"]}
 
 
-@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.kube  # `python -m localstack dev` starts an API server of its own
 @pytest.mark.stack
 def test_in_a_clone_without_upstream_crds_the_demo_ends_as_expected(tmp_path: Path) -> None:
     """`make run` where nothing is beside the checkout: the stack installs the project's fallback CRDs and
     the whole demo (scheduling marker, restart, failure log) ends as it does on the upstream ones."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     env["CREFN_UPSTREAM_CRDS"] = str(tmp_path / "nothing-here")
-    result = run([sys.executable, "-m", "functions.cli", "dev", "--out", str(tmp_path / "out"), "--ping-interval",
+    result = run([sys.executable, "-m", "localstack", "dev", "--out", str(tmp_path / "out"), "--ping-interval",
                   "2"], text=True, env=env, timeout=280)
     assert (f"installed 7 CRDs: the project's fallback CRDs (no CRD found in {tmp_path / 'nothing-here'})"
             in result.stdout), result.stdout[-3000:] + result.stderr[-3000:]
@@ -190,13 +190,13 @@ def create_job(gw: Gateway, name: str) -> None:
 
 
 def start_dev(tmp_path: Path, token: str) -> tuple[subprocess.Popen[str], dict[str, str], list[str]]:
-    """`cre-fn dev --no-demo --keep` with its own lineage token, once it says where its API server and Broker are:
-    the process, those two (KUBECONFIG, BROKER) and the lines it printed."""
+    """`python -m localstack dev --no-demo --keep` with its own lineage token, once it says where its API server
+    and Broker are: the process, those two (KUBECONFIG, BROKER) and the lines it printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_")}
     env[MARK] = token
     env["TMPDIR"] = str(tmp_path / "tmp")  # a SIGKILLed stack cannot remove its own: the test's goes with the test
     (tmp_path / "tmp").mkdir()
-    proc: subprocess.Popen[str] = spawn([sys.executable, "-m", "functions.cli", "dev", "--no-demo", "--keep",
+    proc: subprocess.Popen[str] = spawn([sys.executable, "-m", "localstack", "dev", "--no-demo", "--keep",
                                          "--out", str(tmp_path), "--ping-interval", "2"],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[str] = []
@@ -210,7 +210,7 @@ def start_dev(tmp_path: Path, token: str) -> tuple[subprocess.Popen[str], dict[s
     return proc, dict(x.split("=", 1) for x in lines if x.startswith(("KUBECONFIG=", "BROKER="))), lines
 
 
-@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.kube  # `python -m localstack dev` starts an API server of its own
 @pytest.mark.stack
 def test_no_demo_keep_serves_users_survives_kills_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
     token = uuid.uuid4().hex
@@ -286,13 +286,13 @@ def failed_checks(kubeconfig: str, want: list[str], timeout: float = 20) -> list
         time.sleep(1)
 
 
-@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.kube  # `python -m localstack dev` starts an API server of its own
 @pytest.mark.stack
 def test_doctor_passes_every_check_against_the_stack_and_names_each_fault(tmp_path: Path,
                                                                          upstream_crds: Path) -> None:
-    """`make run`'s stack (`cre-fn dev --no-demo --keep`, its own API server with the upstream CRDs): `cre-fn
-    doctor` against its kubeconfig passes every check, the stand-ins giving the readiness Knative's controllers
-    would; then a CRD removed, a Trigger whose subscriber is gone, and CRE's manager beside the functions in
+    """`make run`'s stack (`python -m localstack dev --no-demo --keep`, its own API server with the upstream
+    CRDs): `cre-fn doctor` against its kubeconfig passes every check, the stand-ins giving the readiness Knative's
+    controllers would; then a CRD removed, a Trigger whose subscriber is gone, and CRE's manager beside the functions in
     manage mode: each its ✗ line, exit 1."""
     token = uuid.uuid4().hex
     proc, found, lines = start_dev(tmp_path, token)
@@ -355,12 +355,12 @@ def test_doctor_passes_every_check_against_the_stack_and_names_each_fault(tmp_pa
                 proc.stdout.close()
 
 
-@pytest.mark.kube  # `cre-fn dev` starts an API server of its own
+@pytest.mark.kube  # `python -m localstack dev` starts an API server of its own
 @pytest.mark.stack
 def test_a_killed_dev_stack_leaves_no_process(tmp_path: Path) -> None:
-    """`cre-fn dev --keep` SIGKILLed, so that it can stop nothing itself: every process it started (etcd, the
-    kube-apiserver, the admission webhook, Alertmanager, Prometheus, every function's arbiter and worker) dies
-    with it, though re-parented away from it — found by the lineage token each one carries."""
+    """`python -m localstack dev --keep` SIGKILLed, so that it can stop nothing itself: every process it started
+    (etcd, the kube-apiserver, the admission webhook, Alertmanager, Prometheus, every function's arbiter and
+    worker) dies with it, though re-parented away from it — found by the lineage token each one carries."""
     token = uuid.uuid4().hex
     proc, found, lines = start_dev(tmp_path, token)
     try:
@@ -375,7 +375,7 @@ def test_a_killed_dev_stack_leaves_no_process(tmp_path: Path) -> None:
             proc.stdout.close()
     left = left_after(token, DIE_WITH_PARENT_WITHIN)
     kill_all(left)
-    assert not left, f"outlived a SIGKILLed cre-fn dev: {left}"
+    assert not left, f"outlived a SIGKILLed python -m localstack dev: {left}"
 
 
 @pytest.mark.kube  # the inner session starts an API server of its own
@@ -388,8 +388,8 @@ def test_a_killed_test_session_leaves_no_process(tmp_path: Path) -> None:
     env[MARK] = token
     env["TMPDIR"] = str(tmp_path)
     proc = spawn([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--basetemp",
-                  str(tmp_path / "inner"), str(paths.REPO / "tests" / "handlers" / "test_restart.py"),
-                  str(paths.REPO / "tests" / "handlers" / "test_status.py")],
+                  str(tmp_path / "inner"), str(paths.REPO / "tests" / "functions" / "restart" / "test_read.py"),
+                  str(paths.REPO / "tests" / "functions" / "status" / "test_read.py")],
                  cwd=paths.REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from functions.client import send
-from functions.gateway import Gateway
-from functions.resources import cre_jobs
+from functions.runtime.client import send
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import cre_jobs
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.observability.alertmanager import LocalAlertmanager

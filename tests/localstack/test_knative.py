@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from functions.doctor import service
-from functions.gateway import Gateway
-from functions.resources import APISERVERSOURCES, BROKERS, DEPLOYMENTS, KSERVICES, TRIGGERS, Resource
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import APISERVERSOURCES, BROKERS, DEPLOYMENTS, KSERVICES, TRIGGERS, Resource
+from functions.tools.services import service
 from localstack.knative import KINDS, Endpoint, Reconciler, env_from, write_objects
 from localstack.manifests import NAMESPACE, render
 from localstack.revisions import apply_settings, settings_of

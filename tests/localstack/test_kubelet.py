@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from functions.errors import Forbidden, PermanentError
-from functions.gateway import Gateway
-from functions.resources import Resource
+from functions.runtime.errors import Forbidden, PermanentError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import Resource
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.kubelet import StandInKubelet, tail
 from localstack.cluster.pods import create_pod

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from functions.client import send
-from functions.gateway import Gateway
-from functions.resources import cre_jobs
+from functions.runtime.client import send
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import cre_jobs
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, render, service_account_user
 from localstack.observability.dashboard import check_dashboard, dashboard

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from functions.gateway import Gateway
 from functions.registry import METRICS, TARGETS
-from functions.resources import CONFIGMAPS
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CONFIGMAPS
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, kubectl, render
 from localstack.revisions import Revisions, apply_settings, settings_name, settings_of

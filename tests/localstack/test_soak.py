@@ -1,4 +1,4 @@
-"""`cre-fn soak`: its invariants catch what they promise to, and a short soak (its own stack, chaos,
+"""`python -m localstack soak`: its invariants catch what they promise to, and a short soak (its own stack, chaos,
 kills of functions and of the kube-apiserver) holds them. The soak kills its API server, so it runs
 its own stack rather than the session's."""
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from events.types import ATTEMPT_LABEL, CONTROLLER_MANAGER, MANAGED_LABEL
-from functions.gateway import Gateway
-from functions.resources import PODS, TRAINJOBS
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import PODS, TRAINJOBS
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import OOM_LINE, UNSCHEDULABLE, attempt_pods
 from localstack.trainer import apply_action
@@ -24,7 +24,7 @@ def labels(attempt: int) -> dict[str, str]:
 
 
 def patch(replicated_jobs: list[str], attempt: int, manager: str = CONTROLLER_MANAGER) -> dict[str, Any]:
-    """A runtime patch of the shape `functions.rules.launch` writes."""
+    """A runtime patch of the shape `functions.launch.decide` writes."""
     return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
         {"name": name, "template": {"spec": {"template": {"metadata": {"labels": labels(attempt)}}}}}
         for name in replicated_jobs]}}}}

@@ -1,6 +1,7 @@
 """`python -m tests.mutation.constants JOBS [again]` (a step of `make mutation`, alone with
-`make mutation MUTATION_ONLY=constants`): mutants of the module-level constants of `functions/rules/`,
-which mutmut leaves alone (it mutates function bodies), run against the unit tests.
+`make mutation MUTATION_ONLY=constants`): mutants of the module-level constants of the pure modules
+(`functions/domain/` and every module of a function folder but its `read`), which mutmut leaves alone (it
+mutates function bodies), run against the unit tests.
 
 A constant's mutants change one literal of its value, wherever it sits in it (the items of a tuple, set or
 dict, the arguments of a call such as `timedelta(seconds=300)` or `re.compile(...)`): a number by +1 and by
@@ -12,7 +13,7 @@ value, `from ... import NAME` and default arguments included. Its tests, stoppin
 phase only when the one before passed:
 1. tests/test_cre_constants.py (CRE's numbers and texts);
 2. the test modules that import the mutated module;
-3. the rest of the unit tests of the rules (mutmut's test selection in pyproject.toml), all without the tests
+3. the rest of the unit tests of the decisions (mutmut's test selection in pyproject.toml), all without the tests
    that need an API server.
 First the same tests run unmutated: they must pass, or no mutant's result would mean anything. Last, the
 tests that killed a mutant run again unmutated: a kill by a test that fails there too does not count.
@@ -42,8 +43,9 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
+from tests.support.layout import pure_modules
+
 ROOT = Path(__file__).resolve().parents[2]
-RULES = ROOT / "functions" / "rules"
 OUT = Path("mutants")
 RESULTS = OUT / "constants.json"
 PINNED = "tests/test_cre_constants.py"
@@ -139,12 +141,13 @@ def constant_mutants(module: str) -> list[Mutant]:
     return mutants
 
 
-def rules_modules() -> list[str]:
-    return [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in sorted(RULES.glob("*.py"))]
+def decision_modules() -> list[str]:
+    """The pure modules: the domain and every function's decision (`tests.support.layout`)."""
+    return pure_modules(ROOT)
 
 
 def all_mutants() -> list[Mutant]:
-    return [m for module in rules_modules() for m in constant_mutants(module)]
+    return [m for module in decision_modules() for m in constant_mutants(module)]
 
 
 class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -185,7 +188,7 @@ class Failures:
 
 @functools.cache
 def unit_tests() -> list[str]:
-    """The unit tests of the rules: mutmut's selection, its folders as their test modules."""
+    """The unit tests of the decisions: mutmut's selection, its folders as their test modules."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     selection = config["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]
     return [str(p.relative_to(ROOT)) for entry in selection
@@ -215,7 +218,7 @@ def importers(module: str) -> list[str]:
 def phases(mutant: Mutant | None) -> list[list[str]]:
     """The test modules a mutant runs, phase by phase; unmutated (None), every one any mutant runs."""
     if mutant is None:
-        every = ({t for m in rules_modules() for t in importers(m)} | {*unit_tests()}) - {PINNED}
+        every = ({t for m in decision_modules() for t in importers(m)} | {*unit_tests()}) - {PINNED}
         return [[PINNED, *sorted(every)]]
     near = [t for t in importers(mutant.module) if t != PINNED]
     rest = [t for t in unit_tests() if t not in near and t != PINNED]

@@ -1,8 +1,8 @@
 """`python -m tests.mutation.report [constants]`: the score of the last `make mutation` run, from mutmut's
 results in `mutants/` and those of the constants' mutants (`mutants/constants.json`, `tests.mutation.constants`):
 per module and in all, the mutants killed by a test, those `mypy --strict` refuses (`make check` would stop
-them before any test), and the score (both, over the total); the module-level constants of the rules as a row
-of their own, and every part together; then every mutant that survived or that no test reaches, each marked
+them before any test), and the score (both, over the total); the module-level constants of the decisions as a
+row of their own, and every part together; then every mutant that survived or that no test reaches, each marked
 with its reason when `equivalent.txt` lists it as equivalent. With `constants`, only the constants' results,
 per module. Exit status 1 when a score is below its target (the constants': CONSTANTS_TARGET)."""
 
@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
+
+from tests.support.layout import is_pure
 
 TARGET = 0.90
 CONSTANTS_TARGET = 0.95
@@ -56,10 +58,10 @@ def main() -> int:
             if status not in KILLED and status != TYPED:
                 left.append((name, status))
     constants, changes = constant_counts(root, left)
-    parts = {part: Counter[str]() for part in ("rules", "handlers")}
+    parts = {part: Counter[str]() for part in ("decisions", "reads")}
     print(f"{'module':<48} {'killed':>7} {'mypy':>6} {'checked':>7} {'score':>7}  other")
     for module, tally in counts.items():
-        parts[module.split(".")[1]].update(tally)
+        parts["decisions" if is_pure(module) else "reads"].update(tally)
         if tally["total"]:
             print(row(module, tally))
     if only_constants:
@@ -108,7 +110,7 @@ def score(tally: Counter[str]) -> float:
 
 
 def interval(tally: Counter[str]) -> str:
-    """The 95 % Wilson interval of a sample's score (the handlers' mutants are sampled)."""
+    """The 95 % Wilson interval of a sample's score (the reads' mutants are sampled)."""
     n, p, z = tally["total"], score(tally), 1.96
     if not tally["not checked"] or not n:
         return ""

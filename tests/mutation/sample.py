@@ -1,6 +1,6 @@
 """`python -m tests.mutation.sample PATTERN N SEED`: N mutant names matching PATTERN (fnmatch), drawn at random
 with SEED from the mutants `mutmut run` generated in `mutants/`, one per line. `make mutation` runs every
-mutant of the rules and such a sample of the handlers' (whose tests need the API server and take seconds
+mutant of the decisions and such a sample of the reads' (whose tests need the API server and take seconds
 each): the sample's score estimates theirs."""
 
 from __future__ import annotations

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from events.emitted import (
-    JobConditionChangedData,
-    JobHardwareFailedData,
-    JobRestartedData,
-    JobValidationData,
-)
+from events.emitted import JobConditionChangedData, JobHardwareFailedData, JobRestartedData, JobValidationData
 from tests.support.helpers import EARLIER
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

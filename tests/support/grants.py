@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from functions.errors import AlreadyExists
-from functions.gateway import Gateway
-from functions.resources import CRDS, NAMESPACES
+from functions.runtime.errors import AlreadyExists
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CRDS, NAMESPACES
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import kubectl
 from tests.support.helpers import missing

@@ -18,14 +18,14 @@ from typing import Any
 
 from events.envelope import Envelope
 from events.objects import Pod
-from functions.client import send
-from functions.codec import to_envelope
-from functions.context import Context
-from functions.gateway import Gateway
-from functions.plan import Outcome
-from functions.resources import EVENTS, Resource, cre_jobs
-from functions.rules.jobs import JobState, parse_job
-from functions.settings import Settings
+from functions.domain.jobs import JobState, parse_job
+from functions.runtime.client import send
+from functions.runtime.codec import to_envelope
+from functions.runtime.context import Context
+from functions.runtime.gateway import Gateway
+from functions.runtime.plan import Outcome
+from functions.runtime.resources import EVENTS, Resource, cre_jobs
+from functions.runtime.settings import Settings
 from tests.support.answers import moved
 from tests.support.inprocess import InProcessFunction
 from tests.support.paths import REPO
@@ -176,7 +176,7 @@ class FailingApiServer:
         self.server.server_close()
 
 
-# -- Jobs as the pure rules see them (functions.rules) ---------------------------------------
+# -- Jobs as the pure decisions see them (functions.domain) -------------------------------
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 EARLIER = "2026-11-30T10:00:00Z"
@@ -289,7 +289,7 @@ def waits_while_its_decider_may_be_at_work(handle: Callable[[Envelope, Context],
     function (served here, as `settings.kubeconfig`'s user, its clock at that time), the answer is 503 with
     `Retry-After` the 20 s left of the Broker's 30 s delivery timeout (its decider may still be recording the
     Event), counted as a wait; in observe mode (the functions wrote nothing) it restates nothing."""
-    target = handle.__module__.rpartition(".")[2]
+    target = handle.__module__.split(".")[1]  # functions.<target>.read
     served = InProcessFunction(target, {"CREFN_KUBECONFIG": str(settings.kubeconfig)},
                                clock=lambda: decided + timedelta(seconds=10)).start()
     try:

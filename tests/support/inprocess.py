@@ -59,9 +59,9 @@ class InProcessFunction:
         return f"http://127.0.0.1:{self.port}/"
 
     def start(self) -> InProcessFunction:
-        from functions.context import Context
         from functions.main import responder_with
-        from functions.settings import Settings
+        from functions.runtime.context import Context
+        from functions.runtime.settings import Settings
 
         with environ(self.env):
             self._ctx = Context(Settings(), **({"clock": self.clock} if self.clock else {}))

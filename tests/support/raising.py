@@ -10,8 +10,8 @@ import functions_framework
 
 from events.emitted import JobRef, WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, to_outbound
-from functions import errors, server
-from functions.plan import Outcome
+from functions.runtime import errors, server
+from functions.runtime.plan import Outcome
 
 KINDS: dict[str, type[Exception]] = {
     "PermanentError": errors.PermanentError, "NotFound": errors.NotFound, "Conflict": errors.Conflict,

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from functions.codec import encode
+from functions.runtime.codec import encode
 from localstack.samples import load_sample
 
 

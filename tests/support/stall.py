@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events.emitted import JobRef, WorkloadRef, WorkloadStalledData
-from functions.resources import cre_goodput
+from functions.runtime.resources import cre_goodput
 from tests.support.helpers import NOW
 from tests.support.world import GROUP, World
 

@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from functions.errors import PermanentError
-from functions.gateway import Gateway
-from functions.resources import Resource
+from functions.runtime.errors import PermanentError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import Resource
 from tests.support.helpers import self_signed
 
 WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

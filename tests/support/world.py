@@ -25,11 +25,11 @@ from typing import Any
 
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, Phase
-from functions.client import send
-from functions.codec import decode
-from functions.gateway import Gateway
-from functions.resources import PODS, TRAINJOBS, Resource, cre_goodput, cre_jobs
-from functions.rules.attempts import workload_name
+from functions.domain.attempts import workload_name
+from functions.runtime.client import send
+from functions.runtime.codec import Record, decode
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import PODS, TRAINJOBS, Resource, cre_goodput, cre_jobs
 from localstack.cluster.kubelet import StandInKubelet
 from localstack.eventing.apisource import PollingSource, WatchSource, apiserver_record
 from localstack.eventing.broker import DeliveryAttempt, LocalBroker, Trigger, triggers_from_manifests
@@ -40,7 +40,6 @@ GROUP = CRE_GROUP_DEFAULT
 JOBS = cre_jobs(GROUP)
 LIFECYCLE = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
              "workloadrun")
-Record = dict[str, Any]
 
 
 @functools.cache

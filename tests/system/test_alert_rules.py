@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from functions.metrics import JobStates, ProcessMetrics
+from functions.runtime.metrics import JobStates, ProcessMetrics
 from localstack.observability.prometheus import rule_groups, write_rules
 from tests.support.paths import REPO
 from tests.support.promtool import CRES, OURS, promtool, series

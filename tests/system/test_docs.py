@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pydantic import AliasChoices
 
-from functions.metrics import JobStates, ProcessMetrics
-from functions.settings import Settings
+from functions.runtime.metrics import JobStates, ProcessMetrics
+from functions.runtime.settings import Settings
 from tests.support.docs import DOCS, REPO, anchors, links, section
 
 README = REPO / "README.md"

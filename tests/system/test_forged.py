@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from functions.client import send
-from functions.codec import encode
-from functions.errors import CrefnError
-from functions.gateway import Gateway
-from functions.resources import NAMESPACES, TRAINJOBS, cre_workloadruns
+from functions.runtime.client import send
+from functions.runtime.codec import encode
+from functions.runtime.errors import CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import NAMESPACES, TRAINJOBS, cre_workloadruns
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.stack import Stack, start_stack

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from events.types import ApiServerType
-from functions.client import send
 from functions.registry import HANDLERS, TARGETS
+from functions.runtime.client import send
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from localstack.samples import load_sample

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from functions.client import post
-from functions.codec import MAX_BODY_BYTES, encode
+from functions.runtime.client import post
+from functions.runtime.codec import MAX_BODY_BYTES, encode
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.rawhttp import ce_head, peak_mib, raw

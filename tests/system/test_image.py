@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.client import post, send
 from functions.registry import METRICS, SERVED
+from functions.runtime.client import post, send
 from localstack.cluster.apiserver import free_port
 from localstack.processes import spawn, stop_process
 from localstack.samples import load_sample
@@ -50,7 +51,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_holds_code_schemas_and_samples(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"functions/main.py", "functions/codec.py", "functions/server.py", "functions/client.py",
+    assert {"functions/main.py", "functions/runtime/codec.py", "functions/runtime/server.py",
+            "functions/runtime/client.py",
             "events/schemas/dev.crefn.workload.phase.json", "events/samples/trainjob-resource-add.json"} <= names
     assert not any(n.startswith(("tests/", "localstack/")) for n in names)
     assert not any("localstack" in n for n in names)
@@ -109,23 +111,29 @@ def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Pat
             proc.stderr.close()
 
 
-def test_cre_fn_dev_without_the_dev_stack_says_so_in_one_line(site: Path, tmp_path: Path) -> None:
+def test_the_installed_cli_has_every_command_of_the_image_and_none_of_the_dev_stack(site: Path,
+                                                                                     tmp_path: Path) -> None:
     # the development venv can import the work tree's localstack; an installed copy alone cannot
     code = (f"import sys; sys.path = [p for p in sys.path if p.rstrip('/') != {str(REPO)!r}]; "
-            "from functions.cli import main; sys.exit(main(['dev', '--no-demo']))")
-    result = subprocess.run([sys.executable, "-c", code], env=installed_env(site), cwd=tmp_path,
+            "from functions.cli import main; sys.exit(main(sys.argv[1:]))")
+    shown = subprocess.run([sys.executable, "-c", code, "--help"], env=installed_env(site), cwd=tmp_path,
+                           capture_output=True, text=True, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"\{([a-z,]+)\}", shown.stdout).group(1).split(",") == [  # type: ignore[union-attr]
+        "serve", "render", "record", "replay", "parity", "doctor"]
+    result = subprocess.run([sys.executable, "-c", code, "dev", "--no-demo"], env=installed_env(site), cwd=tmp_path,
                             capture_output=True, text=True, check=False)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "the local dev stack is not installed" in result.stderr
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("cre-fn: argument command: invalid choice: 'dev'")
 
 
 def test_tenant_cel_is_evaluated_by_a_worker_of_the_installed_package_that_writes_nothing(site: Path,
                                                                                          tmp_path: Path) -> None:
-    """`functions.celbudget` starts its worker process (`python -m functions.celworker`) from the installed
-    copy, through pipes, with nothing to write (the image's root filesystem is read-only)."""
-    assert (site / "functions" / "celworker.py").is_file()
+    """`functions.runtime.celbudget` starts its worker process (`python -m functions.runtime.celworker`) from
+    the installed copy, through pipes, with nothing to write (the image's root filesystem is read-only)."""
+    assert (site / "functions" / "runtime" / "celworker.py").is_file()
     before = sorted(site.rglob("*"))
-    code = ("from datetime import timedelta; from functions.celbudget import CelBudget; "
+    code = ("from datetime import timedelta; from functions.runtime.celbudget import CelBudget; "
             "budget = CelBudget(timedelta(seconds=5)); "
             "print(budget.outcomes('node', 'node.spec.unschedulable == true', [{'spec': {'unschedulable': True}}]))")
     result = subprocess.run([sys.executable, "-c", code], env=installed_env(site), cwd=tmp_path, capture_output=True,

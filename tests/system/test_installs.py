@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.gateway import Gateway
-from functions.resources import CONFIGMAPS, KSERVICES
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import CONFIGMAPS, KSERVICES
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import render, with_settings
 from tests.support.docs import section

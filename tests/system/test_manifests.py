@@ -24,7 +24,7 @@ from pydantic import Field, model_validator
 from events.types import EventType
 from functions import main
 from functions.registry import SERVED, TARGETS
-from functions.settings import Settings
+from functions.runtime.settings import Settings
 from localstack.manifests import KNATIVE, compose, installs, render, service_account_user, with_settings
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
 from tests.support.docs import section as docs_section
@@ -596,8 +596,8 @@ PARITY_EVENTS = ("events.k8s.io", "events", "create")
 
 
 def test_observe_roles_are_bases_without_a_write() -> None:
-    """Observe mode writes nothing (`functions.apply` skips every write of a plan) but `parity`'s Warning Events:
-    its roles are base's reads, every one of them, and not one write but that one."""
+    """Observe mode writes nothing (`functions.runtime.apply` skips every write of a plan) but `parity`'s
+    Warning Events: its roles are base's reads, every one of them, and not one write but that one."""
     base, observe = RENDERED["base"], RENDERED["observe"]
     observed = {name: rights_of(role) for name, role in by_name(observe, "ClusterRole").items()}
     assert observed == {name: {r for r in rights_of(role) if r[2] not in WRITE_VERBS or

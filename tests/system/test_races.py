@@ -2,7 +2,7 @@
 write. The seam is the gateway the handler's context uses: `RacingGateway` is the function's own
 gateway (its ServiceAccount), and right before the function's first write to a matching path the test
 changes the cluster for real through another client (an admin, or a duplicate delivery of the same
-event). What the functions must answer (SPEC §4.3, `functions.apply`): a write on a stale
+event). What the functions must answer (SPEC §4.3, `functions.runtime.apply`): a write on a stale
 resourceVersion is a 409 from the API server, read again and decided once more; an object gone
 mid-way is 202; a Job turned terminal is never written again (202); a TrainJob replaced under its
 name is never deleted (uid precondition).
@@ -19,17 +19,20 @@ from typing import Any
 import pytest
 
 from events.envelope import InvalidEvent
-from functions.apply import apply
-from functions.client import send
-from functions.codec import to_envelope
-from functions.context import Context
-from functions.errors import CrefnError
-from functions.gateway import Gateway
-from functions.handlers import launch, restart, status, timeout
-from functions.plan import Outcome, Plan
-from functions.resources import TRAINJOBS
-from functions.server import answer_for
-from functions.settings import Settings
+from functions.launch import read as launch
+from functions.restart import read as restart
+from functions.runtime.apply import apply
+from functions.runtime.client import send
+from functions.runtime.codec import to_envelope
+from functions.runtime.context import Context
+from functions.runtime.errors import CrefnError
+from functions.runtime.gateway import Gateway
+from functions.runtime.plan import Outcome, Plan
+from functions.runtime.resources import TRAINJOBS
+from functions.runtime.server import answer_for
+from functions.runtime.settings import Settings
+from functions.status import read as status
+from functions.timeout import read as timeout
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import service_account_user
 from tests.support.helpers import Receiver
@@ -261,7 +264,7 @@ def test_a_tick_whose_launch_a_verdict_beats_deletes_its_trainjob(world: Callabl
                                                                   cluster: LocalCluster) -> None:
     """resync's launch of a Job meets a verdict between its create and its `workloadRef` write: 409, it reads the
     Job and its TrainJob again, finds the Job terminal and deletes that TrainJob; nothing is sent."""
-    from functions.handlers import resync
+    from functions.resync import read as resync
 
     w = world()
     w.create_job()
@@ -540,7 +543,7 @@ def test_a_tick_adopts_the_trainjob_a_launch_created_under_it(world: Callable[..
                                                               cluster: LocalCluster) -> None:
     """resync's launch of a Job meets 409 AlreadyExists on its create: it reads the Job and its TrainJob
     again and adopts that TrainJob, as launch does (one TrainJob, the created event sent once)."""
-    from functions.handlers import resync
+    from functions.resync import read as resync
 
     w = world()
     w.create_job()

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from functions.client import send
-from functions.errors import CrefnError, Forbidden, NotFound
-from functions.gateway import Gateway
-from functions.resources import (
+from functions.domain.measurement_objects import bandwidth_measurements
+from functions.runtime.client import send
+from functions.runtime.errors import CrefnError, Forbidden, NotFound
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import (
     CONFIGMAPS,
     EVENTS,
     NAMESPACES,
@@ -27,7 +28,6 @@ from functions.resources import (
     cre_goodput,
     cre_jobs,
 )
-from functions.rules.measurements import bandwidth_measurements
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import NAMESPACE as SA_NAMESPACE

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from functions.gateway import Gateway
+from functions.runtime.gateway import Gateway
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import compose, installs, kubectl, render
 from localstack.processes import run

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from functions.client import send
+from functions.runtime.client import send
 from localstack.cluster.apiserver import LocalCluster, free_port
 from localstack.manifests import NAMESPACE, render
 from localstack.samples import load_sample

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from functions.gateway import Gateway
-from functions.resources import PODS, TRAINJOBS, cre_jobs
+from functions.runtime.gateway import Gateway
+from functions.runtime.resources import PODS, TRAINJOBS, cre_jobs
 from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import render

@@ -1,0 +1,273 @@
+"""The Kubernetes gateway: the only module that imports `kubernetes`.
+
+Plain JSON objects in and out, addressed by `Resource` (group, version, plural). Calls go through the
+SDK's `ApiClient` (authentication, TLS, kubeconfig or in-cluster config) to the REST paths directly,
+so every kind — CRDs included — is handled the same way. API answers become the typed errors of
+`functions.runtime.errors` here, once (`error_of`): 404 → `NotFound`, 409 → `Conflict` (`AlreadyExists` when
+the server says so), 410 (a continue token or resourceVersion expired: the same request made again
+lists afresh) → `TemporaryError`, 429 → `Throttled`, 5xx and unreachable → `Unavailable`, an RBAC
+refusal (403 from the authorizer) → `Forbidden`, other 4xx → `PermanentError`. Response bodies are
+trimmed to one line; the cause is chained. Every call is counted (`crefn_kube_requests_total`): its
+verb and resource read from the REST path (`kube_call_of`), its HTTP status, or `error` when the API
+server could not be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from functions.runtime.errors import NotFound, PermanentError, Unavailable, error_of
+from functions.runtime.metrics import count_kube_request
+from functions.runtime.resources import Resource
+
+JsonObj = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+LOG_PATH = "/api/v1/namespaces/{namespace}/pods/{pod}/log"
+
+
+class Gateway:
+    """Kubernetes API access: get, paged list, create, merge patch, delete, and a line stream."""
+
+    def __init__(self, api_client: Any, timeout_seconds: float = 10.0) -> None:
+        self._api = api_client
+        self._timeout = timeout_seconds
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, timeout_seconds: float = 10.0) -> Gateway:
+        """In-cluster config when present (and no kubeconfig is named), else the kubeconfig file."""
+        if not kubeconfig:
+            try:
+                cfg = client.Configuration()
+                config.load_incluster_config(client_configuration=cfg)
+                return cls(client.ApiClient(cfg), timeout_seconds)
+            except ConfigException:
+                pass
+        try:
+            api = config.new_client_from_config(config_file=kubeconfig)
+        except (ConfigException, OSError) as e:
+            raise Unavailable(f"no Kubernetes configuration: {e}") from e
+        return cls(api, timeout_seconds)
+
+    @property
+    def host(self) -> str:
+        return str(self._api.configuration.host)
+
+    def close(self) -> None:
+        self._api.close()
+
+    # -- verbs ---------------------------------------------------------------------------------
+
+    def get(self, res: Resource, namespace: str | None, name: str, sub: str | None = None) -> JsonObj | None:
+        """The object, or None when it does not exist. Without a name (or, for a namespaced kind, a
+        namespace) there is nothing to read: a permanent error, never a LIST by accident."""
+        if not name or (res.namespaced and not namespace):
+            raise PermanentError(f"cannot read a {res.kind} without its {'name' if not name else 'namespace'}")
+        try:
+            return self.request("GET", res.path(namespace, name, sub))
+        except NotFound:
+            return None
+
+    def list_all(
+        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500,
+        field_selector: str = "", cached: bool = False,
+    ) -> list[JsonObj]:
+        """Every object, fetched in pages with limit/continue (with `cached`, see `pages`)."""
+        return [item for page in self.pages(res, namespace, label_selector, page_size, field_selector, cached)
+                for item in page["items"]]
+
+    def pages(
+        self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500,
+        field_selector: str = "", cached: bool = False,
+    ) -> Iterator[JsonObj]:
+        """A LIST page by page (limit/continue); each page's items carry their apiVersion and kind. With
+        `cached`, served from the API server's watch cache (`resourceVersion=0`: no etcd read, maybe a moment
+        behind it), which answers in one page whatever the limit."""
+        token = ""
+        while True:
+            query: list[tuple[str, Any]] = [("limit", page_size)]
+            if label_selector:
+                query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if cached and not token:
+                query.append(("resourceVersion", "0"))
+            if token:
+                query.append(("continue", token))
+            page = self.request("GET", res.path(namespace), query=query)
+            page["items"] = page.get("items") or []
+            for item in page["items"]:
+                item.setdefault("apiVersion", res.api_version)
+                item.setdefault("kind", res.kind)
+            yield page
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return
+
+    def create(self, res: Resource, namespace: str | None, body: Mapping[str, Any]) -> JsonObj:
+        return self.request("POST", res.path(namespace), body=dict(body))
+
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        patch: Mapping[str, Any],
+        resource_version: str | None = None,
+        status: bool = False,
+    ) -> JsonObj:
+        """JSON merge patch; with `resource_version`, a stale read answers 409 (optimistic lock)."""
+        body = dict(patch)
+        if resource_version:
+            meta = dict(body.get("metadata") or {})
+            meta["resourceVersion"] = resource_version
+            body["metadata"] = meta
+        sub = "status" if status else None
+        return self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=MERGE_PATCH)
+
+    def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None = None) -> bool:
+        """Delete (background propagation, uid precondition when given); False when already gone."""
+        body: JsonObj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            self.request("DELETE", res.path(namespace, name), body=body)
+        except NotFound:
+            return False
+        return True
+
+    def stream(self, path: str, query: list[tuple[str, Any]], timeout_seconds: float) -> Generator[JsonObj, None, None]:
+        """A GET whose answer is one JSON object per line (a watch), until the server ends it."""
+        resp = self._call("GET", path, query=query, timeout=timeout_seconds).response
+        buffer, ended = b"", False
+        try:
+            for chunk in resp.stream(4096, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+            ended = True
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise Unavailable(f"stream of {path} ended: {e}") from e
+        except ValueError as e:  # a line that is not JSON
+            raise Unavailable(f"stream of {path} sent what is not JSON") from e
+        finally:
+            finish(resp, ended)
+
+    def read_log(self, namespace: str, pod: str, container: str, tail_lines: int, keep_bytes: int,
+                 timeout_seconds: float) -> str:
+        """The end of a container's log through the API server's `pods/log`: its last `tail_lines` lines,
+        of which the last `keep_bytes` are kept, the read bounded to `timeout_seconds` in all ("" when
+        the pod has no node yet). A read that breaks off keeps what arrived."""
+        deadline = time.monotonic() + timeout_seconds
+        resp = self._call("GET", LOG_PATH.format(namespace=namespace, pod=pod),
+                          query=[("container", container), ("tailLines", tail_lines)],
+                          timeout=timeout_seconds, accept="application/json, */*").response
+        tail, ended = b"", False
+        try:
+            for chunk in resp.stream(16384, decode_content=True):
+                tail = (tail + chunk)[-keep_bytes:]
+                if time.monotonic() > deadline:
+                    break
+            else:
+                ended = True
+        except (urllib3.exceptions.HTTPError, OSError):
+            pass  # what arrived is kept
+        finally:
+            finish(resp, ended)
+        return tail.decode(errors="replace")
+
+    # -- transport -----------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, Any]] | None = None,
+        content_type: str = "application/json",
+    ) -> JsonObj:
+        resp = self._call(method, path, body=body, query=query, content_type=content_type)
+        try:
+            data = resp.read()
+            answer = json.loads(data) if data else {}
+        except (urllib3.exceptions.HTTPError, OSError) as e:  # the answer broke off (the API server went away)
+            raise Unavailable(f"Kubernetes API answer to {method} {path} broke off: {type(e).__name__}") from e
+        except ValueError as e:  # not JSON (e.g. a proxy's page with a 200)
+            raise Unavailable(f"Kubernetes API answered {method} {path} with what is not JSON") from e
+        if not isinstance(answer, dict):  # `null` would read as "not found"
+            raise Unavailable(f"Kubernetes API answered {method} {path} with what is not a JSON object")
+        return answer
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, Any]] | None = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+        accept: str = "application/json",
+    ) -> Any:
+        """One HTTP call, counted; answers of 400 and above become our error kinds here."""
+        headers = {"Accept": accept, "Content-Type": content_type}
+        verb, resource = kube_call_of(method, path, query or [])
+        try:
+            request = self._api.param_serialize(
+                method, path, query_params=query or [], header_params=headers, body=body,
+                auth_settings=["BearerToken"],
+            )
+            resp = self._api.call_api(*request, _request_timeout=timeout or self._timeout)
+        except ApiException as e:
+            count_kube_request(verb, resource, str(e.status) if e.status else "error")
+            raise error_of(int(e.status or 0), str(e.reason or ""), e.body, method, path) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            count_kube_request(verb, resource, "error")
+            raise Unavailable(f"Kubernetes API unreachable: {type(e).__name__}") from e
+        count_kube_request(verb, resource, str(resp.status))
+        if resp.status >= 400:
+            try:
+                message = resp.read()
+            except (urllib3.exceptions.HTTPError, OSError):
+                message = b""  # the answer broke off: its status says enough
+            raise error_of(resp.status, str(resp.reason or ""), message, method, path)
+        return resp
+
+
+VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update"}
+
+
+def kube_call_of(method: str, path: str, query: list[tuple[str, Any]]) -> tuple[str, str]:
+    """The Kubernetes verb and resource (`plural`, or `plural/subresource`) of a REST call:
+    `/api/v1/namespaces/ml/pods/p/log` → (`get`, `pods/log`)."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:]  # past /api/<version> or /apis/<group>/<version>
+    if parts[:1] == ["namespaces"] and len(parts) > 2 and parts[2:] not in (["status"], ["finalize"]):
+        parts = parts[2:]  # a namespaced resource (not a namespace's own subresource)
+    plural, named, sub = (parts[:1] or [""])[0], len(parts) > 1, "/".join(parts[2:])
+    if method == "GET":
+        watch = any(k == "watch" and str(v).lower() in ("1", "true") for k, v in query)
+        verb = "watch" if watch else "get" if named else "list"
+    elif method == "DELETE":
+        verb = "delete" if named else "deletecollection"
+    else:
+        verb = VERBS.get(method, method.lower())
+    return verb, f"{plural}/{sub}" if sub else plural
+
+
+def finish(resp: Any, ended: bool) -> None:
+    """Give a streamed answer's connection back to the pool when it was read to its end; otherwise close
+    it now (a connection with unread data cannot serve another request, and one left to the garbage
+    collector is closed at an unknown time)."""
+    if ended:
+        resp.release_conn()
+    else:
+        resp.close()

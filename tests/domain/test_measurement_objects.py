@@ -1,0 +1,60 @@
+"""`functions.domain.measurement_objects`, pure (CRE's `ensureGoodputMeasurement` / `ensureBandwidthMeasurement`):
+the bodies CRE creates, the BandwidthMeasurement resource, and which GoodputMeasurement is the Job's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec
+from functions.domain.checkpoint import has_checkpoint
+from functions.domain.measurement_objects import bandwidth_body, bandwidth_measurements, goodput_body, goodput_of
+from tests.support.helpers import job
+from tests.support.world import GROUP
+
+
+def test_bodies_are_cres() -> None:
+    state = job()
+    gm = goodput_body(state, GROUP, GoodputMeasurementSpec(log_profile_ref="nemo", sample_interval="45s"))
+    owner = [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm", "uid": "job-uid",
+              "controller": True, "blockOwnerDeletion": True}]
+    labels = {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm"}
+    assert gm == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement",
+                  "metadata": {"name": "llm-goodput", "namespace": "ns", "labels": labels, "ownerReferences": owner},
+                  "spec": {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "llm"},
+                           "logProfileRef": "nemo", "sampleInterval": "45s"}}
+    wanted = BandwidthMeasurementSpec(log_profile_ref="nccl", test_type="all_reduce")
+    bm = bandwidth_body(state, "cre.nvidia.com", wanted)
+    assert bm["kind"] == "BandwidthMeasurement" and bm["metadata"]["name"] == "llm-bandwidth"
+    assert bm["metadata"]["labels"]["cre.nvidia.com/job"] == "llm"
+    assert bm["spec"] == {"jobRef": {"apiGroup": "cre.nvidia.com", "kind": "Job", "name": "llm"},
+                          "logProfileRef": "nccl", "testType": "all_reduce"}  # no sampleInterval: CRE's default
+    sampled = bandwidth_body(state, GROUP, BandwidthMeasurementSpec(log_profile_ref="nccl", sample_interval="2m"))
+    assert sampled["spec"] == {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "llm"},
+                               "logProfileRef": "nccl", "sampleInterval": "2m"}  # no testType: CRE's default
+
+
+def listed(name: str, job_name: str, kind: str = "Job", step: int = 0) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"jobRef": {"kind": kind, "name": job_name}, "logProfileRef": "p"},
+            "status": {"lastCheckpointStep": step}}
+
+
+def test_the_jobs_goodput_is_the_first_listed_that_refers_to_it() -> None:
+    raws = [listed("a", "other", step=5), listed("b", "llm", kind="Workflow", step=5), listed("c", "llm"),
+            listed("d", "llm", step=7)]
+    found = goodput_of(raws, "llm")
+    assert found is not None and found.metadata.name == "c"
+    assert goodput_of(raws[:2], "llm") is None
+    assert has_checkpoint(raws, "llm") and not has_checkpoint(raws[:3], "llm")
+
+
+def test_the_bandwidth_resource_is_the_upstream_crds(upstream_crds: Path) -> None:
+    """Group, version, plural and kind as CRE's BandwidthMeasurement CRD declares them (the API path)."""
+    import yaml
+
+
+    crd = yaml.safe_load((upstream_crds / "cre" / "nvcre.nvidia.com_bandwidthmeasurements.yaml").read_text())
+    res = bandwidth_measurements("nvcre.nvidia.com")
+    assert (res.group, res.plural, res.kind) == (crd["spec"]["group"], crd["spec"]["names"]["plural"],
+                                                 crd["spec"]["names"]["kind"])
+    assert res.version in [v["name"] for v in crd["spec"]["versions"]]

@@ -1,0 +1,241 @@
+"""The `parity` function over HTTP on the real API server, as its ServiceAccount, in observe mode: CRE's verdict
+as stored against the functions', the answer `dev.crefn.parity.checked`, a Warning Event where they differ, the
+counter once per check, a forged copy in the event deciding nothing, and nothing read in manage mode. The
+comparison itself, pure: tests/functions/parity/test_decide.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from functions.runtime.client import send
+from functions.runtime.codec import to_envelope
+from functions.runtime.context import Context
+from functions.runtime.gateway import Gateway
+from functions.runtime.memory import Memory
+from functions.runtime.resources import TRAINJOBS, cre_jobs
+from functions.runtime.settings import Settings
+from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.pods import create_pod
+from localstack.eventing.apisource import apiserver_record
+from localstack.manifests import service_account_user
+from tests.support.answers import moved
+from tests.support.helpers import Receiver, job_events
+from tests.support.world import cache_caught_up, ping
+
+JOBS = cre_jobs("nvcre.nvidia.com")
+EARLIER = "2026-11-30T10:00:00Z"
+
+
+def exclusive(true_type: str, reason: str, message: str) -> list[dict[str, Any]]:
+    return [{"type": t, "status": "True" if t == true_type else "False",
+             "reason": reason if t == true_type else "NotApplicable", "message": message if t == true_type else "",
+             "observedGeneration": 1, "lastTransitionTime": EARLIER} for t in ("InProgress", "Succeeded", "Failed")]
+
+
+def cre_job(gateway: Gateway, namespace: str, name: str, status: dict[str, Any],
+            checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A managed Job with the status CRE wrote, and its failed TrainJob (controlled by the Job)."""
+    spec: dict[str, Any] = {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}
+    if checkpoint:
+        spec["checkpoint"] = checkpoint
+    job = gateway.create(JOBS, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                                           "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+                                           "spec": spec})
+    gateway.create(TRAINJOBS, namespace, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": f"{name}-workload", "ownerReferences": [
+            {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": name, "uid": job["metadata"]["uid"],
+             "controller": True}]},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}}})
+    gateway.patch(TRAINJOBS, namespace, f"{name}-workload", {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "Failed", "message": "exit 1",
+         "lastTransitionTime": EARLIER}]}}, status=True)
+    return gateway.patch(JOBS, namespace, name, {"status": status}, status=True)
+
+
+def served(serve: Callable[..., Any], cluster: LocalCluster, **settings: str) -> str:
+    env = {"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user("crefn-parity"))),
+           "CREFN_LOG_LEVEL": "WARNING", **settings}
+    return str(serve("parity", **env).url)
+
+
+def parity_series(url: str, field: str, result: str) -> float:
+    with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    found = re.search(rf'^crefn_parity_checks_total{{field="{field}",result="{result}"}} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_restart_cre_made_and_the_functions_would_not_is_reported(
+        serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """No `spec.checkpoint`, yet CRE says `Restarting workload from checkpoint (restart 1/1)`: the functions would
+    fail it. The answer says so field by field, the Job gets a Warning `VerdictsDiffer`, the counter counts it
+    once however often the event comes. (A settle window of 0: a difference is reported when first seen.)"""
+    url = served(serve, cluster, CREFN_MODE="observe", CREFN_PARITY_SETTLE_SECONDS="0")
+    message = "Restarting workload from checkpoint (restart 1/1)"
+    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("InProgress", "WorkloadRestarting", message),
+                                              "restartCount": 1})
+    record = apiserver_record("update", job, JOBS, "https://api")
+    before = parity_series(url, "phase", "differ")
+    answer = send(url, record)
+    assert answer.status == 200, answer.text
+    assert answer.ce["type"] == "dev.crefn.parity.checked" and answer.ce["parityresult"] == "differ"
+    data = json.loads(answer.body)
+    assert (data["job"], data["verdict"], data["result"]) == (
+        {"name": "llm", "namespace": namespace}, "InProgress/WorkloadRestarting", "differ")
+    assert data["fields"] == [
+        {"field": "phase", "result": "differ", "cre": "InProgress/WorkloadRestarting",
+         "functions": "Failed/WorkloadFailed"},
+        {"field": "restartCount", "result": "differ", "cre": "1", "functions": "0"}]
+    trainjob = gateway.get(TRAINJOBS, namespace, "llm-workload") or {}
+    assert data["inputs"] == {"Job": job["metadata"]["resourceVersion"],
+                              "TrainJob": trainjob["metadata"]["resourceVersion"]}
+    warnings = [(e["type"], e["reason"]) for e in job_events(gateway, namespace)]
+    assert warnings == [("Warning", "VerdictsDiffer")]
+    assert send(url, record).status == 200  # a redelivery: the same check
+    assert parity_series(url, "phase", "differ") == before + 1
+    assert len(job_events(gateway, namespace)) == 1
+    assert gateway.get(JOBS, namespace, "llm")["metadata"]["resourceVersion"] == job["metadata"]["resourceVersion"]
+
+
+def test_a_failure_both_would_record_agrees_with_no_event(
+        serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    url = served(serve, cluster, CREFN_MODE="observe")  # an agreement is reported at once
+    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed",
+                                                                      "Workload TrainJob/llm-workload failed: exit 1")})
+    answer = send(url, apiserver_record("update", job, JOBS, "https://api"))
+    assert answer.status == 200 and json.loads(answer.body)["result"] == "agree", answer.text
+    assert job_events(gateway, namespace) == []
+
+
+def test_a_forged_copy_in_the_event_decides_nothing(
+        serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """The event claims CRE restarted the Job; the Job as stored says it failed, which both would do: agree."""
+    url = served(serve, cluster, CREFN_MODE="observe")
+    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    forged = json.loads(json.dumps(job))
+    forged["status"] = {"conditions": exclusive("InProgress", "WorkloadRestarting", "forged"), "restartCount": 1}
+    answer = send(url, apiserver_record("update", forged, JOBS, "https://api"))
+    data = json.loads(answer.body)
+    assert (data["verdict"], data["result"]) == ("Failed/WorkloadFailed", "agree")
+
+
+def test_pods_of_the_job_decide_its_failed_nodes(
+        serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """CRE attributed gpu-9; the Job's only pod ran on gpu-1 (`nvcre.nvidia.com/job=llm`): failedNodes differ.
+    Seen for the first time, the difference waits the settle window (503, Retry-After 60: CRE may not have acted
+    yet; counted as a wait); with a window of 0 it is reported."""
+    job_inputs_now = served(serve, cluster, CREFN_MODE="observe")
+    url = served(serve, cluster, CREFN_MODE="observe", CREFN_PARITY_SETTLE_SECONDS="0")
+    create_pod(gateway, namespace, "llm-workload-node-0-0", {"nvcre.nvidia.com/job": "llm"}, node="gpu-1")
+    job = cre_job(gateway, namespace, "llm", {
+        "conditions": exclusive("Failed", "WorkloadFailed", "failed"),
+        "failedNodes": [{"name": "gpu-9", "reason": "WorkloadFailed", "message": "failed"}]})
+    record = apiserver_record("update", job, JOBS, "https://api")
+    waiting, counted = moved(job_inputs_now, "parity", lambda: send(job_inputs_now, record))
+    assert waiting.status == 503 and "CRE may not have acted yet" in waiting.text
+    assert int(waiting.headers["retry-after"]) == 60
+    assert counted == {("503", "wait"): 1}  # a designed wait, not an error
+    data = json.loads(send(url, record).body)
+    assert {f["field"]: (f["cre"], f["functions"]) for f in data["fields"]}["failedNodes"] == ("gpu-9", "gpu-1")
+
+
+@pytest.mark.own_process  # reads the served function's log file
+def test_in_manage_mode_nothing_is_compared(
+        serve: Callable[..., Any], cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    function = serve("parity", **{"CREFN_KUBECONFIG": str(cluster.kubeconfig_for(service_account_user("crefn-parity"))),
+                                  "CREFN_LOG_LEVEL": "INFO"})
+    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    answer = send(function.url, apiserver_record("update", job, JOBS, "https://api"))
+    assert answer.status == 202
+    assert "manage mode: the functions write the verdicts, there is nothing to compare" in function.log_path.read_text()
+
+
+def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it_once(
+        cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """No Job event reached `parity` (dropped): the tick lists the managed Jobs not terminal, or made terminal within
+    the settle and recheck windows, checks each and posts a check this process has not sent to K_SINK."""
+    from functions.parity import read as parity
+
+    cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    flipped = datetime.strptime(EARLIER, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)  # its Failed condition's time
+    sink = Receiver(default=202)
+    now = [flipped + timedelta(seconds=90)]
+    settings = Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url, mode="observe",
+                        parity_settle_seconds=60, parity_recheck_seconds=120)
+    ctx = Context(settings, gateway=cluster.gateway(), clock=lambda: now[0])
+
+    def ours() -> list[tuple[str, str]]:
+        return [(b["job"]["name"], b["result"]) for b in sink.bodies if b["job"]["namespace"] == namespace]
+
+    try:
+        cache_caught_up(gateway, namespace, (JOBS,))  # the tick lists from the API server's watch cache
+        outcome = parity.handle(to_envelope(ping()), ctx)
+        assert ours() == [("llm", "agree")] and "checks sent" in outcome.reason
+        assert sink.requests[-1][1]["ce-type"] == "dev.crefn.parity.checked"
+        parity.handle(to_envelope(ping()), ctx)
+        assert ours() == [("llm", "agree")]  # sent once by this process
+        ctx.memory = Memory()  # as a restarted process
+        now[0] = flipped + timedelta(seconds=181)  # made terminal too long ago: not checked again
+        parity.handle(to_envelope(ping()), ctx)
+        assert ours() == [("llm", "agree")]
+        manage = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=ctx.gateway,
+                         clock=lambda: flipped + timedelta(seconds=90))
+        assert parity.handle(to_envelope(ping()), manage).reason.startswith("manage mode")
+    finally:
+        sink.close()
+        ctx.gateway.close()
+
+
+def parity_counted(field: str, result: str) -> float:
+    """What this process's `crefn_parity_checks_total{field,result}` has counted."""
+    from functions.runtime.metrics import process
+
+    return process().registry.get_sample_value("crefn_parity_checks_total", {"field": field, "result": result}) or 0.0
+
+
+def test_a_check_the_sink_refuses_is_posted_by_the_next_tick_and_counted_once(
+        cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
+    """K_SINK answers 503 to the tick's check: the tick answers 503 and nothing is counted; the next tick posts the
+    check again (accepted now) and counts it, and the one after posts nothing."""
+    from functions.parity import read as parity
+    from functions.runtime.errors import Unavailable
+
+    cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    flipped = datetime.strptime(EARLIER, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    sink = Receiver(default=202, script=[(503, {})])
+    settings = Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url, mode="observe",
+                        parity_settle_seconds=60, parity_recheck_seconds=120)
+    ctx = Context(settings, gateway=cluster.gateway(), clock=lambda: flipped + timedelta(seconds=90))
+
+    def posted() -> list[tuple[str, str]]:
+        return [(b["job"]["name"], b["result"]) for b in sink.bodies if b["job"]["namespace"] == namespace]
+
+    try:
+        cache_caught_up(gateway, namespace, (JOBS,))
+        before = parity_counted("phase", "agree")
+        try:
+            parity.handle(to_envelope(ping()), ctx)
+        except Unavailable as e:
+            assert str(e).startswith("1 Jobs to check, 0 checks sent, 1 failed: "), e
+        else:
+            raise AssertionError("a tick whose check K_SINK refused answers 503")
+        assert posted() == [("llm", "agree")] and parity_counted("phase", "agree") == before
+        assert sink.bodies[-1]["fields"] == [
+            {"field": "phase", "result": "agree", "cre": "Failed/WorkloadFailed", "functions": "Failed/WorkloadFailed"},
+            {"field": "restartCount", "result": "agree", "cre": "0", "functions": "0"}]
+        assert parity.handle(to_envelope(ping()), ctx).reason == "1 Jobs to check, 1 checks sent"
+        assert posted() == [("llm", "agree"), ("llm", "agree")]
+        assert parity_counted("phase", "agree") == before + 1
+        assert parity.handle(to_envelope(ping()), ctx).reason == "1 Jobs to check, 0 checks sent"
+        assert posted() == [("llm", "agree"), ("llm", "agree")] and parity_counted("phase", "agree") == before + 1
+    finally:
+        sink.close()
+        ctx.gateway.close()

@@ -1,0 +1,148 @@
+"""`cre-fn replay` (`functions.tools.replay`): a recorded JSONL event log posted in order (with the duplicate
+and shuffle drills), a non-zero exit when an event is rejected, a file that is no recording, and the
+dead letters' round trip: Broker → recorder → file (with a torn last line) → replay to the function."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.tools.replay import arrange
+from localstack.cluster.apiserver import free_port
+from localstack.samples import load_sample
+
+pytestmark = pytest.mark.process  # every test runs `cre-fn` as a program
+
+EVENT = {"attributes": {"specversion": "1.0", "id": "e1", "source": "/test", "type": "test.ping",
+                        "datacontenttype": "application/json", "job": "a"}, "data": {"n": 1}}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "functions.cli", *args], capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_replay_posts_in_order_with_drills(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    records = [{"attributes": {**EVENT["attributes"], "id": str(i), "seq": str(i)}, "data": {"n": i}}
+               for i in range(6)]
+    recording = write_jsonl(tmp_path / "in.jsonl", records)
+    result = cli("replay", str(recording), "--to", url)
+    assert result.returncode == 0 and "replayed 6 events" in result.stdout and "0 rejected" in result.stdout
+    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == list(range(6))
+    out.write_text("")
+    assert cli("replay", str(recording), "--to", url, "--duplicate", "--rate", "50").returncode == 0
+    assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    shuffled = [r["data"]["n"] for r in arrange(records, shuffle_window=3, seed=7)]
+    assert sorted(shuffled[:3]) == [0, 1, 2] and sorted(shuffled[3:]) == [3, 4, 5] and shuffled != list(range(6))
+
+
+def test_replay_exits_non_zero_when_an_event_is_rejected(tmp_path: Path) -> None:
+    from localstack.serving import ServedFunction
+
+    bad = {"attributes": {**load_sample("trainjob-resource-add")["attributes"], "type": "x.unknown"}, "data": {}}
+    recording = write_jsonl(tmp_path / "in.jsonl", [load_sample("trainjob-resource-add"), bad])
+    with ServedFunction("phase") as phase:
+        result = cli("replay", str(recording), "--to", phase.url)
+    assert result.returncode == 1, result.stdout
+    assert "1x200, 1x400; 1 rejected" in result.stdout and "unknown event type" in result.stdout
+
+
+def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"attributes": {}}\nnot json\n')
+    result = cli("replay", str(path), "--to", "http://127.0.0.1:9/")
+    assert result.returncode == 2 and "bad.jsonl:2: not JSON" in result.stderr
+
+
+def test_replay_keeps_recorded_ids_unless_told(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    records = [{"attributes": {**EVENT["attributes"], "id": f"rec-{i}"}, "data": {"n": i}} for i in range(2)]
+    recording = write_jsonl(tmp_path / "in.jsonl", records)
+    assert cli("replay", str(recording), "--to", url, "--duplicate").returncode == 0
+    ids = [json.loads(x)["attributes"]["id"] for x in out.read_text().splitlines()]
+    assert ids == ["rec-0", "rec-0", "rec-1", "rec-1"]  # a --duplicate drill looks like a Knative redelivery
+    out.write_text("")
+    assert cli("replay", str(recording), "--to", url, "--fresh-ids").returncode == 0
+    fresh = [json.loads(x)["attributes"]["id"] for x in out.read_text().splitlines()]
+    assert len(fresh) == 2 and not set(fresh) & {"rec-0", "rec-1"} and len(set(fresh)) == 2
+
+
+def test_replay_reads_the_cloudevents_json_format(recorder: tuple[str, Path], tmp_path: Path) -> None:
+    url, out = recorder
+    lines = [{"specversion": "1.0", "id": "ce-1", "source": "/s", "type": "t.json",
+              "datacontenttype": "application/json", "job": "a", "data": {"n": 1}},
+             {"specversion": "1.0", "id": "ce-2", "source": "/s", "type": "t.binary",
+              "datacontenttype": "application/json", "data_base64": "eyJuIjogMn0="}]
+    recording = write_jsonl(tmp_path / "in.jsonl", lines)
+    result = cli("replay", str(recording), "--to", url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(r["attributes"]["id"], r["attributes"]["type"], r["data"]) for r in got] == [
+        ("ce-1", "t.json", {"n": 1}), ("ce-2", "t.binary", {"n": 2})]
+    assert got[0]["attributes"]["job"] == "a"
+
+
+def test_dead_letters_recorded_to_the_file_replay_to_the_function_once_it_is_back(tmp_path: Path) -> None:
+    """A Trigger's subscriber is down: the local Broker's retries run out and the dead letter goes to the
+    recorder (`cre-fn record`'s server and durable file); with `phase` served again the file replays, its
+    Knative extensions and all, together with a KafkaSink's structured message and after a torn line."""
+    from localstack.eventing.broker import Delivery, LocalBroker, Trigger
+    from localstack.serving import ServedFunction
+
+    sample = load_sample("trainjob-resource-update-failed")
+    down = f"http://127.0.0.1:{free_port()}/"  # nothing listens: connection refused
+    trigger = Trigger("crefn-phase-trainjobs", ({"exact": {"type": sample["attributes"]["type"]}},), down,
+                      Delivery(retry=1, backoff_delay=0.01, timeout=5))
+    file = tmp_path / "dead-letters.jsonl"
+    broker = LocalBroker([trigger], dead_letters=file)
+    try:
+        broker.publish(sample)
+        assert broker.wait_idle(timeout=30)
+    finally:
+        broker.close()
+    (dead,) = [json.loads(line) for line in file.read_text().splitlines()]
+    assert dead["attributes"]["knativeerrordest"] == down and dead["attributes"]["id"] == sample["attributes"]["id"]
+    assert dead["data"] == sample["data"] and dead["attributes"]["knativeerrorcode"]
+    add = load_sample("trainjob-resource-add")
+    from_kafka = {**add["attributes"], "knativeerrorcode": "503", "knativeerrordest": down, "data": add["data"]}
+    with file.open("a") as f:  # a line as kcat prints a structured-mode message, then a torn one
+        f.write(json.dumps(from_kafka) + "\n" + '{"attributes": {"id": "half')
+    with ServedFunction("phase") as phase:
+        result = cli("replay", str(file), "--to", phase.url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "replayed 2 events" in result.stdout and "2x200" in result.stdout
+    assert "dead-letters.jsonl:3: skipped a torn last line" in result.stderr
+
+
+def test_replay_sends_the_token_file_as_bearer_and_nothing_when_it_cannot_be_read(tmp_path: Path) -> None:
+    from tests.support.helpers import Receiver
+
+    second = {**EVENT, "attributes": {**EVENT["attributes"], "id": "e2"}}
+    recording = write_jsonl(tmp_path / "in.jsonl", [EVENT, second])
+    token = tmp_path / "token"
+    token.write_text("replay.token.value\n")
+    absent = tmp_path / "absent"
+    sink = Receiver(default=202)
+    try:
+        plain = cli("replay", str(recording), "--to", sink.url)
+        with_token = cli("replay", str(recording), "--to", sink.url, "--token-file", str(token))
+        missing = cli("replay", str(recording), "--to", sink.url, "--token-file", str(absent))
+    finally:
+        sink.close()
+    assert plain.returncode == with_token.returncode == 0, plain.stdout + with_token.stdout
+    assert [h.get("authorization") for _, h, _ in sink.requests] == [
+        None, None, "Bearer replay.token.value", "Bearer replay.token.value"]
+    assert (missing.returncode, missing.stdout) == (2, "")  # said once, nothing sent
+    assert missing.stderr == f"cre-fn replay: OIDC token file {absent} cannot be read (No such file or directory)\n"
+    assert "replay.token.value" not in with_token.stdout + with_token.stderr
