@@ -76,13 +76,14 @@ MUTATION_ONLY ?=
 ## mutmut and what it brings (setproctitle, which renames gunicorn's processes) live in a venv of their own, layered
 ## over the test venv, so that `make test` after `make mutation` still sees the processes it starts as they are.
 MUTATION_VENV ?= .venv-mutation
-$(MUTATION_VENV)/bin/mutmut: $(VENV)/.installed
+$(MUTATION_VENV)/.installed: $(VENV)/.installed
 	@python3 -m venv $(MUTATION_VENV)
 	@echo "import site; site.addsitedir('$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')')" \
 		> "$$($(MUTATION_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/crefn-test-venv.pth"
 	@$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 		"$$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mutation"][0])')"
-mutation: venv kube-apiserver $(MUTATION_VENV)/bin/mutmut
+	@touch $@
+mutation: venv kube-apiserver $(MUTATION_VENV)/.installed
 	@PATH="$(abspath $(VENV))/bin:$$PATH" $(MUTATION_VENV)/bin/python -m tests.mutation.run $(MUTATION_JOBS) $(MUTATION_SAMPLE) $(MUTATION_SEED) $(MUTATION_DECISIONS) \
 		$(if $(MUTATION_AGAIN),again) \
 		$(if $(filter constants,$(MUTATION_ONLY)),constants) $(if $(filter mutmut,$(MUTATION_ONLY)),mutmut)

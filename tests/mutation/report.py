@@ -81,7 +81,8 @@ def main() -> int:
         print(f"  {status:<12} {name}" + (f"  ({changes[name]})" if name in changes else "")
               + (f"  -- equivalent: {reasons[name]}" if name in reasons else ""))
     if not only_constants:
-        print("  (`.venv/bin/mutmut show NAME` prints a mutant's diff; a constant's change is shown beside it)")
+        print("  (`.venv-mutation/bin/python -m mutmut show NAME` prints a mutant's diff; a constant's change is shown "
+              "beside it)")
     below = [tally for tally in parts.values() if tally["total"] and score(tally) < TARGET]
     if constants_tally["total"] and score(constants_tally) < CONSTANTS_TARGET:
         below.append(constants_tally)

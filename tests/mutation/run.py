@@ -64,7 +64,7 @@ def mutmut(args: list[str], log: Path, jobs: int, env: dict[str, str], title: st
                 print(f"[mutation] {title}: {progress[0]} ({elapsed:.0f} s)", flush=True)
 
     threading.Thread(target=tick, daemon=True).start()
-    proc = spawn([str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(jobs), *args],
+    proc = spawn([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *args],
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)  # its group dies with this process
     try:
         with log.open("w") as out:
