@@ -21,6 +21,7 @@ from typing import Any
 
 from events.types import Reason
 from functions.domain.cel import CelOutcome
+from functions.domain.gotext import go_duration, go_list, go_quote
 from functions.domain.measurement_objects import measures, measures_job
 from functions.runtime.durations import go_float, positive_duration
 
@@ -161,52 +162,6 @@ def succeeded_at(conditions: Sequence[Mapping[str, Any]]) -> datetime | None:
         return datetime.fromisoformat(str((cond or {}).get("lastTransitionTime") or ""))
     except ValueError:
         return None
-
-
-def go_duration(d: timedelta) -> str:
-    """Go's `time.Duration.String()`: `5m0s`, `1h0m0s`, `1m30s`, `1.5s`, `300ms`, `0s`."""
-    ns = ((d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds) * 1000
-    if ns == 0:
-        return "0s"
-    sign, ns = ("-" if ns < 0 else ""), abs(ns)
-    if ns < 1_000_000_000:
-        unit, scale = ("ns", 1) if ns < 1000 else ("µs", 1000) if ns < 1_000_000 else ("ms", 1_000_000)
-        return f"{sign}{_fraction(ns, scale)}{unit}"
-    hours, rest = divmod(ns, 3600 * 1_000_000_000)
-    minutes, rest = divmod(rest, 60 * 1_000_000_000)
-    seconds = f"{_fraction(rest, 1_000_000_000)}s"
-    if hours:
-        return f"{sign}{hours}h{minutes}m{seconds}"
-    return f"{sign}{minutes}m{seconds}" if minutes else f"{sign}{seconds}"
-
-
-def go_list(items: Sequence[str]) -> str:
-    """Go's `%v` of a `[]string`: `[a b]`."""
-    return f"[{' '.join(items)}]"
-
-
-def go_quote(text: str) -> str:
-    """Go's `%q` of a string (printable characters kept, the others escaped)."""
-    escapes = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-               "\t": "\\t", "\v": "\\v"}
-    out = []
-    for ch in text:
-        if ch in escapes:
-            out.append(escapes[ch])
-        elif ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
-
-
-def _fraction(value: int, scale: int) -> str:
-    whole, part = divmod(value, scale)
-    if not part:
-        return str(whole)
-    return f"{whole}.{str(part).zfill(len(str(scale)) - 1).rstrip('0')}"
 
 
 def _status(measurement: Mapping[str, Any]) -> Mapping[str, Any]:

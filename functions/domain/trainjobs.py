@@ -19,8 +19,8 @@ from events.types import (
     job_label,
 )
 from functions.domain.attempts import attempt_label, controlled_by
+from functions.domain.gotext import go_quote
 from functions.domain.jobs import JobState
-from functions.domain.thresholds import go_quote
 
 LABELS_FIELD = "spec.workloadMetadata.labels"
 

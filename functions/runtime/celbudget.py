@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from functions.domain.cel import CelOutcome, Variable, too_long
-from functions.domain.thresholds import go_duration
+from functions.domain.gotext import go_duration
 from functions.runtime import celworker
 from functions.runtime.celworker import HEADER, write_frame
 from functions.runtime.errors import Unavailable
