@@ -22,7 +22,6 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from events.envelope import Outbound
-from functions.runtime.alertsinks import configured_sinks, notify
 from functions.runtime.client import deliver
 from functions.runtime.context import Context
 from functions.runtime.errors import (
@@ -200,6 +199,8 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
         with contextlib.suppress(AlreadyExists):
             ctx.gateway.create(EVENTS, effect.namespace, effect.body)
     elif isinstance(effect, Notify):
+        from functions.runtime.alertsinks import configured_sinks, notify  # only `alert` notifies: loaded by it alone
+
         done.reasons = [notify(configured_sinks(ctx.settings), effect.alerts)]
     elif isinstance(effect, Send):
         event = filled(effect.event, effect.created_ref, done.created)

@@ -1,0 +1,70 @@
+"""Each served function loads its own code and nothing else: a fresh interpreter builds the target as its
+first request would (`functions.main.responder`) and lists what it imported. No function loads another's
+folder; only a function that evaluates tenant CEL (its folder asks `ctx.cel`, or reads the thresholds) loads
+the CEL evaluator and its budget; only one that notifies (its decision returns `Notify`) loads the alert sinks.
+The deny-lists are derived from the functions' own code, so a borrowed name cannot drag a module back in."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+
+import pytest
+
+from functions.registry import HANDLERS, SERVED
+from tests.support.paths import REPO
+
+CEL = ("cel_expr_python", "functions.domain.cel", "functions.runtime.celbudget")
+SINKS = ("functions.runtime.alertsinks",)
+
+
+def folder_text(name: str) -> str:
+    return "\n".join(p.read_text() for p in sorted((REPO / "functions" / name).glob("*.py")))
+
+
+def uses_cel(name: str) -> bool:
+    text = folder_text(name) if name in HANDLERS else ""
+    return "ctx.cel" in text or "functions.domain.thresholds" in text or "functions.domain.cel" in text
+
+
+def notifies(name: str) -> bool:
+    return name in HANDLERS and "Notify(" in folder_text(name)
+
+
+def denied(name: str) -> set[str]:
+    """What the target `name` must not load."""
+    refused = {f"functions.{other}" for other in HANDLERS if other != name}
+    if not uses_cel(name):
+        refused |= set(CEL)
+    if not notifies(name):
+        refused |= set(SINKS)
+    return refused
+
+
+@cache
+def loaded(name: str) -> frozenset[str]:
+    """The modules a fresh interpreter holds once the target `name` is built as its first request builds it."""
+    code = ("import json, sys; import functions.main as m; m.responder(sys.argv[1]); "
+            "print(json.dumps(sorted(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, check=False,
+                            cwd=REPO, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    return frozenset(json.loads(result.stdout.splitlines()[-1]))
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("name", sorted(SERVED))
+def test_a_served_function_loads_nothing_it_does_not_use(name: str) -> None:
+    found = loaded(name)
+    assert sorted(m for m in found if m in denied(name) or any(m.startswith(f"{d}.") for d in denied(name))) == []
+    if name in HANDLERS:
+        assert f"functions.{name}.read" in found and f"functions.{name}.decide" in found
+
+
+def test_the_deny_lists_follow_what_each_function_uses() -> None:
+    assert {name for name in HANDLERS if uses_cel(name)} == {"nodehealth", "validate"}
+    assert {name for name in HANDLERS if notifies(name)} == {"alert"}
+    assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL)
+    assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS)
