@@ -159,7 +159,7 @@ class FirstPhase:
     `job.condition.changed`, sent. Nothing for a TrainJob the API server returned suspended (a webhook's
     doing, say): `status` decides it from the create's event. Only for a Job without stall detection
     (`decides_first_phase`); the TrainJob says so (`FIRST_PHASE_ANNOTATION`), and `status` answers its
-    creation's event unread when it is Running (`functions.status.decide.first_phase_decided`)."""
+    creation's event unread when it is Running (`functions.status.wants.first_phase_decided`)."""
 
     namespace: str
     job: str

@@ -6,10 +6,10 @@ maxRestarts`) and, when required, checkpoint evidence (a GoodputMeasurement of t
 `lastCheckpointStep > 0`). Otherwise the Job is `Failed`/`WorkloadFailed` (a stall:
 `Failed`/`WorkloadStalled`), its nodes attributed (`functions.domain.condition_writes`) and its failure log captured
 (`functions.domain.pods`). `decide(observed, settings, now)` is the `restart` function's whole decision;
-`goodputs_wanted`, `capture_wanted` and `runtime_wanted` tell its read which reads can change it. A restart
+`functions.restart.wants` tells its read which reads can change it. A restart
 is four steps, each safe to repeat: grace annotation (none when the grace is 0), status write (the commit
 point, `restart_write`), TrainJob delete, GoodputMeasurement reset; with no grace, then the next attempt
-(`Relaunch`). The steps, redeliveries and stalls decided again: docs/functions.md#restart-step-by-step
+(`functions.restart.relaunch`). The steps, redeliveries and stalls decided again: docs/functions.md#restart-step-by-step
 """
 
 from __future__ import annotations

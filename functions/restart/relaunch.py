@@ -23,7 +23,7 @@ def relaunches(state: JobState, trainjob: dict[str, Any] | None, settings: Setti
     none configured, none recorded under another setting that is not over), not observing, and no finalizer
     holding the failed attempt's TrainJob, whose name the next one takes (background deletion frees it at
     once otherwise). `launch` answers the restart's commit unread only when the Job carries no grace at all
-    (`functions.launch.decide.restart_launches`); else it reads the Job once any grace is over and launches
+    (`functions.launch.wants.restart_launches`); else it reads the Job once any grace is over and launches
     what `restart` left."""
     held = bool(trainjob and (trainjob.get("metadata") or {}).get("finalizers"))
     return not settings.observe and grace.none_to_wait(state, now, settings.restart_grace_seconds) and not held
