@@ -151,6 +151,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if os.environ.get(MARK):  # a session started by a test: the test checks what it leaves
         return
+    OWNED["before"] = os.environ.get("TMPDIR", "")
     OWNED["token"] = os.environ[MARK] = uuid.uuid4().hex
     OWNED["tmp"] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="crefn-tests-")
     tempfile.tempdir = None  # taken from TMPDIR again, by this process too
@@ -174,12 +175,26 @@ def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
         problems.append(f"temporary files or directories left behind (removed now): {', '.join(strays)}")
     if not given or not Path(given).resolve().is_relative_to(tmp.resolve()):
         shutil.rmtree(tmp, ignore_errors=True)
+    end_ownership()
     if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for problem in problems:
             if reporter is not None:
                 reporter.write_line(f"ERROR: {problem}", red=True, bold=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def end_ownership() -> None:
+    """The process as it was before the run: a next session in the same process (mutmut runs several) owns a
+    lineage and a temporary directory of its own, never the removed one."""
+    before = OWNED.pop("before", "")
+    if before:
+        os.environ["TMPDIR"] = before
+    else:
+        os.environ.pop("TMPDIR", None)
+    os.environ.pop(MARK, None)
+    tempfile.tempdir = None
+    OWNED.clear()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
