@@ -10,18 +10,11 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from events.types import CRE_GROUP_DEFAULT
+from functions.cli import Parser
 
 PROG = "python -m localstack"
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with a mistake said in one line (argparse's own adds the usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def cmd_dev(args: argparse.Namespace) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import signal
 import subprocess
@@ -39,7 +38,7 @@ from pathlib import Path
 from mutmut.stats import status_by_exit_code
 
 from localstack.processes import spawn, stop_process
-from tests.mutation.sample import draw, names
+from tests.mutation.sample import draw, draw_from, names
 from tests.support.layout import is_pure, pure_modules
 
 READS = "functions.*.read.*"
@@ -123,7 +122,7 @@ def main() -> int:
             if subprocess.run([sys.executable, "-m", "tests.mutation.generate", str(jobs)], env=env).returncode:
                 sys.exit("[mutation] mutmut could not generate the mutants")
             every = [name for name in names("functions.*") if is_pure(name)]
-            chosen = sorted(random.Random(seed).sample(every, decisions)) if 0 < decisions < len(every) else every
+            chosen = draw_from(every, decisions, seed) if decisions > 0 else every
             mutmut(chosen if chosen != every else [f"{m}.*" for m in pure_modules()], Path("mutants/decisions.log"),
                    jobs, env, f"decisions ({len(chosen)} of {len(every)}, seed {seed})")
             chosen = draw(READS, sample, seed)

@@ -18,7 +18,11 @@ def names(pattern: str, root: Path = Path("mutants")) -> list[str]:
 
 
 def draw(pattern: str, count: int, seed: int) -> list[str]:
-    every = names(pattern)
+    return draw_from(names(pattern), count, seed)
+
+
+def draw_from(every: list[str], count: int, seed: int) -> list[str]:
+    """`count` of `every`, drawn with `seed`, sorted; all of them when there are no more."""
     return sorted(random.Random(seed).sample(every, min(count, len(every))))
 
 

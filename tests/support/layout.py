@@ -31,7 +31,3 @@ def is_pure(name: str) -> bool:
     return len(parts) > 2 and parts[0] == "functions" and (
         parts[1] == "domain" or (parts[1] in HANDLERS and parts[2] != "read"))
 
-
-def is_read(name: str) -> bool:
-    parts = name.split(".")
-    return len(parts) > 2 and parts[0] == "functions" and parts[1] in HANDLERS and parts[2] == "read"
