@@ -83,7 +83,11 @@ class TrainerSimulator:
         return self
 
     def stop(self) -> None:
+        """Stop and wait for the loop (at most a step and an API call), so that nothing it still does
+        outlives its owner's gateway."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
 
     @property
     def finished(self) -> bool:

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tracemalloc
 import uuid
 import warnings
 import weakref
@@ -132,8 +133,14 @@ def collects_its_garbage() -> Iterator[None]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         gc.collect()
-    left = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    left = [described(w) for w in caught if issubclass(w.category, ResourceWarning)]
     assert not left, f"this module's tests left to the garbage collector, still open: {'; '.join(left)}"
+
+
+def described(warning: warnings.WarningMessage) -> str:
+    """A ResourceWarning's message, and where its object was made when `PYTHONTRACEMALLOC` is set."""
+    made = tracemalloc.get_object_traceback(warning.source) if warning.source is not None else None
+    return str(warning.message) + (f" (made at {' > '.join(map(str, made))})" if made else "")
 
 
 OWNED: dict[str, str] = {}

@@ -39,6 +39,7 @@ class Gateway:
     def __init__(self, api_client: Any, timeout_seconds: float = 10.0) -> None:
         self._api = api_client
         self._timeout = timeout_seconds
+        self._closed = False
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, timeout_seconds: float = 10.0) -> Gateway:
@@ -61,6 +62,9 @@ class Gateway:
         return str(self._api.configuration.host)
 
     def close(self) -> None:
+        """Close its connections; a call made after (e.g. by a thread still winding down) is refused as
+        `Unavailable` rather than opening a connection that nothing would close."""
+        self._closed = True
         self._api.close()
 
     # -- verbs ---------------------------------------------------------------------------------
@@ -220,6 +224,8 @@ class Gateway:
         """One HTTP call, counted; answers of 400 and above become our error kinds here."""
         headers = {"Accept": accept, "Content-Type": content_type}
         verb, resource = kube_call_of(method, path, query or [])
+        if self._closed:
+            raise Unavailable(f"Kubernetes API not called ({method} {path}): this gateway is closed")
         try:
             request = self._api.param_serialize(
                 method, path, query_params=query or [], header_params=headers, body=body,

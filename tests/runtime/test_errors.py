@@ -7,6 +7,8 @@ failing API server, and through a function served by functions-framework."""
 from __future__ import annotations
 
 import json
+import re
+import socket
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -133,6 +135,21 @@ def test_an_api_server_that_never_answers_is_unavailable_within_the_timeout(tmp_
     with closing(gw), pytest.raises(errors.Unavailable, match="Kubernetes API unreachable") as raised:
         gw.list_all(TRAINJOBS, "ml")
     assert answer_for(raised.value) == 503
+
+
+def test_a_closed_gateway_refuses_every_call_and_connects_nowhere(tmp_path: Path) -> None:
+    """A thread still winding down when its owner closed the gateway gets an error, not a new connection that
+    nothing would ever close."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        gw = gateway_to(f"https://127.0.0.1:{listener.getsockname()[1]}", tmp_path, timeout=0.5)
+        gw.close()
+        refused = "not called (GET /apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs): this gateway is closed"
+        with pytest.raises(errors.Unavailable, match=re.escape(refused)) as raised:
+            gw.list_all(TRAINJOBS, "ml")
+        assert answer_for(raised.value) == 503
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
 
 
 @pytest.mark.parametrize(("status", "kind"), [
