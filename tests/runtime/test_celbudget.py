@@ -58,8 +58,10 @@ def workers(earlier: set[int]) -> set[int]:
 
 
 @pytest.fixture
-def budget() -> Iterator[CelBudget]:
-    made = CelBudget(timedelta(seconds=0.5))
+def budget(request: pytest.FixtureRequest) -> Iterator[CelBudget]:
+    """A budget of 5 s (nothing here comes near it, however loaded the machine), or the test's own
+    (`@pytest.mark.parametrize("budget", [seconds], indirect=True)`)."""
+    made = CelBudget(timedelta(seconds=getattr(request, "param", 5.0)))
     yield made
     made.close()
 
@@ -94,6 +96,7 @@ def test_the_outcomes_are_the_rules(shared: CelBudget, variable: Variable, expre
     assert shared.outcomes(variable, expression, subjects) == expected
 
 
+@pytest.mark.parametrize("budget", [0.5], indirect=True)
 def test_past_its_budget_an_expression_is_interrupted_and_the_worker_replaced(budget: CelBudget,
                                                                              earlier: set[int]) -> None:
     budget.outcomes("value", "value > 0.0", [1.0])  # a worker is running
