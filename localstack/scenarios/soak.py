@@ -35,6 +35,7 @@ from functions.tools.paritytable import Table
 from functions.tools.replay import read_recording
 from localstack.background import Background
 from localstack.eventing.chaos import Chaos, ChaosError
+from localstack.serving import wait_for_port
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
 from localstack.trainer import apply_action
@@ -155,7 +156,10 @@ class Driver(Background):
 
 
 class Killer(Background):
-    """SIGKILLs a random function process every `every` seconds, and the kube-apiserver once."""
+    """SIGKILLs a random function process every `every` seconds, and the kube-apiserver once. The next kill waits
+    for the last one's function to serve again (as a Deployment replaces a killed pod before the next one dies):
+    on a loaded machine a start takes seconds, and kills faster than starts would leave a function down for
+    longer than any Trigger's retries, which no cluster is expected to survive."""
 
     def __init__(self, stack: Stack, rng: random.Random, counts: Counts, every: float, timeline: Timeline) -> None:
         super().__init__()
@@ -172,8 +176,13 @@ class Killer(Background):
                 continue
             name = self.rng.choice(sorted(self.stack.functions))
             self.timeline.say(f"!! soak: SIGKILL function {name}")
-            self.stack.functions[name].kill()
+            served, killed = self.stack.functions[name], self.stack.functions[name].pid
+            served.kill()
             self.counts.kills[name] += 1
+            deadline = time.monotonic() + 60
+            while (not self._stop.is_set() and time.monotonic() < deadline
+                   and (served.pid == killed or not wait_for_port(served.port, 0.2))):
+                self._stop.wait(0.1)
 
     @property
     def apiserver_killed(self) -> bool:
