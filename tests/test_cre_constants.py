@@ -92,31 +92,28 @@ def test_trainjob_name_is_truncated_to_44() -> None:
 # -- pkg/controller/job_controller.go `captureFailureLog` and pkg/podlogs/fetcher.go: 800 lines, last 32 KiB -------
 
 class KubeletLogs:
-    """The API client of a Gateway whose `pods/log` answers as a kubelet does (`localstack.cluster.kubelet`):
+    """The transport of a Gateway whose `pods/log` answers as a kubelet does (`localstack.cluster.kubelet`):
     the last `tailLines` lines of the container's log."""
+
+    host = "https://kubelet.test"
 
     def __init__(self, log: str) -> None:
         self.log = log
 
-    def param_serialize(self, method: str, path: str, query_params: list[tuple[str, Any]],
-                        **_: Any) -> tuple[str, str, dict[str, Any]]:
-        return method, path, dict(query_params)
-
-    def call_api(self, method: str, path: str, query: dict[str, Any], **_: Any) -> LogAnswer:
-        return LogAnswer(tail(self.log, int(query["tailLines"]), None))
+    def send(self, method: str, path: str, query: list[tuple[str, Any]], *_: Any) -> LogAnswer:
+        return LogAnswer(tail(self.log, int(dict(query)["tailLines"]), None))
 
     def close(self) -> None:
         pass  # no connection: nothing to close
 
 
 class LogAnswer:
-    """The answer of the API client, and the urllib3 response it carries."""
+    """A urllib3 response, as far as the gateway reads one streamed."""
 
     status = 200
 
     def __init__(self, body: bytes) -> None:
         self.body = body
-        self.response = self
 
     def stream(self, amount: int, decode_content: bool) -> list[bytes]:
         return [self.body[i:i + amount] for i in range(0, len(self.body), amount)]

@@ -1,71 +1,94 @@
-"""The Kubernetes gateway: the only module that imports `kubernetes`.
+"""The Kubernetes gateway: the only module that talks to the Kubernetes API.
 
-Plain JSON objects in and out, addressed by `Resource` (group, version, plural). Calls go through the
-SDK's `ApiClient` (authentication, TLS, kubeconfig or in-cluster config) to the REST paths directly,
-so every kind — CRDs included — is handled the same way. API answers become the typed errors of
-`functions.runtime.errors` here, once (`error_of`): 404 → `NotFound`, 409 → `Conflict` (`AlreadyExists` when
-the server says so), 410 (a continue token or resourceVersion expired: the same request made again
-lists afresh) → `TemporaryError`, 429 → `Throttled`, 5xx and unreachable → `Unavailable`, an RBAC
-refusal (403 from the authorizer) → `Forbidden`, other 4xx → `PermanentError`. Response bodies are
-trimmed to one line; the cause is chained. Every call is counted (`crefn_kube_requests_total`): its
-verb and resource read from the REST path (`kube_call_of`), its HTTP status, or `error` when the API
-server could not be reached.
+Plain JSON objects in and out, addressed by `Resource` (group, version, plural), sent as REST calls over a
+urllib3 pool to the API server `functions.runtime.kubeconfig` finds (in-cluster or a kubeconfig), so every kind
+— CRDs included — is handled the same way, and no generated API or model class is ever loaded. API answers
+become the typed errors of `functions.runtime.errors` here, once (`error_of`): 404 → `NotFound`, 409 →
+`Conflict` (`AlreadyExists` when the server says so), 410 (a continue token or resourceVersion expired: the
+same request made again lists afresh) → `TemporaryError`, 429 → `Throttled`, 5xx and unreachable →
+`Unavailable`, an RBAC refusal (403 from the authorizer) → `PermanentError`'s `Forbidden`, other 4xx →
+`PermanentError`. Response bodies are trimmed to one line; the cause is chained. Every call is counted
+(`crefn_kube_requests_total`): its verb and resource read from the REST path (`kube_call_of`), its HTTP
+status, or `error` when the API server could not be reached.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
+import warnings
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 import urllib3
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 
 from functions.runtime.errors import NotFound, PermanentError, Unavailable, error_of
+from functions.runtime.kubeconfig import Endpoint, from_kubeconfig, in_cluster
 from functions.runtime.metrics import count_kube_request
-from functions.runtime.resources import Resource
+from functions.runtime.resources import Resource, kube_call_of
 
 JsonObj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 LOG_PATH = "/api/v1/namespaces/{namespace}/pods/{pod}/log"
+POOL_SIZE = 16
+"""Connections kept per API server: a served worker's threads, each with a call in flight."""
+
+
+class Transport:
+    """HTTP to one API server: a urllib3 pool with the endpoint's TLS and, on each call, its authorization."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        options: dict[str, Any] = {"maxsize": POOL_SIZE, "block": False}
+        if endpoint.tls is not None:
+            options.update(ssl_context=endpoint.tls, server_hostname=endpoint.server_hostname)
+            if endpoint.tls.verify_mode == ssl.CERT_NONE:  # the kubeconfig's own choice: not warned of per call
+                warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+        self._pool = (urllib3.ProxyManager(endpoint.proxy, **options) if endpoint.proxy
+                      else urllib3.PoolManager(**options))
+
+    @property
+    def host(self) -> str:
+        return self.endpoint.server
+
+    def send(self, method: str, path: str, query: list[tuple[str, Any]], headers: dict[str, str],
+             body: bytes | None, timeout: float) -> Any:
+        """The urllib3 response, its body left for the caller to read (and its connection to give back)."""
+        if (authorization := self.endpoint.authorization()) is not None:
+            headers = {**headers, "Authorization": authorization}
+        url = self.endpoint.server + path + (f"?{urlencode(query)}" if query else "")
+        return self._pool.request(method, url, body=body, headers=headers, timeout=urllib3.Timeout(total=timeout),
+                                  preload_content=False, redirect=False)
+
+    def close(self) -> None:
+        self._pool.clear()
 
 
 class Gateway:
     """Kubernetes API access: get, paged list, create, merge patch, delete, and a line stream."""
 
-    def __init__(self, api_client: Any, timeout_seconds: float = 10.0) -> None:
-        self._api = api_client
+    def __init__(self, transport: Transport, timeout_seconds: float = 10.0) -> None:
+        self.transport = transport
         self._timeout = timeout_seconds
         self._closed = False
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, timeout_seconds: float = 10.0) -> Gateway:
-        """In-cluster config when present (and no kubeconfig is named), else the kubeconfig file."""
-        if not kubeconfig:
-            try:
-                cfg = client.Configuration()
-                config.load_incluster_config(client_configuration=cfg)
-                return cls(client.ApiClient(cfg), timeout_seconds)
-            except ConfigException:
-                pass
-        try:
-            api = config.new_client_from_config(config_file=kubeconfig)
-        except (ConfigException, OSError) as e:
-            raise Unavailable(f"no Kubernetes configuration: {e}") from e
-        return cls(api, timeout_seconds)
+        """In-cluster when in a pod (and no kubeconfig is named), else the kubeconfig file."""
+        endpoint = None if kubeconfig else in_cluster()
+        return cls(Transport(endpoint or from_kubeconfig(kubeconfig)), timeout_seconds)
 
     @property
     def host(self) -> str:
-        return str(self._api.configuration.host)
+        return self.transport.host
 
     def close(self) -> None:
         """Close its connections; a call made after (e.g. by a thread still winding down) is refused as
         `Unavailable` rather than opening a connection that nothing would close."""
         self._closed = True
-        self._api.close()
+        self.transport.close()
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -149,7 +172,7 @@ class Gateway:
 
     def stream(self, path: str, query: list[tuple[str, Any]], timeout_seconds: float) -> Generator[JsonObj, None, None]:
         """A GET whose answer is one JSON object per line (a watch), until the server ends it."""
-        resp = self._call("GET", path, query=query, timeout=timeout_seconds).response
+        resp = self._call("GET", path, query=query, timeout=timeout_seconds)
         buffer, ended = b"", False
         try:
             for chunk in resp.stream(4096, decode_content=True):
@@ -174,7 +197,7 @@ class Gateway:
         deadline = time.monotonic() + timeout_seconds
         resp = self._call("GET", LOG_PATH.format(namespace=namespace, pod=pod),
                           query=[("container", container), ("tailLines", tail_lines)],
-                          timeout=timeout_seconds, accept="application/json, */*").response
+                          timeout=timeout_seconds, accept="application/json, */*")
         tail, ended = b"", False
         try:
             for chunk in resp.stream(16384, decode_content=True):
@@ -207,6 +230,8 @@ class Gateway:
             raise Unavailable(f"Kubernetes API answer to {method} {path} broke off: {type(e).__name__}") from e
         except ValueError as e:  # not JSON (e.g. a proxy's page with a 200)
             raise Unavailable(f"Kubernetes API answered {method} {path} with what is not JSON") from e
+        finally:
+            resp.release_conn()
         if not isinstance(answer, dict):  # `null` would read as "not found"
             raise Unavailable(f"Kubernetes API answered {method} {path} with what is not a JSON object")
         return answer
@@ -227,46 +252,23 @@ class Gateway:
         if self._closed:
             raise Unavailable(f"Kubernetes API not called ({method} {path}): this gateway is closed")
         try:
-            request = self._api.param_serialize(
-                method, path, query_params=query or [], header_params=headers, body=body,
-                auth_settings=["BearerToken"],
-            )
-            resp = self._api.call_api(*request, _request_timeout=timeout or self._timeout)
-        except ApiException as e:
-            count_kube_request(verb, resource, str(e.status) if e.status else "error")
-            raise error_of(int(e.status or 0), str(e.reason or ""), e.body, method, path) from e
+            resp = self.transport.send(method, path, query or [], headers,
+                                       json.dumps(body).encode() if body is not None else None,
+                                       timeout or self._timeout)
         except (urllib3.exceptions.HTTPError, OSError) as e:
             count_kube_request(verb, resource, "error")
-            raise Unavailable(f"Kubernetes API unreachable: {type(e).__name__}") from e
+            cause = getattr(e, "reason", None) or e  # past urllib3's retries: what the last attempt met
+            raise Unavailable(f"Kubernetes API unreachable: {type(cause).__name__}") from e
         count_kube_request(verb, resource, str(resp.status))
         if resp.status >= 400:
             try:
                 message = resp.read()
             except (urllib3.exceptions.HTTPError, OSError):
                 message = b""  # the answer broke off: its status says enough
+            finally:
+                resp.release_conn()
             raise error_of(resp.status, str(resp.reason or ""), message, method, path)
         return resp
-
-
-VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update"}
-
-
-def kube_call_of(method: str, path: str, query: list[tuple[str, Any]]) -> tuple[str, str]:
-    """The Kubernetes verb and resource (`plural`, or `plural/subresource`) of a REST call:
-    `/api/v1/namespaces/ml/pods/p/log` → (`get`, `pods/log`)."""
-    parts = [p for p in path.split("?", 1)[0].split("/") if p]
-    parts = parts[2:] if parts[:1] == ["api"] else parts[3:]  # past /api/<version> or /apis/<group>/<version>
-    if parts[:1] == ["namespaces"] and len(parts) > 2 and parts[2:] not in (["status"], ["finalize"]):
-        parts = parts[2:]  # a namespaced resource (not a namespace's own subresource)
-    plural, named, sub = (parts[:1] or [""])[0], len(parts) > 1, "/".join(parts[2:])
-    if method == "GET":
-        watch = any(k == "watch" and str(v).lower() in ("1", "true") for k, v in query)
-        verb = "watch" if watch else "get" if named else "list"
-    elif method == "DELETE":
-        verb = "delete" if named else "deletecollection"
-    else:
-        verb = VERBS.get(method, method.lower())
-    return verb, f"{plural}/{sub}" if sub else plural
 
 
 def finish(resp: Any, ended: bool) -> None:

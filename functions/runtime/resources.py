@@ -1,9 +1,11 @@
 """Kubernetes resources by address (group, version, plural): plain data, shared by the gateway that
-calls them and the decisions that name them in plans."""
+calls them and the decisions that name them in plans; and back from a REST call to the verb and resource
+it is (`kube_call_of`, the labels the gateway counts calls by)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from events.types import CRE_VERSION, TRAINER_GROUP, TRAINER_VERSION
 
@@ -63,3 +65,24 @@ def cre_workloadruns(group: str) -> Resource:
 
 def cre_goodput(group: str) -> Resource:
     return Resource(group, CRE_VERSION, "goodputmeasurements", "GoodputMeasurement")
+
+
+VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update"}
+
+
+def kube_call_of(method: str, path: str, query: list[tuple[str, Any]]) -> tuple[str, str]:
+    """The Kubernetes verb and resource (`plural`, or `plural/subresource`) of a REST call:
+    `/api/v1/namespaces/ml/pods/p/log` → (`get`, `pods/log`)."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:]  # past /api/<version> or /apis/<group>/<version>
+    if parts[:1] == ["namespaces"] and len(parts) > 2 and parts[2:] not in (["status"], ["finalize"]):
+        parts = parts[2:]  # a namespaced resource (not a namespace's own subresource)
+    plural, named, sub = (parts[:1] or [""])[0], len(parts) > 1, "/".join(parts[2:])
+    if method == "GET":
+        watch = any(k == "watch" and str(v).lower() in ("1", "true") for k, v in query)
+        verb = "watch" if watch else "get" if named else "list"
+    elif method == "DELETE":
+        verb = "delete" if named else "deletecollection"
+    else:
+        verb = VERBS.get(method, method.lower())
+    return verb, f"{plural}/{sub}" if sub else plural

@@ -109,7 +109,7 @@ def history_figures(rows: list[dict[str, Any]], running: int, finished: int) -> 
         sink = ServedFunction("noop", {"CREFN_LOG_LEVEL": "ERROR"}, source=NOOP).start()
         try:
             ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url),
-                          gateway=Counting(cluster.gateway()._api))
+                          gateway=Counting(cluster.gateway().transport))
             tick(ctx, TICK, rounds=1)  # warm
             alone_s, alone_calls, _ = tick(ctx, TICK)
             make_jobs(gw, lambda g, n: job_with_trainjob(g, n, finished=True), "finished", finished)

@@ -14,7 +14,6 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from events.envelope import InvalidEvent
 from functions.runtime import errors
@@ -62,9 +61,8 @@ API_ANSWERS = [
                          ids=[row[0] for row in API_ANSWERS])
 def test_every_api_answer_becomes_its_error_kind_and_answer(status: int, reason: str, message: str, kind: str,
                                                            answer: int) -> None:
-    raised = ApiException(status=status, reason=reason or None)  # the client's own exception, as data
-    raised.body = json.dumps({"kind": "Status", "reason": reason, "message": message}).encode()
-    error = error_of(int(raised.status or 0), str(raised.reason or ""), raised.body, "GET", "/apis/x")
+    body = json.dumps({"kind": "Status", "reason": reason, "message": message}).encode()  # a Status, as sent
+    error = error_of(status, reason, body, "GET", "/apis/x")
     assert type(error).__name__ == kind
     assert answer_for(error) == answer
     assert str(error) == f"GET /apis/x: {status} {reason}: {message}".rstrip(": ")

@@ -22,9 +22,9 @@ from events.emitted import AlertData, JobRef
 from functions.runtime.alertsinks import Alertmanager, CloudEventsSink, PagerDuty, Slack, notify
 from functions.runtime.client import Answer, Peer, post, send
 from functions.runtime.errors import Forbidden, Unavailable
-from functions.runtime.gateway import Gateway, kube_call_of
+from functions.runtime.gateway import Gateway
 from functions.runtime.metrics import expose_process
-from functions.runtime.resources import PODS, cre_jobs
+from functions.runtime.resources import PODS, cre_jobs, kube_call_of
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import NAMESPACE, service_account_user
 from localstack.samples import load_sample
@@ -411,7 +411,7 @@ def test_a_scrape_lists_the_jobs_from_the_watch_cache(cluster: LocalCluster, gat
         "metadata": {"name": "cached", "labels": {"crefn.dev/managed": "true"}},
         "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch"}}}}})
     own = cluster.gateway()
-    recording = Recording(own._api)
+    recording = Recording(own.transport)
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), gateway=recording)
 
     def shown() -> bool:

@@ -264,7 +264,7 @@ class CountingGateway(Gateway):
     """The real gateway, counting the requests it makes (method, path)."""
 
     def __init__(self, inner: Gateway) -> None:
-        super().__init__(inner._api, 10.0)  # the same authenticated client
+        super().__init__(inner.transport, 10.0)  # the same authenticated client
         self.calls: list[tuple[str, str]] = []
 
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,

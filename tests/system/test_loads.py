@@ -2,7 +2,9 @@
 first request would (`functions.main.responder`) and lists what it imported. No function loads another's
 folder; only a function that evaluates tenant CEL (its folder asks `ctx.cel`, or reads the thresholds) loads
 the CEL evaluator and its budget; only one that notifies (its decision returns `Notify`) loads the alert sinks.
-The deny-lists are derived from the functions' own code, so a borrowed name cannot drag a module back in."""
+No target loads the `kubernetes` package once connected to the API server (with a kubeconfig of a token and a CA
+file, as the dev stack writes; in a pod, `tests/system/test_shipped.py`). The deny-lists are derived from the
+functions' own code, so a borrowed name cannot drag a module back in."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import subprocess
 import sys
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +38,7 @@ def notifies(name: str) -> bool:
 
 def denied(name: str) -> set[str]:
     """What the target `name` must not load."""
-    refused = {f"functions.{other}" for other in HANDLERS if other != name}
+    refused = {f"functions.{other}" for other in HANDLERS if other != name} | {"kubernetes"}
     if not uses_cel(name):
         refused |= set(CEL)
     if not notifies(name):
@@ -44,27 +47,45 @@ def denied(name: str) -> set[str]:
 
 
 @cache
-def loaded(name: str) -> frozenset[str]:
-    """The modules a fresh interpreter holds once the target `name` is built as its first request builds it."""
-    code = ("import json, sys; import functions.main as m; m.responder(sys.argv[1]); "
+def loaded(name: str, kubeconfig: Path) -> frozenset[str]:
+    """The modules a fresh interpreter holds once the target `name` is built as its first request builds it, and
+    connected to the API server named by `kubeconfig`."""
+    code = ("import json, sys; import functions.main as m; m.responder(sys.argv[1]); m.context().gateway; "
             "print(json.dumps(sorted(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, check=False,
-                            cwd=REPO, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(REPO)})
+                            cwd=REPO, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(REPO),
+                                                        "CREFN_KUBECONFIG": str(kubeconfig)})
     assert result.returncode == 0, result.stderr
     return frozenset(json.loads(result.stdout.splitlines()[-1]))
 
 
 @pytest.mark.process
 @pytest.mark.parametrize("name", sorted(SERVED))
-def test_a_served_function_loads_nothing_it_does_not_use(name: str) -> None:
-    found = loaded(name)
+def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig: Path) -> None:
+    found = loaded(name, a_kubeconfig)
     assert sorted(m for m in found if m in denied(name) or any(m.startswith(f"{d}.") for d in denied(name))) == []
     if name in HANDLERS:
         assert f"functions.{name}.read" in found and f"functions.{name}.decide" in found
 
 
+@pytest.fixture(scope="module")
+def a_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kubeconfig of a token and a CA file, as the dev stack writes them (its server need not answer)."""
+    folder = tmp_path_factory.mktemp("kubeconfig")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.crt"), "-days", "1", "-subj", "/CN=ca"],
+                   check=True, capture_output=True)
+    path = folder / "kubeconfig.yaml"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return path
+
+
 def test_the_deny_lists_follow_what_each_function_uses() -> None:
     assert {name for name in HANDLERS if uses_cel(name)} == {"nodehealth", "validate"}
     assert {name for name in HANDLERS if notifies(name)} == {"alert"}
-    assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL)
-    assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS)
+    assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL) | {"kubernetes"}
+    assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS) | {"kubernetes"}

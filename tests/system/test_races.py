@@ -47,7 +47,7 @@ class RacingGateway(Gateway):
     GET, or only `method`) whose path contains `at`."""
 
     def __init__(self, inner: Gateway, race: Callable[[], None], at: str = "", method: str = "") -> None:
-        super().__init__(inner._api, 10.0)  # the same authenticated client
+        super().__init__(inner.transport, 10.0)  # the same authenticated client
         self.race: Callable[[], None] | None = race
         self.at = at
         self.method = method

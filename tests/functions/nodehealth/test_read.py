@@ -304,7 +304,7 @@ class FailingGateway(Gateway):
     """A gateway whose reads of the named Jobs fail as they do when the API server answers 503."""
 
     def __init__(self, inner: Gateway, jobs: tuple[str, ...]) -> None:
-        super().__init__(inner._api, 10.0)
+        super().__init__(inner.transport, 10.0)
         self.jobs = jobs
 
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
