@@ -11,12 +11,8 @@ docs/development.md#benchmarks-make-bench.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,69 +26,15 @@ from events.objects import TrainJob
 from functions.domain.adapter import decide_phase
 from functions.domain.cel import outcomes
 from functions.runtime.celbudget import CelBudget
-from functions.runtime.client import send
 from functions.runtime.codec import encode
 from localstack.bench.calls import restart_call_figures
 from localstack.bench.history import history_figures, job_with_trainjob, scrape_figures
-from localstack.bench.stack import lifecycle_figures, process_tree
+from localstack.bench.served import CLIENTS, NOOP, cold_start_ms, target_figures, throughput, tree_rss_mib
+from localstack.bench.stack import lifecycle_figures
 from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 
-NOOP = Path(__file__).with_name("noop.py")
-CLIENTS = 16
-DURATION = 5
 ROUNDS = 3
-
-
-def throughput(url: str, headers: dict[str, str], body: bytes, seconds: float = DURATION,
-               clients: int = CLIENTS) -> float:
-    """Requests per second answered 2xx with `clients` keep-alive connections, for `seconds`, by wrk
-    (one thread: the served worker, GIL-bound, gets the other core)."""
-    wrk = shutil.which("wrk")
-    if wrk is None:
-        raise SystemExit("make bench needs wrk, the load generator: run `make deps`")
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(f'wrk.method = "POST"\nwrk.body = {lua_string(body.decode())}\n')
-        for name, value in headers.items():
-            script.write(f"wrk.headers[{lua_string(name)}] = {lua_string(value)}\n")
-    try:
-        out = subprocess.run([wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url],
-                             capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(script.name)
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    errors = int(failed.group(1)) if failed else 0
-    return rate * (total - errors) / total if total else 0.0
-
-
-def lua_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def tree_rss_mib(pid: int) -> float:
-    """Resident memory of a process and its children."""
-    total = 0
-    for p in process_tree(pid):
-        with contextlib.suppress(OSError):
-            total += sum(int(line.split()[1]) for line in Path(f"/proc/{p}/status").read_text().splitlines()
-                         if line.startswith("VmRSS:"))
-    return total / 1024
-
-
-def cold_start_ms(served: ServedFunction, record: dict[str, Any]) -> float:
-    start = time.perf_counter()
-    served.start(timeout=30)
-    while True:
-        try:
-            send(served.url, record, timeout=10)
-            break
-        except Exception:  # not answering yet
-            time.sleep(0.005)
-    elapsed = (time.perf_counter() - start) * 1000
-    served.stop()
-    return elapsed
 
 
 def per_call(fn: Callable[[], object], n: int) -> float:
@@ -182,7 +124,7 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
         start = time.perf_counter()
         listed = len(gw.list_all(cre_jobs(group), None, label_selector="crefn.dev/managed=true"))
         list_s = time.perf_counter() - start
-        counting = Counting(cluster.gateway()._api)
+        counting = Counting(cluster.gateway().transport)
         sink = ServedFunction("noop", {"CREFN_LOG_LEVEL": "ERROR"}, source=NOOP).start()
         ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url), gateway=counting)
         ping = to_envelope({"attributes": {"specversion": "1.0", "id": "bench", "source": "/bench",
@@ -200,7 +142,7 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
                  "ours": Counting.calls, "ratio": round(Counting.calls / budget, 2), "note": outcome.reason})
 
 
-ROWS = ("http", "resync", "lifecycle", "calls", "tick", "scrape")
+ROWS = ("http", "targets", "resync", "lifecycle", "calls", "tick", "scrape")
 """The groups of rows, in order; `BENCH_ROWS=calls,resync` runs only those (all by default)."""
 
 
@@ -214,6 +156,8 @@ def main() -> int:
         http_figures(rows)
         in_process_figures(rows)
         cel_figures(rows)
+    if "targets" in chosen:
+        target_figures(rows)
     jobs = int(os.environ.get("BENCH_JOBS", "1000"))
     if jobs and "resync" in chosen:
         resync_figures(rows, jobs)

@@ -1,0 +1,161 @@
+"""A served function's figures — throughput by wrk, the served tree's resident memory, cold start — and `make
+bench`'s rows per served target (`BENCH_ROWS=targets`): each target served as a pod serves it, connected to
+a local API server by a kubeconfig, beside the no-op functions-framework function served by the same binary in the
+same run: the served tree's resident memory once it has answered, cold start to the first answer, and requests per
+second with 16 keep-alive connections.
+
+Each target gets an event it accepts: the first sample of `events/samples` of one of its types; `status` and
+`restart` get `phase`'s own answer to its sample; `resync` a ping; `metrics` a scrape (GET). The objects the
+events name are absent from the API server, so each answer is the function's read finding nothing (or, for
+`phase`, which reads nothing, its decision): the cost of a process and of one event's path through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from functions.registry import METRICS, SERVED, TARGETS
+from functions.runtime.client import send
+from functions.runtime.codec import encode
+from localstack.bench.stack import process_tree
+from localstack.cluster.apiserver import LocalCluster
+from localstack.samples import SAMPLES, load_sample
+from localstack.serving import ServedFunction
+
+NOOP = Path(__file__).with_name("noop.py")
+CLIENTS = 16
+DURATION = 5
+PING = {"attributes": {"specversion": "1.0", "id": "bench", "source": "/bench", "type": "dev.knative.sources.ping"},
+        "data": {}}
+SECONDS = 3
+
+
+def throughput(url: str, headers: dict[str, str], body: bytes, seconds: float = DURATION,
+               clients: int = CLIENTS, method: str = "POST") -> float:
+    """Requests per second answered 2xx with `clients` keep-alive connections, for `seconds`, by wrk
+    (one thread: the served worker, GIL-bound, gets the other core)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("make bench needs wrk, the load generator: run `make deps`")
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(f'wrk.method = "{method}"\nwrk.body = {lua_string(body.decode())}\n')
+        for name, value in headers.items():
+            script.write(f"wrk.headers[{lua_string(name)}] = {lua_string(value)}\n")
+    try:
+        out = subprocess.run([wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(script.name)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = int(failed.group(1)) if failed else 0
+    return rate * (total - errors) / total if total else 0.0
+
+
+def lua_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def tree_rss_mib(pid: int) -> float:
+    """Resident memory of a process and its children."""
+    total = 0
+    for p in process_tree(pid):
+        with contextlib.suppress(OSError):
+            total += sum(int(line.split()[1]) for line in Path(f"/proc/{p}/status").read_text().splitlines()
+                         if line.startswith("VmRSS:"))
+    return total / 1024
+
+
+def cold_start_ms(served: ServedFunction, record: dict[str, Any] | None) -> float:
+    """From the process started to its first answer (to `record`, or to a GET without one)."""
+    start = time.perf_counter()
+    served.start(timeout=30)
+    while True:
+        try:
+            if record is None:
+                try:
+                    with urllib.request.urlopen(served.url + "metrics", timeout=10) as answer:
+                        answer.read()
+                except urllib.error.HTTPError:
+                    pass  # an answer all the same
+            else:
+                send(served.url, record, timeout=10)
+            break
+        except Exception:  # not answering yet
+            time.sleep(0.005)
+    elapsed = (time.perf_counter() - start) * 1000
+    served.stop()
+    return elapsed
+
+
+def event_for(target: str, phase_answer: dict[str, Any]) -> dict[str, Any] | None:
+    """An event `target` accepts (None for the scrape target)."""
+    if target == METRICS:
+        return None
+    accepts = TARGETS[target].accepts
+    if phase_answer["attributes"]["type"] in accepts and target != "phase":
+        return phase_answer
+    for path in sorted(SAMPLES.rglob("*.json")):
+        record = json.loads(path.read_text())
+        if isinstance(record, dict) and record.get("attributes", {}).get("type") in accepts:
+            return dict(record)
+    if PING["attributes"]["type"] in accepts:
+        return PING
+    raise SystemExit(f"make bench: no sample event for {target}")
+
+
+def phase_answer() -> dict[str, Any]:
+    """What `phase` answers to its sample: the event `status` and `restart` are sent."""
+    with ServedFunction("phase", {"CREFN_LOG_LEVEL": "ERROR"}) as phase:
+        answer = send(phase.url, load_sample("trainjob-resource-update-failed"), timeout=10)
+    return {"attributes": answer.ce, "data": json.loads(answer.body)}
+
+
+def figures_of(served: ServedFunction, record: dict[str, Any] | None) -> tuple[float, float, float]:
+    """(cold start ms, requests per second, served tree MiB) of a target started anew."""
+    headers, body = encode(record) if record is not None else ({}, b"")
+    method = "POST" if record is not None else "GET"
+    cold = cold_start_ms(served, record)
+    served.start(timeout=30)
+    try:
+        throughput(served.url + ("metrics" if record is None else ""), headers, body, seconds=1,
+                   method=method)  # warm
+        rate = throughput(served.url + ("metrics" if record is None else ""), headers, body, seconds=SECONDS,
+                          method=method)
+        rss = tree_rss_mib(served.pid or 0)
+    finally:
+        served.stop()
+    return cold, rate, rss
+
+
+def target_figures(rows: list[dict[str, Any]]) -> None:
+    print("[bench] each served target against the no-op floor ...", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
+            LocalCluster(Path(tmp), log=quiet) as cluster:
+        env = {"CREFN_LOG_LEVEL": "ERROR", "CREFN_KUBECONFIG": str(cluster.kubeconfig)}
+        answer = phase_answer()
+        sample = load_sample("trainjob-resource-update-failed")
+        floor = figures_of(ServedFunction("noop", env, source=NOOP), sample)
+        for target in sorted(SERVED):
+            print(f"[bench]   {target}", file=sys.stderr, flush=True)
+            ours = figures_of(ServedFunction(target, env), event_for(target, answer))
+            for (what, unit), base, value in zip((("cold start", "ms"), ("throughput", "req/s"),
+                                                  ("served tree", "MiB")), floor, ours, strict=True):
+                note = f"+{value - base:.1f} MiB" if unit == "MiB" else ""
+                rows.append({"figure": f"{target}: {what} ({unit})", "baseline": "no-op function",
+                             "base": round(base, 1 if unit == "MiB" else None),
+                             "ours": round(value, 1 if unit == "MiB" else None),
+                             "ratio": round(value / base, 2) if base else 0.0, "note": note})
