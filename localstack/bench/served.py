@@ -1,13 +1,13 @@
 """A served function's figures — throughput by wrk, the served tree's resident memory, cold start — and `make
-bench`'s rows per served target (`BENCH_ROWS=targets`): each target served as a pod serves it, connected to
-a local API server by a kubeconfig, beside the no-op functions-framework function served by the same binary in the
-same run: the served tree's resident memory once it has answered, cold start to the first answer, and requests per
-second with 16 keep-alive connections.
+bench`'s rows per served target (`BENCH_ROWS=targets`): each target served as a pod serves it, connected to a
+local API server by a kubeconfig and bound to a sink (a no-op function), beside the no-op functions-framework
+function served by the same binary in the same run: the served tree's resident memory once it has answered, cold
+start to the first answer, and requests per second with 16 keep-alive connections.
 
-Each target gets an event it accepts: the first sample of `events/samples` of one of its types; `status` and
-`restart` get `phase`'s own answer to its sample; `resync` a ping; `metrics` a scrape (GET). The objects the
-events name are absent from the API server, so each answer is the function's read finding nothing (or, for
-`phase`, which reads nothing, its decision): the cost of a process and of one event's path through it.
+Each target gets an event the install's Triggers route to it (`event_for`): `status` and `restart` get what
+`phase` answers to its samples; `resync` a ping; `metrics` a scrape (GET). The objects the events name are
+absent from the API server, so each answer is the function's read finding nothing (or, for `phase`, which reads
+nothing, its decision): the cost of a process and of one event's path through it.
 """
 
 from __future__ import annotations
@@ -26,11 +26,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from events.types import CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL
 from functions.registry import METRICS, SERVED, TARGETS
 from functions.runtime.client import send
 from functions.runtime.codec import encode
+from functions.runtime.resources import Resource
 from localstack.bench.stack import process_tree
 from localstack.cluster.apiserver import LocalCluster
+from localstack.eventing.apisource import apiserver_record
+from localstack.eventing.broker import triggers_from_manifests
+from localstack.manifests import render
 from localstack.samples import SAMPLES, load_sample
 from localstack.serving import ServedFunction
 
@@ -40,6 +45,12 @@ DURATION = 5
 PING = {"attributes": {"specversion": "1.0", "id": "bench", "source": "/bench", "type": "dev.knative.sources.ping"},
         "data": {}}
 SECONDS = 3
+JOB = {"apiVersion": f"{CRE_GROUP_DEFAULT}/{CRE_VERSION}", "kind": "Job",
+       "metadata": {"name": "bench", "namespace": "bench", "uid": "b3", "labels": {MANAGED_LABEL: "true"}},
+       "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}}
+RUN = {"apiVersion": f"{CRE_GROUP_DEFAULT}/{CRE_VERSION}", "kind": "WorkloadRun",
+       "metadata": {"name": "bench", "namespace": "bench", "uid": "b4", "labels": {MANAGED_LABEL: "true"}},
+       "spec": {"torch": {"script": "train.py"}}}
 
 
 def throughput(url: str, headers: dict[str, str], body: bytes, seconds: float = DURATION,
@@ -101,27 +112,39 @@ def cold_start_ms(served: ServedFunction, record: dict[str, Any] | None) -> floa
     return elapsed
 
 
-def event_for(target: str, phase_answer: dict[str, Any]) -> dict[str, Any] | None:
-    """An event `target` accepts (None for the scrape target)."""
+def event_for(target: str, phase_answers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """An event the default (or observe) install's Triggers route to `target` (None for the scrape target):
+    phase's own sample, else one of its answers, a sample of `events/samples`, a Job or a WorkloadRun added; or,
+    for a PingSource's sink, a ping."""
     if target == METRICS:
         return None
-    accepts = TARGETS[target].accepts
-    if phase_answer["attributes"]["type"] in accepts and target != "phase":
-        return phase_answer
-    for path in sorted(SAMPLES.rglob("*.json")):
-        record = json.loads(path.read_text())
-        if isinstance(record, dict) and record.get("attributes", {}).get("type") in accepts:
+    triggers = [t for install in ("installs/default", "installs/observe")  # parity's Triggers: observe's
+                for t in triggers_from_manifests(render(install), {f"crefn-{target}": target})[0]]
+    samples = [json.loads(p.read_text()) for p in sorted(SAMPLES.rglob("*.json"))]
+    candidates = [load_sample("trainjob-resource-update-failed"), *phase_answers, *samples, added(JOB), added(RUN)]
+    for record in candidates:
+        if any(t.matches(record["attributes"]) for t in triggers):
             return dict(record)
-    if PING["attributes"]["type"] in accepts:
+    if PING["attributes"]["type"] in TARGETS[target].accepts:  # a PingSource's sink is the Service itself
         return PING
-    raise SystemExit(f"make bench: no sample event for {target}")
+    raise SystemExit(f"make bench: no event for {target}")
 
 
-def phase_answer() -> dict[str, Any]:
-    """What `phase` answers to its sample: the event `status` and `restart` are sent."""
+def added(obj: dict[str, Any]) -> dict[str, Any]:
+    group, version = obj["apiVersion"].split("/")
+    plural = {"Job": "jobs", "WorkloadRun": "workloadruns"}[obj["kind"]]
+    return apiserver_record("add", obj, Resource(group, version, plural, obj["kind"]), "https://10.96.0.1:443")
+
+
+def phase_answers() -> list[dict[str, Any]]:
+    """What `phase` answers to its samples of a failed and a running TrainJob: the events `restart` and `status`
+    are sent."""
+    answers = []
     with ServedFunction("phase", {"CREFN_LOG_LEVEL": "ERROR"}) as phase:
-        answer = send(phase.url, load_sample("trainjob-resource-update-failed"), timeout=10)
-    return {"attributes": answer.ce, "data": json.loads(answer.body)}
+        for name in ("trainjob-resource-update-failed", "trainjob-resource-update-running"):
+            answer = send(phase.url, load_sample(name), timeout=10)
+            answers.append({"attributes": answer.ce, "data": json.loads(answer.body)})
+    return answers
 
 
 def figures_of(served: ServedFunction, record: dict[str, Any] | None) -> tuple[float, float, float]:
@@ -144,14 +167,15 @@ def figures_of(served: ServedFunction, record: dict[str, Any] | None) -> tuple[f
 def target_figures(rows: list[dict[str, Any]]) -> None:
     print("[bench] each served target against the no-op floor ...", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
-            LocalCluster(Path(tmp), log=quiet) as cluster:
-        env = {"CREFN_LOG_LEVEL": "ERROR", "CREFN_KUBECONFIG": str(cluster.kubeconfig)}
-        answer = phase_answer()
+            LocalCluster(Path(tmp), log=quiet) as cluster, \
+            ServedFunction("noop", {"CREFN_LOG_LEVEL": "ERROR"}, source=NOOP) as sink:  # K_SINK, as a pod is bound
+        env = {"CREFN_LOG_LEVEL": "ERROR", "CREFN_KUBECONFIG": str(cluster.kubeconfig), "K_SINK": sink.url}
+        answers = phase_answers()
         sample = load_sample("trainjob-resource-update-failed")
         floor = figures_of(ServedFunction("noop", env, source=NOOP), sample)
         for target in sorted(SERVED):
             print(f"[bench]   {target}", file=sys.stderr, flush=True)
-            ours = figures_of(ServedFunction(target, env), event_for(target, answer))
+            ours = figures_of(ServedFunction(target, env), event_for(target, answers))
             for (what, unit), base, value in zip((("cold start", "ms"), ("throughput", "req/s"),
                                                   ("served tree", "MiB")), floor, ours, strict=True):
                 note = f"+{value - base:.1f} MiB" if unit == "MiB" else ""
