@@ -19,8 +19,12 @@ class Background:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stop the loop at its next turn, without waiting for it."""
         self._stop.set()
+
+    def stop(self) -> None:
+        self.halt()
         self._thread.join(timeout=self.join_timeout)
 
     def _run(self) -> None:

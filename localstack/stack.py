@@ -40,7 +40,7 @@ from localstack.serving import ServedFunction
 from localstack.timeline import Timeline
 
 RBAC_KINDS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
-STOP_GRACE = 2.0
+STOP_GRACE = 1.0
 """Seconds the stack's processes have, all together, to stop on SIGTERM before they are SIGKILLed: a function stays
 in gunicorn's graceful stop for as long as a request it serves waits (on an API server stopping beside it), and
 nothing here needs a graceful stop."""
@@ -127,10 +127,14 @@ class Supervisor:
                 one.settings = before
                 self._restart(one.target, lambda one=one: one.start(timeout=30, same_port=True))
 
+    def halt(self) -> None:
+        """No more restarts from now on (a restart under way ends in its own time)."""
+        self._stop.set()
+
     def stop(self) -> None:
         """No more restarts; a restart under way is not waited for beyond a second (what it starts dies with the
         supervisor's thread: `localstack.processes`)."""
-        self._stop.set()
+        self.halt()
         self._thread.join(timeout=1)
 
 
@@ -382,11 +386,15 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             stack.callback(supervisor.stop)
             yield Stack(cluster, gw, broker, functions, out_dir, group, alertmanager, prometheus, supervisor,
                         scrape_targets, revisions)
-        finally:  # however the stack ends (Ctrl-C included): nothing started again, then every process at once
-            if supervisor is not None:
-                supervisor.stop()
-            if reconciler is not None:
-                reconciler.stop()
+        finally:  # however the stack ends (Ctrl-C included): nothing started again, every process stopped at once,
+            # and only then the loops waited for (a second each at most): on a busy machine their joins would
+            # otherwise delay the processes' stop (Ctrl-C has 10 s: tests/localstack/test_dev.py)
+            for loop in (supervisor, reconciler):
+                if loop is not None:
+                    loop.halt()
             stop_together([*(f.process for f in (*functions.values(), *scrape_targets) if f.process),
                            *(proc for holder in ours if holder is not None for proc in holder.children())],
                           STOP_GRACE)
+            for loop in (supervisor, reconciler):
+                if loop is not None:
+                    loop.stop()
