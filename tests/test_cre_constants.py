@@ -316,20 +316,64 @@ def test_the_default_node_health_expression() -> None:
 
 
 def test_cres_base_nccl_environment() -> None:
+    """`pkg/platform/nccl.go` `BaseNCCLEnvVars`: exactly these nine, in this order (no `NCCL_DEBUG_SUBSYS`)."""
     assert nccl_env({"enableMNNVL": True}, []) == [
-        {"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "NET,INIT"},
-        {"name": "NCCL_NVLS_ENABLE", "value": "1"}, {"name": "NCCL_CUMEM_ENABLE", "value": "1"},
-        {"name": "NCCL_NET_GDR_C2C", "value": "1"}, {"name": "NCCL_NET_GDR_LEVEL", "value": "PHB"},
-        {"name": "NCCL_P2P_NET_CHUNKSIZE", "value": "2097152"}, {"name": "NCCL_SHM_DISABLE", "value": "1"},
-        {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}, {"name": "NCCL_MNNVL_ENABLE", "value": "1"}]
+        {"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_NVLS_ENABLE", "value": "1"},
+        {"name": "NCCL_CUMEM_ENABLE", "value": "1"}, {"name": "NCCL_NET_GDR_C2C", "value": "1"},
+        {"name": "NCCL_NET_GDR_LEVEL", "value": "PHB"}, {"name": "NCCL_P2P_NET_CHUNKSIZE", "value": "2097152"},
+        {"name": "NCCL_SHM_DISABLE", "value": "1"}, {"name": "NCCL_MNNVL_ENABLE", "value": "1"},
+        {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}]
 
 
 def test_mpirun_is_bounded_by_an_hour_with_cres_ssh_options() -> None:
-    command, args = mpi_launch({"mpirunPath": "/usr/bin/mpirun", "binary": "/bench"}, 8, {})
+    """`buildJobTemplate`: `timeout 3600 <mpirunPath> -N <gpus> --allow-run-as-root --mca plm_rsh_args "<ssh>"`."""
+    command, args = mpi_launch({"mpirunPath": "/usr/bin/mpirun", "binary": "/bench"}, 8, [])
     assert command == ["timeout", "3600", "/usr/bin/mpirun"]
-    assert args[:8] == ["--allow-run-as-root", "--mca", "plm_rsh_args",
-                        "-o StrictHostKeyChecking=no -o ConnectionAttempts=10", "-x", "NCCL_DEBUG=INFO",
-                        "-x", "NCCL_MNNVL_ENABLE=0"]
+    assert args == ["-N", "8", "--allow-run-as-root", "--mca", "plm_rsh_args",
+                    "-o StrictHostKeyChecking=no -o ConnectionAttempts=10", "/bench"]
+
+
+def test_mpi_ranks_get_the_whole_merged_environment() -> None:
+    """`MPIEnvArgs` (testdata `mpi-forwards-env-to-ranks`, `mpi-keeps-spec-env`): the base NCCL set and the
+    user's `env` forwarded to the ranks in the merged order; a variable the user's mpiArgs `-x` is theirs."""
+    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+           "metadata": {"name": "bench", "namespace": "ns", "uid": "u"},
+           "spec": {"image": "img", "numNodes": 2, "gpusPerNode": 4,
+                    "env": [{"name": "NCCL_IB_HCA", "value": "mlx5"}, {"name": "NCCL_DEBUG", "value": "WARN"}],
+                    "framework": {"mpi": {"mpirunPath": "/usr/bin/mpirun", "binary": "/bench",
+                                          "mpiArgs": ["-x", "NCCL_IB_HCA"]}}}}
+    args = translate(run).job["spec"]["workload"]["trainJob"]["trainer"]["args"]
+    assert args == ["-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args",
+                    "-o StrictHostKeyChecking=no -o ConnectionAttempts=10",
+                    "-x", "NCCL_NVLS_ENABLE=1", "-x", "NCCL_CUMEM_ENABLE=1", "-x", "NCCL_NET_GDR_C2C=1",
+                    "-x", "NCCL_NET_GDR_LEVEL=PHB", "-x", "NCCL_P2P_NET_CHUNKSIZE=2097152", "-x", "NCCL_SHM_DISABLE=1",
+                    "-x", "NCCL_MNNVL_ENABLE=0", "-x", "NCCL_SOCKET_IFNAME=eth0", "-x", "NCCL_DEBUG=WARN",
+                    "-x", "NCCL_IB_HCA", "/bench"]
+    launcher, worker = translate(run).runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    for replicated in (launcher, worker):  # the sshd workers and the launcher alike carry the merged env
+        (container,) = replicated["template"]["spec"]["template"]["spec"]["containers"]
+        assert [e["name"] for e in container["env"]][-2:] == ["NCCL_IB_HCA", "NCCL_DEBUG"]
+
+
+def test_an_exec_script_in_the_config_can_run() -> None:
+    """`buildWorkflowSpec`: the config volume `config-volume`, from `<run>-config`, mode 0755, at `/config`, writable
+    mount (not read-only), so that `/config/run.sh` runs."""
+    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+           "metadata": {"name": "bench", "namespace": "ns", "uid": "u"},
+           "spec": {"image": "img", "numNodes": 1, "config": {"inline": {"run.sh": "#!/bin/sh\necho ok\n"}},
+                    "framework": {"exec": {"command": ["/config/run.sh"]}}}}
+    (replicated,) = translate(run).runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = replicated["template"]["spec"]["template"]["spec"]
+    assert {"name": "config-volume", "configMap": {"name": "bench-config", "defaultMode": 0o755}} in pod["volumes"]
+    assert {"name": "config-volume", "mountPath": "/config"} in pod["containers"][0]["volumeMounts"]
+
+
+def test_a_runs_job_is_named_as_cre_names_it() -> None:
+    """`getGroupJobName` (testdata `get-group-job-name/unpinned-single-group`): `<run>-job`."""
+    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+           "metadata": {"name": "nccl-allreduce", "namespace": "ns", "uid": "u"},
+           "spec": {"image": "img", "numNodes": 1, "framework": {"exec": {"command": ["true"]}}}}
+    assert translate(run).job["metadata"]["name"] == "nccl-allreduce-job"
 
 
 def test_rdma_nics_default_to_mlnxnics() -> None:
@@ -348,14 +392,18 @@ def test_the_workflow_fields_are_accepted_only_at_their_single_job_value(field: 
         check_workflow_fields({"orchestration": {field: other}})
 
 
-def test_gpus_per_node_default_to_8() -> None:
-    """ADR-082 (`helpers.go`): 8 GPUs per node for H100/A100, and when no node says what GPU it has."""
+def test_gpus_per_node_default_to_4_when_the_architecture_is_unknown() -> None:
+    """The GPU catalog's `fallbackGpusPerNode` (4): no node found, none naming its GPU, or an unlisted product."""
     run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
            "metadata": {"name": "run", "namespace": "ns", "uid": "u"},
            "spec": {"image": "img", "numNodes": 1, "framework": {"exec": {"command": ["true"]}}}}
-    (replicated,) = translate(run).runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    (container,) = replicated["template"]["spec"]["template"]["spec"]["containers"]
-    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    unlabelled = [{"metadata": {"name": f"n{i}", "labels": {"nvidia.com/gpu.present": "true"}}} for i in (1, 2)]
+    gh200 = [{"metadata": {"name": f"n{i}", "labels": {"nvidia.com/gpu.present": "true",
+                                                      "nvidia.com/gpu.product": "NVIDIA-GH200-480GB"}}} for i in (1, 2)]
+    for nodes in (None, [], unlabelled, gh200):
+        (replicated,) = translate(run, nodes=nodes).runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        (container,) = replicated["template"]["spec"]["template"]["spec"]["containers"]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
 
 
 @pytest.mark.parametrize(("product", "gpus", "mnnvl"), [

@@ -5,8 +5,9 @@ them (CRE's `discoverTargetNodes`, `gpu.ParseProduct`, `gpu.MajorityArchitecture
 - The target: `spec.target` (its `nodeSelector`, `matchExpressions`, `nodeNames`, `taintSelectors`
   all hold), or every GPU node (`nvidia.com/gpu.present=true`) when it is omitted.
 - The architecture: the one most target nodes' `nvidia.com/gpu.product` names (unlabelled nodes do
-  not vote, a tie goes to the first by name); it sets `gpusPerNode` (4 on gb200/gb300, else 8) and
-  MNNVL (on for gb200/gb300) when the run does not.
+  not vote, a tie goes to the first by name); it sets `gpusPerNode` (8 on a100/h100/b200/b300, 4 on
+  gb200/gb300 and on any architecture CRE's catalog does not list, or none found) and MNNVL (on for
+  gb200/gb300) when the run does not.
 - The pods: one required node selector term (the target's labels, expressions, GPU products and
   node names, ANDed) on every replicatedJob; `taintSelectors` become tolerations.
 """
@@ -21,8 +22,11 @@ PRODUCT_LABEL = "nvidia.com/gpu.product"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_SELECTOR = {"nvidia.com/gpu.present": "true"}
 MNNVL_ARCHITECTURES = frozenset({"gb200", "gb300"})
-GPUS_PER_NODE = {"gb200": 4, "gb300": 4}
-DEFAULT_GPUS = 8
+GPUS_PER_NODE = {"a100": 8, "h100": 8, "b200": 8, "b300": 8, "gb200": 4, "gb300": 4}
+"""GPUs per node of the architectures CRE's GPU catalog lists."""
+DEFAULT_GPUS = 4
+"""GPUs per node when the target's architecture is unknown (no `nvidia.com/gpu.product`, an unlisted product, no
+node found): CRE's GPU catalog `fallbackGpusPerNode`."""
 
 
 @dataclass(frozen=True)

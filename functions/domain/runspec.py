@@ -25,10 +25,11 @@ DEFAULT_NIC_RESOURCE = "nvidia.com/mlnxnics"
 NODE_HEALTH_DEFAULT = "node.spec.unschedulable == true"
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 BASE_NCCL_ENV = (
-    ("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "NET,INIT"), ("NCCL_NVLS_ENABLE", "1"), ("NCCL_CUMEM_ENABLE", "1"),
-    ("NCCL_NET_GDR_C2C", "1"), ("NCCL_NET_GDR_LEVEL", "PHB"), ("NCCL_P2P_NET_CHUNKSIZE", "2097152"),
-    ("NCCL_SHM_DISABLE", "1"), ("NCCL_SOCKET_IFNAME", "eth0"),
+    ("NCCL_DEBUG", "INFO"), ("NCCL_NVLS_ENABLE", "1"), ("NCCL_CUMEM_ENABLE", "1"), ("NCCL_NET_GDR_C2C", "1"),
+    ("NCCL_NET_GDR_LEVEL", "PHB"), ("NCCL_P2P_NET_CHUNKSIZE", "2097152"), ("NCCL_SHM_DISABLE", "1"),
+    ("NCCL_MNNVL_ENABLE", None), ("NCCL_SOCKET_IFNAME", "eth0"),
 )
+"""CRE's `BaseNCCLEnvVars`, in its order; `NCCL_MNNVL_ENABLE` is the run's (`mnnvl`)."""
 MPI_TIMEOUT_SECONDS = 3600
 SSH_OPTIONS = "-o StrictHostKeyChecking=no -o ConnectionAttempts=10"
 WORKFLOW_DEFAULTS: tuple[tuple[str, object], ...] = (
@@ -96,10 +97,10 @@ def mnnvl(spec: dict[str, Any]) -> str:
 
 
 def nccl_env(spec: dict[str, Any], user_env: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """CRE's base NCCL environment, then the user's; a user variable of the same name wins."""
+    """CRE's `MergeEnvVars`: the base NCCL variables the user does not set, in their order, then the user's."""
     mine = {e.get("name") for e in user_env}
-    base = [*BASE_NCCL_ENV, ("NCCL_MNNVL_ENABLE", mnnvl(spec))]
-    return [{"name": k, "value": v} for k, v in base if k not in mine] + user_env
+    base = [{"name": k, "value": mnnvl(spec) if v is None else v} for k, v in BASE_NCCL_ENV if k not in mine]
+    return base + user_env
 
 
 def nic_resources(spec: dict[str, Any]) -> dict[str, str]:
@@ -121,10 +122,19 @@ def pod_fields(spec: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def mpi_launch(fw: dict[str, Any], gpus: int, spec: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """mpirun as CRE launches it: bounded by `timeout 3600`, as root, ssh options for the workers,
-    NCCL's debug and MNNVL settings exported, then the user's mpiArgs."""
-    args = ["--allow-run-as-root", "--mca", "plm_rsh_args", SSH_OPTIONS, "-x", "NCCL_DEBUG=INFO",
-            "-x", f"NCCL_MNNVL_ENABLE={mnnvl(spec)}", "-N", str(gpus), *list(fw.get("mpiArgs") or []),
-            fw["binary"], *list(fw.get("args") or [])]
+def mpi_launch(fw: dict[str, Any], gpus: int, env: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """mpirun as CRE launches it (`buildJobTemplate`): bounded by `timeout 3600`, `-N` ranks per node, as root,
+    ssh options for the workers, every variable of the run's merged `env` forwarded to the ranks (which start
+    under sshd with a fresh environment), then the user's mpiArgs, the binary and its args."""
+    mpi_args = list(fw.get("mpiArgs") or [])
+    args = ["-N", str(gpus), "--allow-run-as-root", "--mca", "plm_rsh_args", SSH_OPTIONS,
+            *forwarded(env, mpi_args), *mpi_args, fw["binary"], *list(fw.get("args") or [])]
     return ["timeout", str(MPI_TIMEOUT_SECONDS), fw["mpirunPath"]], args
+
+
+def forwarded(env: list[dict[str, Any]], mpi_args: list[str]) -> list[str]:
+    """CRE's `MPIEnvArgs`: `-x NAME=value` for each variable (a `valueFrom` one by its bare name, which mpirun
+    reads from the launcher's own resolved environment), skipping a name the mpiArgs already `-x`."""
+    own = {mpi_args[i + 1].split("=", 1)[0] for i in range(len(mpi_args) - 1) if mpi_args[i] == "-x"}
+    return [arg for e in env if e["name"] not in own
+            for arg in ("-x", e["name"] if "valueFrom" in e else f"{e['name']}={e.get('value', '')}")]

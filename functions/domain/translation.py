@@ -4,8 +4,8 @@ Facts relied on: a Kubeflow Trainer `TrainingRuntime` holds `mlPolicy` (`numNode
 or `mpi`; `numProcPerNode` is the TrainJob's `trainer.numProcPerNode`) and a JobSet template whose
 `replicatedJobs` are batch Job templates; the trainer container is `node` in a replicatedJob labelled
 `trainer.kubeflow.org/trainjob-ancestor-step: trainer`. An MPI runtime has a `launcher` and `node`
-workers; the launcher decides success. The Job is named like the WorkloadRun (its TrainJob is then
-`<run>-workload`); every object is owned (controller) by the WorkloadRun.
+workers; the launcher decides success. The Job is `<run>-job`, as CRE names a run's single Job (its
+TrainJob is then `<run>-job-workload`); every object is owned (controller) by the WorkloadRun.
 Mounts, GPUs and the runtimes' shape: docs/functions.md#workloadruns-torch-mpi-exec
 """
 
@@ -60,6 +60,12 @@ class Translation:
 
 def runtime_name(run: str) -> str:
     return f"{run}-runtime"
+
+
+def job_name(run: str) -> str:
+    """CRE's `getGroupJobName` of a run's single Job (one group, unpinned): `<run>-job`; its TrainJob is then
+    `<run>-job-workload`."""
+    return f"{run}-job"
 
 
 def pvc_name(run: str) -> str:
@@ -163,15 +169,16 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com",
         pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": object_meta(pvc_name(name)),
                "spec": pvc_spec}
     framework_label = "mpi" if kind == "mpi" else "torch"
+    merged = nccl_env(spec, list(spec.get("env") or [])) + env
     runtime = {
         "apiVersion": TRAINJOB_API_VERSION, "kind": "TrainingRuntime",
         "metadata": object_meta(runtime_name(name), {f"{TRAINER_GROUP}/framework": framework_label}),
-        "spec": _runtime_spec(kind, spec, gpus, volumes, mounts, {**pod_fields(spec), **placement(spec, found)}),
+        "spec": _runtime_spec(kind, spec, gpus, volumes, mounts, merged,
+                              {**pod_fields(spec), **placement(spec, found)}),
     }
-    command, args = _command(kind, spec, gpus)
+    command, args = _command(kind, spec, gpus, merged)
     trainer: dict[str, Any] = {"image": spec["image"], "numNodes": spec["numNodes"], "numProcPerNode": gpus,
-                               "command": command, "args": args,
-                               "env": nccl_env(spec, list(spec.get("env") or [])) + env}
+                               "command": command, "args": args}
     job_labels = {MANAGED_LABEL: "true"} if (meta.get("labels") or {}).get(MANAGED_LABEL) == "true" else {}
     job_spec: dict[str, Any] = {"workload": {"trainJob": {
         "runtimeRef": {"name": runtime_name(name), "apiGroup": TRAINER_GROUP, "kind": "TrainingRuntime"},
@@ -180,7 +187,8 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com",
         job_spec["checkpoint"] = {"pvcName": pvc_name(name),
                                   "maxRestarts": int(spec["checkpoint"].get("maxRestarts", 0))}
     job = {"apiVersion": f"{cre_group}/v1alpha1", "kind": "Job",
-           "metadata": {**object_meta(name, job_labels), "annotations": job_annotations(spec)}, "spec": job_spec}
+           "metadata": {**object_meta(job_name(name), job_labels), "annotations": job_annotations(spec)},
+           "spec": job_spec}
     return Translation(runtime, job, pvc, configmap)
 
 
@@ -196,8 +204,8 @@ def _storage(spec: dict[str, Any], name: str) -> tuple[list[dict[str, Any]], lis
     config = spec.get("config")
     if config is not None:
         source = configmap_name(name) if "inline" in config else config["configMapRef"]["name"]
-        volumes.append({"name": "config", "configMap": {"name": source}})
-        mounts.append({"name": "config", "mountPath": CONFIG_PATH, "readOnly": True})
+        volumes.append({"name": "config-volume", "configMap": {"name": source, "defaultMode": 0o755}})
+        mounts.append({"name": "config-volume", "mountPath": CONFIG_PATH})  # a script in it can be run
     return volumes, mounts, env
 
 
@@ -211,13 +219,13 @@ def _resources(spec: dict[str, Any], gpus: int) -> dict[str, Any]:
     return resources
 
 
-def _command(kind: str, spec: dict[str, Any], gpus: int) -> tuple[list[str], list[str]]:
+def _command(kind: str, spec: dict[str, Any], gpus: int, env: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     fw = spec["framework"][kind]
     args = list(fw.get("args") or [])
     if kind == "torch":
         return ["torchrun"], (["-m", fw["module"], *args] if fw.get("module") else [fw["script"], *args])
     if kind == "mpi":
-        return mpi_launch(fw, gpus, spec)
+        return mpi_launch(fw, gpus, env)
     return list(fw["command"]), args
 
 
@@ -235,16 +243,17 @@ def _job_template(pod: dict[str, Any], labels: dict[str, str] | None = None) -> 
 
 
 def _runtime_spec(kind: str, spec: dict[str, Any], gpus: int, volumes: list[dict[str, Any]],
-                  mounts: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
-    """`extra`: what every pod carries besides its containers and volumes."""
-    container = {"name": "node", "image": spec["image"], "resources": _resources(spec, gpus),
+                  mounts: list[dict[str, Any]], env: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """`env`: the run's merged environment, on every container (an MPI run's sshd workers and launcher alike, as
+    CRE's runtimes carry it); `extra`: what every pod carries besides its containers and volumes."""
+    container = {"name": "node", "image": spec["image"], "env": env, "resources": _resources(spec, gpus),
                  "volumeMounts": mounts}
     if kind != "mpi":
         node = {"name": "node", "template": _job_template(_pod(extra, container, volumes), ANCESTOR)}
         return {"mlPolicy": {"numNodes": spec["numNodes"], "torch": {}},
                 "template": {"spec": {"replicatedJobs": [node]}}}
     fw = spec["framework"]["mpi"]
-    ssh_mount = {"name": "node", "image": spec["image"], "volumeMounts": mounts}
+    ssh_mount = {"name": "node", "image": spec["image"], "env": env, "volumeMounts": mounts}
     launcher = {"name": "launcher", "replicas": 1, "dependsOn": [{"name": "node", "status": "Ready"}],
                 "template": _job_template(_pod(extra, ssh_mount, volumes), ANCESTOR)}
     worker_container = {**container, "command": ["/usr/sbin/sshd"], "args": ["-De"],

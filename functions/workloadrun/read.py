@@ -7,7 +7,7 @@ every object it becomes, by name. `dev.crefn.job.condition.changed` and `dev.cre
 Job owned by a WorkloadRun → the Job fresh, its run, and the run's condition for the Job's state
 (`functions.workloadrun.run_conditions`: a Job that succeeded with thresholds stays `InProgress` on its run until
 `validate` has written its verdict). A CRE Job delete event → `WorkflowDeleted`, only when it names
-the run's Job (named after the run) and that Job is gone on a fresh read, or the Job holding its name
+the run's Job (`<run>-job`) and that Job is gone on a fresh read, or the Job holding its name
 now is another (another uid, not controlled by the run): a delete event of a Job that is still there
 is stale or forged, and changes nothing. decide: `functions.workloadrun.decide.decide`.
 """
@@ -27,7 +27,7 @@ from functions.domain.due import awaiting_validation
 from functions.domain.jobs import JobState, Skipped, parse_job
 from functions.domain.placement import needs_nodes, selector
 from functions.domain.runspec import InvalidSpec
-from functions.domain.translation import translate
+from functions.domain.translation import job_name, translate
 from functions.runtime.apply import run
 from functions.runtime.context import Context
 from functions.runtime.errors import PermanentError
@@ -109,13 +109,13 @@ def read_mirror(env: Envelope, ctx: Context) -> Observed:
 
 
 def read_deleted(seen: JobState, ctx: Context) -> Observed:
-    """A Job delete event (anyone can post one), acted on only when it is about the run's Job (named after
-    the run, `functions.domain.translation`), the run has recorded its Job (a condition), and that Job is gone
+    """A Job delete event (anyone can post one), acted on only when it is about the run's Job (`<run>-job`,
+    `functions.domain.translation.job_name`), the run has recorded its Job (a condition), and that Job is gone
     on a fresh read, or the Job holding the name now is another one (another uid, not controlled by the run)."""
     ran = seen.job.controller_owner()
     if ran is None or ran.kind != WORKLOADRUN_KIND:
         return read_owner(seen, None, ctx)  # no run's Job: skipped there, with nothing read
-    if ran.name != seen.ref.name:
+    if seen.ref.name != job_name(ran.name):
         return Skipped(f"{seen.where} is not the Job of WorkloadRun {ran.name}")
     standing = read_job(ctx, seen.ref.namespace, seen.ref.name)
     if standing is not None:

@@ -60,9 +60,10 @@ def test_majority_architecture(nodes: list[dict[str, Any]], found: Hardware) -> 
 
 @pytest.mark.parametrize(("spec", "arch", "gpus", "mnnvl"), [
     ({}, "h100", 8, False), ({}, "a100", 8, False), ({}, "gb200", 4, True), ({}, "gb300", 4, True),
-    ({}, "", 8, False), ({}, "b300", 8, False), ({"gpusPerNode": 2, "enableMNNVL": False}, "gb200", 2, False),
-    ({"enableMNNVL": True}, "h100", 8, True),
-], ids=["h100", "a100", "gb200", "gb300", "unknown", "hgx-b300-no-mnnvl", "run-says-so", "mnnvl-forced"])
+    ({}, "", 4, False), ({}, "gh200", 4, False), ({}, "b300", 8, False),
+    ({"gpusPerNode": 2, "enableMNNVL": False}, "gb200", 2, False), ({"enableMNNVL": True}, "h100", 8, True),
+], ids=["h100", "a100", "gb200", "gb300", "unknown", "unlisted-gh200", "hgx-b300-no-mnnvl", "run-says-so",
+        "mnnvl-forced"])
 def test_defaults_from_the_architecture(spec: dict[str, Any], arch: str, gpus: int, mnnvl: bool) -> None:
     found = Hardware(arch, ())
     assert (gpus_per_node(spec, found), enable_mnnvl(spec, found)) == (gpus, mnnvl)

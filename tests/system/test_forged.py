@@ -367,18 +367,18 @@ def test_forged_deletes_of_a_workloadruns_job_fail_nothing(local: Local) -> None
     local.gw.create(RUNS, local.ns, workloadrun(local.ns))
 
     def started() -> bool:
-        return (local.gw.get(JOBS, local.ns, "wr") or {}).get("status", {}).get("workloadStartTime") is not None
+        return (local.gw.get(JOBS, local.ns, "wr-job") or {}).get("status", {}).get("workloadStartTime") is not None
 
     assert wait_until(started, 60), local.stack.broker.summary()[-10:]
     settle(local)
-    job = local.gw.get(JOBS, local.ns, "wr") or {}
+    job = local.gw.get(JOBS, local.ns, "wr-job") or {}
     replaced = {**job, "metadata": {**job["metadata"], "uid": str(uuid.uuid4())}}  # still the run's, made-up uid
     stranger = {**job, "metadata": {**job["metadata"], "name": "never-was", "uid": str(uuid.uuid4())}}
-    before = snapshot(local, {"run": (RUNS, "wr"), "job": (JOBS, "wr")})
+    before = snapshot(local, {"run": (RUNS, "wr"), "job": (JOBS, "wr-job")})
     answers = post(local, [apiserver_record("delete", obj, JOBS, local.gw.host) for obj in (job, replaced, stranger)])
     assert [(trigger, status) for _, trigger, status in answers if trigger == "crefn-workloadrun-job-deletes"] == \
         [("crefn-workloadrun-job-deletes", 202)] * 3, answers
-    assert snapshot(local, {"run": (RUNS, "wr"), "job": (JOBS, "wr")}) == before
+    assert snapshot(local, {"run": (RUNS, "wr"), "job": (JOBS, "wr-job")}) == before
     run = local.gw.get(RUNS, local.ns, "wr") or {}
     (true,) = [(c["type"], c["reason"]) for c in run["status"]["conditions"] if c["status"] == "True"]
     assert true == ("InProgress", "WorkflowCreated")

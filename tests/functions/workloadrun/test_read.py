@@ -70,11 +70,11 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
                     gateway: Gateway, namespace: str) -> None:
     with event_plane(functions(), gateway, namespace, (TRAINJOBS, JOBS, RUNS)) as broker:
         run = gateway.create(RUNS, namespace, workloadrun(namespace, {"torch": {"module": "train"}}))
-        assert wait_until(lambda: gateway.get(TRAINJOBS, namespace, "wr-workload") is not None, 30)
+        assert wait_until(lambda: gateway.get(TRAINJOBS, namespace, "wr-job-workload") is not None, 30)
         # the owner chain: WorkloadRun → runtime and Job → TrainJob
-        job = gateway.get(JOBS, namespace, "wr") or {}
+        job = gateway.get(JOBS, namespace, "wr-job") or {}
         runtime = gateway.get(TRAINING_RUNTIMES, namespace, "wr-runtime") or {}
-        tj = gateway.get(TRAINJOBS, namespace, "wr-workload") or {}
+        tj = gateway.get(TRAINJOBS, namespace, "wr-job-workload") or {}
         assert job["metadata"]["ownerReferences"][0]["uid"] == run["metadata"]["uid"]
         assert runtime["metadata"]["ownerReferences"][0]["uid"] == run["metadata"]["uid"]
         assert tj["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
@@ -86,14 +86,14 @@ def test_end_to_end(script: dict[int, list[str]], expect: str, functions: Callab
         def quiet() -> bool:
             return broker.wait_idle(timeout=0.5, quiet=0.3)
 
-        trainer = TrainerSimulator(gateway, namespace, "wr", script, quiet, step_delay=0.2).start()
+        trainer = TrainerSimulator(gateway, namespace, "wr-job", script, quiet, step_delay=0.2).start()
         try:
             assert wait_until(lambda: run_conditions(gateway, namespace).get(expect, ("",))[0] == "True", 60), \
                 run_conditions(gateway, namespace)
         finally:
             trainer.stop()
     conditions = run_conditions(gateway, namespace)
-    assert final_state(gateway.get(JOBS, namespace, "wr") or {})[0] == expect
+    assert final_state(gateway.get(JOBS, namespace, "wr-job") or {})[0] == expect
     assert conditions[expect] == ("True", {"Succeeded": "WorkflowSucceeded", "Failed": "WorkflowFailed"}[expect])
     assert {k: v for k, v in conditions.items() if k != expect} == {
         t: ("False", "Superseded") for t in {"InProgress", "Succeeded", "Failed"} - {expect}}
@@ -149,7 +149,7 @@ def test_a_name_held_by_someone_else_fails_the_workloadrun(functions: Callable[.
     assert send(functions()["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
     assert run_conditions(gateway, namespace)["Failed"] == ("True", "ObjectConflict")
     with pytest.raises(NotFound):
-        gateway.request("GET", JOBS.path(namespace, "wr"))
+        gateway.request("GET", JOBS.path(namespace, "wr-job"))
 
 
 def run_condition(gateway: Gateway, namespace: str, type_: str) -> tuple[str, str, str]:
@@ -168,14 +168,14 @@ def test_a_deleted_job_is_a_verdict_never_a_trigger(functions: Callable[..., dic
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
     assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created")
-    job = gateway.get(JOBS, namespace, "wr") or {}
-    gateway.delete(JOBS, namespace, "wr")
+    job = gateway.get(JOBS, namespace, "wr-job") or {}
+    gateway.delete(JOBS, namespace, "wr-job")
     relisted = apiserver_record("update", gateway.get(RUNS, namespace, "wr") or {}, RUNS, gateway.host)
     assert send(urls["workloadrun"], relisted).status == 202  # an ApiServerSource re-list after a restart
     assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowDeleted", "Workflow was deleted")
     for _ in range(2):
         assert send(urls["workloadrun"], relisted).status == 202
-    assert gateway.get(JOBS, namespace, "wr") is None
+    assert gateway.get(JOBS, namespace, "wr-job") is None
     # the Job's own delete event says the same, and changes nothing more
     assert send(urls["workloadrun"], apiserver_record("delete", job, JOBS, gateway.host)).status == 202
     assert run_condition(gateway, namespace, "Failed")[1] == "WorkflowDeleted"
@@ -189,8 +189,8 @@ def test_a_job_delete_event_fails_its_run(functions: Callable[..., dict[str, str
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
-    job = gateway.get(JOBS, namespace, "wr") or {}
-    gateway.delete(JOBS, namespace, "wr")
+    job = gateway.get(JOBS, namespace, "wr-job") or {}
+    gateway.delete(JOBS, namespace, "wr-job")
     assert send(urls["workloadrun"], apiserver_record("delete", job, JOBS, gateway.host)).status == 202
     assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowDeleted", "Workflow was deleted")
 
@@ -206,25 +206,25 @@ def test_a_forged_delete_of_a_job_the_run_never_recorded_fails_nothing(
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
     forged = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-              "metadata": {"name": "wr", "namespace": namespace, "uid": "forged-uid", "ownerReferences": [
+              "metadata": {"name": "wr-job", "namespace": namespace, "uid": "forged-uid", "ownerReferences": [
                   {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun", "name": "wr",
                    "uid": run["metadata"]["uid"], "controller": True}]}}
     answer = send(urls["workloadrun"], apiserver_record("delete", forged, JOBS, gateway.host))
     assert answer.status == 202, answer.text
     assert ((gateway.get(RUNS, namespace, "wr") or {}).get("status") or {}).get("conditions") is None
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
-    assert gateway.get(JOBS, namespace, "wr") is not None
+    assert gateway.get(JOBS, namespace, "wr-job") is not None
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("True", "WorkflowCreated")
 
 
 @pytest.mark.parametrize(("job_conditions", "expected"), [
-    ([("InProgress", "True", "WorkloadRunning", "Workload TrainJob/wr-workload is running")],
+    ([("InProgress", "True", "WorkloadRunning", "Workload TrainJob/wr-job-workload is running")],
      ("InProgress", "WorkflowCreated", "Workflow wr created")),
     ([("Succeeded", "True", "WorkloadCompleted", "done"),
       ("ValidationFailed", "True", "ThresholdViolation", 'Threshold "k" violated: measured 5.0000')],
      ("Failed", "WorkflowValidationFailed", 'Threshold "k" violated: measured 5.0000')),
     ([("InProgress", "True", "WorkloadRunning", ""), ("Failed", "True", "JobTimedOut", "Job exceeded timeoutPerJob")],
-     ("Failed", "WorkflowFailed", "Job wr failed: JobTimedOut: Job exceeded timeoutPerJob")),
+     ("Failed", "WorkflowFailed", "Job wr-job failed: JobTimedOut: Job exceeded timeoutPerJob")),
 ], ids=["running-keeps-created", "validation-failed-mirrored", "dual-true-job-reads-failed"])
 def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str, str]],
                                        expected: tuple[str, str, str], functions: Callable[..., dict[str, str]],
@@ -238,12 +238,12 @@ def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str,
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
     stamp = "2026-11-30T10:00:00Z"
-    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [
+    gateway.patch(JOBS, namespace, "wr-job", {"status": {"conditions": [
         {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": stamp}
         for t, s, r, m in job_conditions]}}, status=True)
-    data = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace),
+    data = JobConditionChangedData(job=JobRef(name="wr-job", namespace=namespace),
                                    new=ConditionSummary(type=job_conditions[-1][0], reason=job_conditions[-1][2]))
-    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", data, None, jobcondition="x")
+    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr-job", data, None, jobcondition="x")
     assert send(urls["workloadrun"], event).status == 202
     status, reason, message = run_condition(gateway, namespace, expected[0])
     assert (expected[0], reason, message) == expected and status == "True"
@@ -262,14 +262,14 @@ def test_a_condition_change_that_names_no_workloadrun_mirrors_nothing(functions:
     urls = functions()
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
-    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [
+    gateway.patch(JOBS, namespace, "wr-job", {"status": {"conditions": [
         {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted", "message": "done",
          "lastTransitionTime": "2026-11-30T10:00:00Z"}]}}, status=True)
     before = run_condition(gateway, namespace, "InProgress")
     for workload_run in ("", None):
-        data = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace), workload_run=workload_run,
+        data = JobConditionChangedData(job=JobRef(name="wr-job", namespace=namespace), workload_run=workload_run,
                                        new=ConditionSummary(type="Succeeded", reason="WorkloadCompleted"))
-        event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", data, None,
+        event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr-job", data, None,
                             jobcondition="Succeeded")
         assert send(urls["workloadrun"], event).status == 202
         mirrored = run_condition(gateway, namespace, "InProgress")
@@ -297,8 +297,8 @@ def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callab
         webhook.remove()
     status, reason, message = run_condition(gateway, namespace, "Failed")
     assert (status, reason) == ("True", "BuildFailed")
-    assert message.startswith("Job wr was refused: ") and "jobs are frozen in this namespace" in message
-    assert gateway.get(JOBS, namespace, "wr") is None
+    assert message.startswith("Job wr-job was refused: ") and "jobs are frozen in this namespace" in message
+    assert gateway.get(JOBS, namespace, "wr-job") is None
 
 
 def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_verdict(
@@ -314,24 +314,24 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}},
                                                       thresholds={"goodputRatio": "value >= 0.9"}))
     assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
-    assert (gateway.get(JOBS, namespace, "wr") or {})["spec"]["thresholds"] == {"goodputRatio": "value >= 0.9"}
+    assert (gateway.get(JOBS, namespace, "wr-job") or {})["spec"]["thresholds"] == {"goodputRatio": "value >= 0.9"}
     succeeded = {"type": "Succeeded", "status": "True", "reason": "WorkloadCompleted",
-                 "message": "Workload TrainJob/wr-workload completed", "lastTransitionTime": "2026-11-30T10:00:00Z"}
-    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [succeeded]}}, status=True)
-    changed = JobConditionChangedData(job=JobRef(name="wr", namespace=namespace),
+                 "message": "Workload TrainJob/wr-job-workload completed", "lastTransitionTime": "2026-11-30T10:00:00Z"}
+    gateway.patch(JOBS, namespace, "wr-job", {"status": {"conditions": [succeeded]}}, status=True)
+    changed = JobConditionChangedData(job=JobRef(name="wr-job", namespace=namespace),
                                       new=ConditionSummary(type="Succeeded", reason="WorkloadCompleted"))
-    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr", changed, None,
+    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr-job", changed, None,
                         jobcondition="Succeeded")
     assert send(urls["workloadrun"], event).status == 202
     assert run_condition(gateway, namespace, "InProgress") == ("True", "WorkflowCreated", "Workflow wr created")
     message = "Measurement data not available within 5m0s for keys: [goodputRatio]"
-    gateway.patch(JOBS, namespace, "wr", {"status": {"conditions": [succeeded, {
+    gateway.patch(JOBS, namespace, "wr-job", {"status": {"conditions": [succeeded, {
         "type": "ValidationFailed", "status": "True", "reason": "MeasurementTimeout", "message": message,
         "lastTransitionTime": "2026-11-30T10:06:00Z"}]}}, status=True)
-    verdict = JobValidationData(job=JobRef(name="wr", namespace=namespace), failed=True, reason="MeasurementTimeout",
-                                message=message)
+    verdict = JobValidationData(job=JobRef(name="wr-job", namespace=namespace), failed=True,
+                                reason="MeasurementTimeout", message=message)
     for _ in range(2):  # a redelivery changes nothing more
-        assert send(urls["workloadrun"], to_outbound("dev.crefn.job.validation", "validate", namespace, "wr",
+        assert send(urls["workloadrun"], to_outbound("dev.crefn.job.validation", "validate", namespace, "wr-job",
                                                      verdict, None)).status == 202
     assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowValidationFailed", message)
     assert run_condition(gateway, namespace, "ValidationFailed") == ("True", "ThresholdViolation", message)
@@ -379,7 +379,7 @@ def test_the_target_nodes_decide_gpus_per_node_mnnvl_and_placement(functions: Ca
             "nodeSelectorTerms": [term]}}}
     worker = jobs[1]["template"]["spec"]["template"]["spec"]["containers"][0]
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == "4"
-    trainer = (gateway.get(JOBS, namespace, "wr") or {})["spec"]["workload"]["trainJob"]["trainer"]
+    trainer = (gateway.get(JOBS, namespace, "wr-job") or {})["spec"]["workload"]["trainJob"]["trainer"]
     assert trainer["numProcPerNode"] == 4
     assert {"name": "NCCL_MNNVL_ENABLE", "value": "1"} in trainer["env"]
     assert trainer["args"][:10] == ["--allow-run-as-root", "--mca", "plm_rsh_args",
