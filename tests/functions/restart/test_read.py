@@ -524,20 +524,20 @@ def test_a_verdict_delivered_again_after_a_crash_sends_its_event_and_its_reply(
                                     "spec": {"image": "img", "numNodes": 1, "gpusPerNode": 1,
                                              "framework": {"exec": {"command": ["true"]}}}})
     assert send(urls["workloadrun"], apiserver_record("add", run, runs, gateway.host)).status == 202
-    job = gateway.get(jobs, ns, "wr") or {}
+    job = gateway.get(jobs, ns, "wr-job") or {}
     assert send(urls["launch"], apiserver_record("update", job, jobs, gateway.host)).status == 200
-    gateway.patch(TRAINJOBS, ns, "wr-workload", {"status": {"conditions": [
+    gateway.patch(TRAINJOBS, ns, "wr-job-workload", {"status": {"conditions": [
         {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "node-0 failed",
          "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}]}}, status=True)
     decided = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
-    failed = phase_record(ns, "wr", "Failed")
-    failed["data"]["workload"]["uid"] = (gateway.get(TRAINJOBS, ns, "wr-workload") or {})["metadata"]["uid"]
+    failed = phase_record(ns, "wr-job", "Failed")
+    failed["data"]["workload"]["uid"] = (gateway.get(TRAINJOBS, ns, "wr-job-workload") or {})["metadata"]["uid"]
     failed["data"]["observedAt"] = decided.strftime("%Y-%m-%dT%H:%M:%SZ")
     ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), clock=lambda: decided)
     plan = restart.decide(restart.read(to_envelope(failed), ctx), ctx.settings, ctx.clock())
     assert [type(e) for e in plan.effects] == [WriteStatus, KubeEvent]
     apply(Plan(plan.effects[:1]), ctx)  # the verdict written, then the process dies
-    assert job_events(gateway, ns, "wr")[-1]["reason"] == "WorkloadCreated"
+    assert job_events(gateway, ns, "wr-job")[-1]["reason"] == "WorkloadCreated"
     with pytest.raises(NotYet) as waited:  # 10 s after the write, its decider may still be at work
         restart.handle(to_envelope(failed), Context(ctx.settings, clock=lambda: decided + timedelta(seconds=10)))
     assert waited.value.retry_after == 20
@@ -549,15 +549,16 @@ def test_a_verdict_delivered_again_after_a_crash_sends_its_event_and_its_reply(
     assert answer.ce["jobcondition"] == "Failed"
     reply = json.loads(answer.body)
     assert reply["new"] == {"type": "Failed", "reason": "WorkloadFailed",
-                            "message": "Workload TrainJob/wr-workload failed: node-0 failed"}
+                            "message": "Workload TrainJob/wr-job-workload failed: node-0 failed"}
     assert reply["previous"] is None and reply["workloadRun"] == "wr"
-    events = [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr")]
-    assert events[-1] == ("Warning", "WorkloadFailed", "Workload TrainJob/wr-workload failed: node-0 failed")
-    assert job_events(gateway, ns, "wr")[-1]["metadata"]["annotations"]["crefn.dev/cause"] == failed["attributes"]["id"]
+    events = [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr-job")]
+    assert events[-1] == ("Warning", "WorkloadFailed", "Workload TrainJob/wr-job-workload failed: node-0 failed")
+    cause = job_events(gateway, ns, "wr-job")[-1]["metadata"]["annotations"]["crefn.dev/cause"]
+    assert cause == failed["attributes"]["id"]
 
     again = send(urls["restart"], failed)  # the Broker refused the answer: Knative retries
     assert again.status == 200 and json.loads(again.body)["new"] == reply["new"]
-    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr")] == events
+    assert [(e["type"], e["reason"], e["message"]) for e in job_events(gateway, ns, "wr-job")] == events
     assert send(urls["workloadrun"], {"attributes": answer.ce, "data": reply}).status == 202
     mirrored = [(c["type"], c["reason"]) for c in (gateway.get(runs, ns, "wr") or {})["status"]["conditions"]
                 if c["status"] == "True"]

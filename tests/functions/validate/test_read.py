@@ -361,13 +361,13 @@ def test_a_workloadrun_waits_for_the_verdict_and_mirrors_it(bus: str, expected: 
                  "framework": {"exec": {"command": ["true"]}}, "thresholds": {"busBandwidthGBps": "value >= 400"}}})
     assert send(functions()["workloadrun"], apiserver_record("add", run, runs, w.gw.host)).status == 202
     w.settle()
-    w.trainer("complete", job="wr")
+    w.trainer("complete", job="wr-job")
     w.settle()
-    assert w.final("wr")[0] == "Succeeded"
+    assert w.final("wr-job")[0] == "Succeeded"
     assert run_condition(w) == ("InProgress", "WorkflowCreated", "Workflow wr created")
-    measure_bandwidth(w, [bus], name="wr-bandwidth", job_name="wr")
+    measure_bandwidth(w, [bus], name="wr-bandwidth", job_name="wr-job")
     w.tick(rounds=1)
-    assert validation(w, "wr") is not None
+    assert validation(w, "wr-job") is not None
     assert run_condition(w) == expected
     assert run_validation(w) == own
     mirrors = [o for o in w.broker.outcomes if o.trigger == "crefn-workloadrun-validations"]
