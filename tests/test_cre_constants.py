@@ -426,8 +426,15 @@ def test_the_bandwidth_measurement_names_its_jobs_uid() -> None:
 
 def test_workflow_conditions_in_cres_words() -> None:
     assert deleted() == ConditionSummary(type="Failed", reason="WorkflowDeleted", message="Workflow was deleted")
-    assert mirrored("run", "llm", [cond("Succeeded", "True", "WorkloadCompleted", "done")]) == ConditionSummary(
+    assert mirrored("run", [cond("Succeeded", "True", "WorkloadCompleted", "done")]) == ConditionSummary(
         type="Succeeded", reason="WorkflowSucceeded", message="Workflow completed successfully")
+    hardware = [cond("Failed", "True", "WorkloadFailed", "boom"), cond("HardwareFailed", "True", "H", "")]
+    assert mirrored("run", hardware) == ConditionSummary(
+        type="Failed", reason="WorkflowFailed",
+        message="1 groups failed across 1 iterations; hardware failures occurred on one or more nodes")
+    assert mirrored("run", [cond("Succeeded", "True", "WorkloadCompleted", "done"),
+                            cond("ValidationFailed", "True", "ThresholdViolation", "x")]) == ConditionSummary(
+        type="Failed", reason="WorkflowValidationFailed", message="1 groups failed across 1 iterations")
 
 
 # -- pkg/workload, the workload builder: a Job whose workload names no type ----------------------------------------

@@ -137,8 +137,7 @@ def read_owner(seen: JobState, current: JobState | None, ctx: Context) -> Observ
         return Skipped(f"{where} is gone")
     if current is None and true_exclusive((raw.get("status") or {}).get("conditions") or []) is None:
         return Skipped(f"{where} has recorded no Job yet: a delete of one is not its Job's")
-    cond = deleted() if current is None else mirrored(owner.name, seen.job.metadata.name, current.conditions,
-                                                      awaiting_validation(current))
+    cond = deleted() if current is None else mirrored(owner.name, current.conditions, awaiting_validation(current))
     if cond is None:
         return Skipped("the Job has no condition to mirror yet")
     return Mirror(where, raw, cond, None if current is None else validation_message(current.conditions))

@@ -222,9 +222,9 @@ def test_a_forged_delete_of_a_job_the_run_never_recorded_fails_nothing(
      ("InProgress", "WorkflowCreated", "Workflow wr created")),
     ([("Succeeded", "True", "WorkloadCompleted", "done"),
       ("ValidationFailed", "True", "ThresholdViolation", 'Threshold "k" violated: measured 5.0000')],
-     ("Failed", "WorkflowValidationFailed", 'Threshold "k" violated: measured 5.0000')),
+     ("Failed", "WorkflowValidationFailed", "1 groups failed across 1 iterations")),
     ([("InProgress", "True", "WorkloadRunning", ""), ("Failed", "True", "JobTimedOut", "Job exceeded timeoutPerJob")],
-     ("Failed", "WorkflowFailed", "Job wr-job failed: JobTimedOut: Job exceeded timeoutPerJob")),
+     ("Failed", "WorkflowFailed", "1 groups failed across 1 iterations")),
 ], ids=["running-keeps-created", "validation-failed-mirrored", "dual-true-job-reads-failed"])
 def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str, str]],
                                        expected: tuple[str, str, str], functions: Callable[..., dict[str, str]],
@@ -333,8 +333,10 @@ def test_a_succeeded_job_with_thresholds_keeps_its_run_in_progress_until_the_ver
     for _ in range(2):  # a redelivery changes nothing more
         assert send(urls["workloadrun"], to_outbound("dev.crefn.job.validation", "validate", namespace, "wr-job",
                                                      verdict, None)).status == 202
-    assert run_condition(gateway, namespace, "Failed") == ("True", "WorkflowValidationFailed", message)
-    assert run_condition(gateway, namespace, "ValidationFailed") == ("True", "ThresholdViolation", message)
+    assert run_condition(gateway, namespace, "Failed") == (
+        "True", "WorkflowValidationFailed", "1 groups failed across 1 iterations")
+    assert run_condition(gateway, namespace, "ValidationFailed") == (
+        "True", "ThresholdViolation", "One or more Jobs failed performance threshold validation")
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("False", "Superseded")
 
 
