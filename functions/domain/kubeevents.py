@@ -1,4 +1,4 @@
-"""Kubernetes Events on the Job, as CRE records them (its ADR-080).
+"""Kubernetes Events on the Job and on a WorkloadRun (`run_event`), as CRE records them (its ADR-080).
 
 events.k8s.io/v1 Events `regarding` the Job, reason and action the condition reason, note the message
 capped at 1024 bytes (UTF-8 safe, suffix `... [truncated]`), type Warning for Failed and Normal
@@ -15,8 +15,10 @@ event that decided it (`crefn.dev/cause`): what tells a redelivery of that event
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from events.emitted import ConditionSummary
 from functions.domain.jobs import JobState
@@ -59,6 +61,25 @@ def job_event(state: JobState, name: str, reason: str, message: str, warning: bo
                       "namespace": meta.namespace, "uid": meta.uid},
     }
     return KubeEvent(meta.namespace, body)
+
+
+def run_event(run: Mapping[str, Any], new: ConditionSummary, now: datetime, function: str) -> KubeEvent:
+    """The Event of a WorkloadRun's flip to `new`'s type, as CRE's WorkloadRun controller records one on every
+    transition (Warning for `Failed`, reason and note the condition's); named for the run's uid and the type, so
+    that a redelivery records nothing twice."""
+    meta = run["metadata"]
+    digest = hashlib.sha256(f"{meta.get('uid', '')}/{new.type}".encode()).hexdigest()[:16]
+    body = {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": f"{meta['name'][:200]}.{digest}", "namespace": meta["namespace"]},
+        "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": REPORTING_CONTROLLER, "reportingInstance": f"crefn-{function}",
+        "action": new.reason, "reason": new.reason, "note": cap_note(new.message),
+        "type": "Warning" if new.type == "Failed" else "Normal",
+        "regarding": {"apiVersion": run.get("apiVersion", ""), "kind": "WorkloadRun", "name": meta["name"],
+                      "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+    }
+    return KubeEvent(meta["namespace"], body)
 
 
 def transition_name(state: JobState, new: ConditionSummary) -> str:

@@ -27,6 +27,7 @@ from functions.domain.conditions import (
     true_exclusive,
 )
 from functions.domain.jobs import Skipped, is_managed
+from functions.domain.kubeevents import run_event
 from functions.runtime.errors import one_line
 from functions.runtime.plan import Create, Effect, Plan, WriteStatus, nothing
 from functions.runtime.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
@@ -140,10 +141,11 @@ class BuildFailed:
 
 
 def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime, settings: Settings,
-                   validation: str | None = None) -> tuple[WriteStatus, ...]:
+                   validation: str | None = None) -> tuple[Effect, ...]:
     """The write of the WorkloadRun's exclusive conditions, siblings `Superseded`, and with a `validation`
     message its `ValidationFailed` True / `ThresholdViolation` in the same write (CRE mirrors it before the
-    terminal condition); none on a terminal run or when nothing would change."""
+    terminal condition), then the run's Event when the True type flips (`run_event`); none on a terminal run or
+    when nothing would change."""
     conditions = (raw.get("status") or {}).get("conditions") or []
     if chosen.type not in EXCLUSIVE or is_terminal(conditions):
         return ()
@@ -155,5 +157,9 @@ def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
                                  RunReason.THRESHOLD_VIOLATION, validation, now) or new
     if new is None:
         return ()
-    return (WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],
-                        str(meta.get("resourceVersion", "")), {"conditions": new}),)
+    write = WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],
+                        str(meta.get("resourceVersion", "")), {"conditions": new})
+    before = true_exclusive(conditions)
+    if before is not None and before.type == chosen.type:
+        return (write,)
+    return write, run_event(raw, chosen, now, FUNCTION)

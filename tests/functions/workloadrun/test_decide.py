@@ -22,7 +22,7 @@ def test_a_refused_spec_says_why_in_the_answer() -> None:
     """The reason logged with the answer names the run and the field, as the Failed condition does."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import WriteStatus
+    from functions.runtime.plan import KubeEvent, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Invalid, decide
 
@@ -33,8 +33,9 @@ def test_a_refused_spec_says_why_in_the_answer() -> None:
     plan = decide(Invalid("WorkloadRun ml/wr", raw, message), Settings(),
                   datetime(2026, 11, 30, tzinfo=UTC))
     assert plan.reason == f"WorkloadRun ml/wr: invalid spec: {message}"
-    (write,) = plan.effects
-    assert isinstance(write, WriteStatus)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "InvalidSpec", message)
 
 
 RUN = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
@@ -117,13 +118,13 @@ def test_the_workloadrun_decision(case: str, mode: str, kinds: list[str], reason
 
 
 def test_a_threshold_verdict_is_mirrored_as_the_runs_own_validation_failed() -> None:
-    """CRE's WorkloadRun controller sets `ValidationFailed` True / `ThresholdViolation` with the Job's message
-    before it writes `Failed`/`WorkflowValidationFailed`: both in one write here; the same mirror again writes
-    nothing."""
+    """CRE's WorkloadRun controller sets `ValidationFailed` True / `ThresholdViolation` before it writes
+    `Failed`/`WorkflowValidationFailed`: both in one write here, then the transition's Warning Event (ADR-080,
+    `setWorkloadRunConditionAndUpdate`); the same mirror again writes and records nothing."""
     from datetime import UTC, datetime
 
     from events.emitted import ConditionSummary
-    from functions.runtime.plan import WriteStatus
+    from functions.runtime.plan import KubeEvent, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Mirror, decide
 
@@ -131,8 +132,10 @@ def test_a_threshold_verdict_is_mirrored_as_the_runs_own_validation_failed() -> 
     verdict = ConditionSummary(type="Failed", reason="WorkflowValidationFailed", message=message)
     plan = decide(Mirror("WorkloadRun ml/wr", CREATED, verdict, message), Settings(),
                   datetime(2026, 11, 30, 12, tzinfo=UTC))
-    (write,) = plan.effects
-    assert isinstance(write, WriteStatus)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
+    assert (event.body["type"], event.body["reason"], event.body["note"], event.body["regarding"]["kind"]) == (
+        "Warning", "WorkflowValidationFailed", message, "WorkloadRun")
     assert [(c["type"], c["status"], c["reason"], c["message"], c["lastTransitionTime"])
             for c in write.status["conditions"]] == [
         ("InProgress", "False", "Superseded", "", "2026-11-30T12:00:00Z"),

@@ -249,6 +249,36 @@ def test_status_reasons_follow_the_job(job_conditions: list[tuple[str, str, str,
     assert (expected[0], reason, message) == expected and status == "True"
 
 
+def test_each_transition_of_a_run_is_an_event_on_it_once(functions: Callable[..., dict[str, str]],
+                                                          gateway: Gateway, namespace: str) -> None:
+    """CRE's `setWorkloadRunConditionAndUpdate` (ADR-080): an Event on the WorkloadRun for every flip of its True
+    condition — Normal `WorkflowCreated` `Workflow wr created`, then Warning `WorkflowFailed` with the condition's
+    message — and none again for the same flip delivered twice."""
+    from events.emitted import ConditionSummary, JobConditionChangedData, JobRef
+    from events.envelope import to_outbound
+    from functions.runtime.client import send
+    from functions.runtime.resources import EVENTS
+    from localstack.eventing.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    for _ in range(2):
+        assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    gateway.patch(JOBS, namespace, "wr-job", {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "WorkloadFailed", "message": "boom",
+         "lastTransitionTime": "2026-11-30T10:00:00Z"}]}}, status=True)
+    data = JobConditionChangedData(job=JobRef(name="wr-job", namespace=namespace),
+                                   new=ConditionSummary(type="Failed", reason="WorkloadFailed"))
+    for _ in range(2):
+        event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr-job", data, None,
+                            jobcondition="Failed")
+        assert send(urls["workloadrun"], event).status == 202
+    recorded = sorted((e["eventTime"], e["type"], e["reason"], e["note"]) for e in gateway.list_all(EVENTS, namespace)
+                      if e["regarding"]["kind"] == "WorkloadRun" and e["regarding"]["uid"] == run["metadata"]["uid"])
+    assert [r[1:] for r in recorded] == [("Normal", "WorkflowCreated", "Workflow wr created"),
+                                         ("Warning", "WorkflowFailed", "1 groups failed across 1 iterations")]
+
+
 def test_a_condition_change_that_names_no_workloadrun_mirrors_nothing(functions: Callable[..., dict[str, str]],
                                                                      gateway: Gateway, namespace: str) -> None:
     """`workloadRun: ""` (the Job is controlled by none, says the function that wrote the condition) is
