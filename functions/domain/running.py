@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from events.emitted import ConditionSummary
@@ -58,8 +58,8 @@ def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetim
     if since is not None:
         resumed = now
         fields.update({"schedulingBlockedSince": None, "schedulingResumedTime": rfc3339(now)})
-        if start is not None:
-            start = start + (now - max(since, start))
+        if start is not None:  # CRE's resumeFromSchedulingBlock: shifted later by the blocked time, never earlier
+            start = start + max(now - max(since, start), timedelta(0))
             fields["workloadStartTime"] = rfc3339(start)
     if start is None:
         start = now

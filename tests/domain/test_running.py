@@ -99,6 +99,18 @@ def test_recovery_keeps_the_runtime_consumed_before_the_block() -> None:
     assert decided.condition is not None and decided.condition.reason == "WorkloadRunning"
 
 
+@pytest.mark.parametrize(("since", "start"), [
+    (timedelta(minutes=5), -timedelta(minutes=30)),  # the marker's writer clock ahead of this one
+    (timedelta(minutes=2), timedelta(minutes=1)),  # the start written ahead too
+], ids=["marker-ahead", "marker-and-start-ahead"])
+def test_recovery_never_moves_the_start_earlier(since: timedelta, start: timedelta) -> None:
+    """CRE's `resumeFromSchedulingBlock`: the start shifts by `max(now - max(marker, start), 0)`, so a marker
+    written by a clock ahead of this one leaves the start where it was."""
+    state = job(workload_ref=True, status={"workloadStartTime": at(start), "schedulingBlockedSince": at(since)})
+    decided = decide_running(state, [pod(node="gpu-1", scheduled=("True", "", ""))], "llm-workload", NOW)
+    assert decided.fields["workloadStartTime"] == at(start)
+
+
 def test_recovery_before_the_clock_started_starts_it_now() -> None:
     state = job(workload_ref=True, status={"schedulingBlockedSince": at(-timedelta(minutes=10))})
     decided = decide_running(state, [], "llm-workload", NOW)
