@@ -129,8 +129,12 @@ class RefusalWarning:
     function: str
     retried: bool = False
     then: tuple[Effect, ...] = ()
+    recorded: bool = True
+    """False: the refusal is only logged (the answer's reason), no Event, as CRE only logs some."""
 
     def follow(self, error: str) -> tuple[Effect, ...]:
+        if not self.recorded:
+            return self.then
         warning = action_event(self.state, self.reason, f"{self.message}{error}", self.now, self.function)
         return (warning, Wait(f"{self.message}{one_line(error)} (retried)")) if self.retried \
             else (warning, *self.then)

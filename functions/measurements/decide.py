@@ -7,7 +7,8 @@ did not find, goodput first. A BandwidthMeasurement of the name made for another
 Job of the same name) is replaced: deleted with a uid precondition, then created (CRE's
 `ensureBandwidthMeasurement`); one without the annotation is kept. A refused create is not fatal, as
 in CRE: its Warning Event `MeasurementCreationError` (`functions.domain.kubeevents.RefusalWarning`)
-and the effects still to come follow it. Observe mode: nothing.
+and the effects still to come follow it; for a Succeeded Job awaiting its thresholds' BandwidthMeasurement, CRE
+only logs the refusal, and so does the answer here. Observe mode: nothing.
 """
 
 from __future__ import annotations
@@ -104,5 +105,5 @@ def creates(state: JobState, missing: list[Missing], now: datetime) -> tuple[Eff
     kind = first.res.kind
     create = Create(first.res, state.ref.namespace, first.body, refused=RefusalWarning(
         state, Reason.MEASUREMENT_CREATION_ERROR, f"Failed to ensure {kind}: failed to create {kind}: ", now,
-        FUNCTION, then=rest))
+        FUNCTION, then=rest, recorded=not state.terminal))  # a Succeeded Job awaiting thresholds: CRE only logs
     return (*((first.replaces,) if first.replaces else ()), create, *rest)

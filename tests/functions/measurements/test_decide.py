@@ -101,9 +101,19 @@ def test_an_earlier_jobs_bandwidth_measurement_is_deleted_by_uid_then_created_ag
 
 
 def test_a_succeeded_job_awaiting_thresholds_gets_only_its_bandwidth_measurement() -> None:
+    """CRE's `reconcileWorkload` for a Succeeded Job awaiting thresholds: the BandwidthMeasurement ensured, and a
+    refused create only logged (no `MeasurementCreationError` Warning then)."""
     plan = decide(Found(CAUSE, REF, measured(conditions=SUCCEEDED, spec={**BOTH, **THRESHOLDS})), Settings(), NOW)
     assert [e.body["kind"] for e in plan.effects if isinstance(e, Create)] == ["BandwidthMeasurement"]
-    assert len(plan.effects) == 1
+    (create,) = plan.effects
+    assert isinstance(create, Create) and create.refused is not None
+    assert create.refused.follow("admission webhook denied the request") == ()
+    running = decide(Found(CAUSE, REF, measured()), Settings(), NOW).effects[0]
+    assert isinstance(running, Create) and running.refused is not None
+    (warning, *_) = running.refused.follow("denied")
+    assert (warning.body["type"], warning.body["reason"], warning.body["note"]) == (  # type: ignore[attr-defined]
+        "Warning", "MeasurementCreationError",
+        "Failed to ensure GoodputMeasurement: failed to create GoodputMeasurement: denied")
 
 
 def test_a_job_that_is_not_managed_gets_none() -> None:
