@@ -66,6 +66,7 @@ class Translated:
     run: dict[str, Any]
     objects: tuple[dict[str, Any], ...]
     existing: tuple[dict[str, Any] | None, ...]
+    architecture: str = ""
 
 
 Observed = Skipped | Mirror | Invalid | Translated
@@ -116,8 +117,9 @@ def decide_build(observed: Translated, conditions: list[dict[str, Any]], setting
         if owner_uid not in owners:
             message = f"{obj['kind']} {meta['name']} already exists and is not owned by this WorkloadRun"
             return failed(raw, RunReason.OBJECT_CONFLICT, message, f"{where}: {message}", now, settings)
-    if true_exclusive(conditions) is None:
-        creates += run_conditions(raw, created(raw["metadata"]["name"]), now, settings)
+    if true_exclusive(conditions) is None:  # CRE's run names the GPU architecture it detected (none: unset)
+        detected = {"detectedGPUArchitecture": observed.architecture} if observed.architecture else {}
+        creates += run_conditions(raw, created(raw["metadata"]["name"]), now, settings, extra=detected)
     return Plan(tuple(creates), reason=f"{where}: {sum(isinstance(e, Create) for e in creates)} objects created")
 
 
@@ -141,7 +143,7 @@ class BuildFailed:
 
 
 def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime, settings: Settings,
-                   validation: str | None = None) -> tuple[Effect, ...]:
+                   validation: str | None = None, extra: dict[str, Any] | None = None) -> tuple[Effect, ...]:
     """The write of the WorkloadRun's exclusive conditions, siblings `Superseded`, and with a `validation`
     message its `ValidationFailed` True / `ThresholdViolation` in the same write (CRE mirrors it before the
     terminal condition), then the run's Event when the True type flips (`run_event`); none on a terminal run or
@@ -158,7 +160,7 @@ def run_conditions(raw: dict[str, Any], chosen: ConditionSummary, now: datetime,
     if new is None:
         return ()
     write = WriteStatus(cre_workloadruns(settings.cre_group), meta["namespace"], meta["name"],
-                        str(meta.get("resourceVersion", "")), {"conditions": new})
+                        str(meta.get("resourceVersion", "")), {"conditions": new, **(extra or {})})
     before = true_exclusive(conditions)
     if before is not None and before.type == chosen.type:
         return (write,)

@@ -78,12 +78,13 @@ def read_run(ns: str, name: str, ctx: Context) -> Observed:
     try:
         spec = raw.get("spec") or {}
         nodes = read_nodes(ctx, selector(spec)) if needs_nodes(spec) else None
-        objects = tuple(translate(raw, group, nodes).objects)
+        translation = translate(raw, group, nodes)
     except InvalidSpec as e:
         return Invalid(where, raw, str(e))
+    objects = tuple(translation.objects)
     existing = tuple(read_object(ctx, resource_for(o["kind"], group), o["metadata"]["namespace"],
                                  o["metadata"]["name"]) for o in objects)
-    return Translated(where, raw, objects, existing)
+    return Translated(where, raw, objects, existing, translation.architecture)
 
 
 class JobEvent(EventData):
