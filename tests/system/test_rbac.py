@@ -67,7 +67,7 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("alert", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
     ("workloadrun", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
 ]
-REFUSED += [(f, "create events", create_event) for f in ("phase", "alert", "workloadrun", "apiserversource")]
+REFUSED += [(f, "create events", create_event) for f in ("phase", "alert", "apiserversource")]
 REFUSED += [
     ("status", "get pods/log", lambda gw, ns: read_log(gw, ns)),
     ("phase", "list pods", lambda gw, ns: gw.list_all(PODS, ns)),
@@ -102,6 +102,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("apiserversource", "watch pods in all namespaces", lambda gw, ns: gw.list_all(PODS, None)),
     ("measurements", "delete bandwidthmeasurements", lambda gw, ns: gw.delete(BANDWIDTH, ns, "x")),
     ("workloadrun", "list nodes", lambda gw, ns: gw.list_all(NODES, None)),
+    ("workloadrun", "create events", create_event),  # a run's transitions (CRE's WorkloadRun controller)
     ("measurements", "create bandwidthmeasurements", lambda gw, ns: create_bandwidth(gw, ns)),
 ]
 
