@@ -2,9 +2,10 @@
 first request would (`functions.main.responder`) and lists what it imported. No function loads another's
 folder; only a function that evaluates tenant CEL (its folder asks `ctx.cel`, or reads the thresholds) loads
 the CEL evaluator and its budget; only one that notifies (its decision returns `Notify`) loads the alert sinks.
-No target loads the `kubernetes` package once connected to the API server (with a kubeconfig of a token and a CA
-file, as the dev stack writes; in a pod, `tests/system/test_shipped.py`). The deny-lists are derived from the
-functions' own code, so a borrowed name cannot drag a module back in."""
+No target loads the `kubernetes` package once connected to the API server with a kubeconfig of a token and a CA
+file, as the dev stack writes (the in-cluster connection, which never imports it, is `tests/system/test_shipped.py`'s
+and `tests/runtime/test_kubeconfig.py`'s). The deny-lists are derived from the functions' own code, so a borrowed
+name cannot drag a module back in."""
 
 from __future__ import annotations
 
