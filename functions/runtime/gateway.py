@@ -15,6 +15,7 @@ status, or `error` when the API server could not be reached.
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import time
 import warnings
@@ -76,8 +77,8 @@ class Gateway:
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, timeout_seconds: float = 10.0) -> Gateway:
-        """In-cluster when in a pod (and no kubeconfig is named), else the kubeconfig file."""
-        endpoint = None if kubeconfig else in_cluster()
+        """The kubeconfig named, else `KUBECONFIG`'s, else in-cluster when in a pod, else `~/.kube/config`."""
+        endpoint = None if kubeconfig or os.environ.get("KUBECONFIG") else in_cluster()
         return cls(Transport(endpoint or from_kubeconfig(kubeconfig)), timeout_seconds)
 
     @property

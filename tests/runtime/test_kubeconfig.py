@@ -233,3 +233,23 @@ def test_a_client_certificate_given_as_data_is_presented(tmp_path: Path, connect
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_named_kubeconfig_wins_over_the_pod_then_the_pod_over_the_home_one(
+        cluster: LocalCluster, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        connected: list[Gateway]) -> None:
+    """`cre-fn doctor`'s order (docs/operating.md): `--kubeconfig`, else `KUBECONFIG`, else in-cluster, else
+    `~/.kube/config`. In a pod whose API server is elsewhere (a refused port), `KUBECONFIG` still decides."""
+    import functions.runtime.gateway as gateway_module
+    from functions.runtime.kubeconfig import Endpoint
+
+    path = kubeconfig(tmp_path / "config", {"server": cluster.url, "certificate-authority": str(cluster.ca_file)},
+                      {"token": token_of(cluster, namespace, "named")})
+    elsewhere = Endpoint("https://127.0.0.1:1")
+    monkeypatch.setattr(gateway_module, "in_cluster", lambda: elsewhere)
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    connected.append(Gateway.connect(None))
+    assert who(connected[-1]) == f"system:serviceaccount:{namespace}:named"
+    monkeypatch.delenv("KUBECONFIG")
+    connected.append(Gateway.connect(None))
+    assert connected[-1].host == "https://127.0.0.1:1"
