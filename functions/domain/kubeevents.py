@@ -40,15 +40,19 @@ def cap_note(message: str) -> str:
     return keep + TRUNCATED
 
 
+def digest_name(name: str, uid: str, *key: str) -> str:
+    """An Event's name: the object's name and a digest of its uid and the transition or action `key`."""
+    return f"{name[:200]}.{hashlib.sha256('/'.join((uid, *key)).encode()).hexdigest()[:16]}"
+
+
 def event_name(state: JobState, *key: str) -> str:
-    digest = hashlib.sha256("/".join((state.job.metadata.uid, *key)).encode()).hexdigest()[:16]
-    return f"{state.job.metadata.name[:200]}.{digest}"
+    return digest_name(state.job.metadata.name, state.job.metadata.uid, *key)
 
 
-def job_event(state: JobState, name: str, reason: str, message: str, warning: bool, now: datetime,
-              function: str, cause: str = "") -> KubeEvent:
-    meta = state.job.metadata
-    metadata: dict[str, object] = {"name": name, "namespace": meta.namespace}
+def event_about(regarding: Mapping[str, str], name: str, reason: str, message: str, warning: bool, now: datetime,
+                function: str, cause: str = "") -> KubeEvent:
+    """The Event `name` regarding an object (`apiVersion`, `kind`, `name`, `namespace`, `uid`)."""
+    metadata: dict[str, object] = {"name": name, "namespace": regarding["namespace"]}
     if cause:
         metadata["annotations"] = {CAUSE_ANNOTATION: cause}
     body = {
@@ -57,10 +61,17 @@ def job_event(state: JobState, name: str, reason: str, message: str, warning: bo
         "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": REPORTING_CONTROLLER, "reportingInstance": f"crefn-{function}",
         "action": reason, "reason": reason, "note": cap_note(message), "type": "Warning" if warning else "Normal",
-        "regarding": {"apiVersion": state.job.api_version, "kind": state.job.kind, "name": meta.name,
-                      "namespace": meta.namespace, "uid": meta.uid},
+        "regarding": dict(regarding),
     }
-    return KubeEvent(meta.namespace, body)
+    return KubeEvent(regarding["namespace"], body)
+
+
+def job_event(state: JobState, name: str, reason: str, message: str, warning: bool, now: datetime,
+              function: str, cause: str = "") -> KubeEvent:
+    meta = state.job.metadata
+    regarding = {"apiVersion": state.job.api_version, "kind": state.job.kind, "name": meta.name,
+                 "namespace": meta.namespace, "uid": meta.uid}
+    return event_about(regarding, name, reason, message, warning, now, function, cause)
 
 
 def run_event(run: Mapping[str, Any], new: ConditionSummary, now: datetime, function: str) -> KubeEvent:
@@ -68,18 +79,11 @@ def run_event(run: Mapping[str, Any], new: ConditionSummary, now: datetime, func
     transition (Warning for `Failed`, reason and note the condition's); named for the run's uid and the type, so
     that a redelivery records nothing twice."""
     meta = run["metadata"]
-    digest = hashlib.sha256(f"{meta.get('uid', '')}/{new.type}".encode()).hexdigest()[:16]
-    body = {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": f"{meta['name'][:200]}.{digest}", "namespace": meta["namespace"]},
-        "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "reportingController": REPORTING_CONTROLLER, "reportingInstance": f"crefn-{function}",
-        "action": new.reason, "reason": new.reason, "note": cap_note(new.message),
-        "type": "Warning" if new.type == "Failed" else "Normal",
-        "regarding": {"apiVersion": run.get("apiVersion", ""), "kind": "WorkloadRun", "name": meta["name"],
-                      "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-    }
-    return KubeEvent(meta["namespace"], body)
+    uid = str(meta.get("uid", ""))
+    regarding = {"apiVersion": str(run.get("apiVersion", "")), "kind": "WorkloadRun", "name": meta["name"],
+                 "namespace": meta["namespace"], "uid": uid}
+    return event_about(regarding, digest_name(meta["name"], uid, new.type), new.reason, new.message,
+                       new.type == "Failed", now, function)
 
 
 def transition_name(state: JobState, new: ConditionSummary) -> str:
