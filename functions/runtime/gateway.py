@@ -6,7 +6,7 @@ urllib3 pool to the API server `functions.runtime.kubeconfig` finds (in-cluster 
 become the typed errors of `functions.runtime.errors` here, once (`error_of`): 404 → `NotFound`, 409 →
 `Conflict` (`AlreadyExists` when the server says so), 410 (a continue token or resourceVersion expired: the
 same request made again lists afresh) → `TemporaryError`, 429 → `Throttled`, 5xx and unreachable →
-`Unavailable`, an RBAC refusal (403 from the authorizer) → `PermanentError`'s `Forbidden`, other 4xx →
+`Unavailable`, an RBAC refusal (403 from the authorizer) → `Forbidden` (an `Unavailable`), other 4xx →
 `PermanentError`. Response bodies are trimmed to one line; the cause is chained. Every call is counted
 (`crefn_kube_requests_total`): its verb and resource read from the REST path (`kube_call_of`), its HTTP
 status, or `error` when the API server could not be reached.
