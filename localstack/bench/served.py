@@ -13,6 +13,7 @@ nothing, its decision): the cost of a process and of one event's path through it
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -34,7 +35,7 @@ from functions.runtime.resources import Resource
 from localstack.bench.stack import process_tree
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import apiserver_record
-from localstack.eventing.broker import triggers_from_manifests
+from localstack.eventing.broker import Trigger, triggers_from_manifests
 from localstack.manifests import render
 from localstack.samples import SAMPLES, load_sample
 from localstack.serving import ServedFunction
@@ -118,16 +119,28 @@ def event_for(target: str, phase_answers: list[dict[str, Any]]) -> dict[str, Any
     for a PingSource's sink, a ping."""
     if target == METRICS:
         return None
-    triggers = [t for install in ("installs/default", "installs/observe")  # parity's Triggers: observe's
-                for t in triggers_from_manifests(render(install), {f"crefn-{target}": target})[0]]
-    samples = [json.loads(p.read_text()) for p in sorted(SAMPLES.rglob("*.json"))]
-    candidates = [load_sample("trainjob-resource-update-failed"), *phase_answers, *samples, added(JOB), added(RUN)]
+    triggers = [t for t in routes() if t.subscriber == target]
+    candidates = [load_sample("trainjob-resource-update-failed"), *phase_answers, *samples(), added(JOB), added(RUN)]
     for record in candidates:
         if any(t.matches(record["attributes"]) for t in triggers):
             return dict(record)
     if PING["attributes"]["type"] in TARGETS[target].accepts:  # a PingSource's sink is the Service itself
         return PING
     raise SystemExit(f"make bench: no event for {target}")
+
+
+@functools.cache
+def routes() -> tuple[Trigger, ...]:
+    """The Triggers of the default install and observe's (parity's), each subscriber named by its target: rendered
+    once for all the targets."""
+    subscribers = {f"crefn-{target}": target for target in SERVED}
+    return tuple(t for install in ("installs/default", "installs/observe")
+                 for t in triggers_from_manifests(render(install), subscribers)[0])
+
+
+@functools.cache
+def samples() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(p.read_text()) for p in sorted(SAMPLES.rglob("*.json")))
 
 
 def added(obj: dict[str, Any]) -> dict[str, Any]:
