@@ -27,6 +27,7 @@ from functions.runtime.gateway import Gateway, Transport
 from functions.runtime.kubeconfig import from_kubeconfig, in_cluster
 from functions.runtime.resources import Resource
 from localstack.cluster.apiserver import LocalCluster
+from tests.support.helpers import self_signed
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
 
@@ -177,18 +178,17 @@ def test_in_a_pod_the_token_is_read_again_each_minute(cluster: LocalCluster, nam
 # -- a client certificate -----------------------------------------------------------------------------
 
 def make_ca(folder: Path, name: str, signer: str | None = None) -> Path:
-    """`name`.crt and `name`.key: self-signed, or signed by `signer` (for 127.0.0.1)."""
+    """`name`.crt and `name`.key: self-signed (`tests.support.helpers.self_signed`), or signed by `signer` (for
+    127.0.0.1)."""
+    if signer is None:
+        return self_signed(folder, name)[0]
     key, crt = folder / f"{name}.key", folder / f"{name}.crt"
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key)]
-    if signer is None:
-        openssl("req", "-x509", *ec, "-out", str(crt), "-days", "1", "-subj", f"/CN={name}")
-    else:
-        csr = folder / f"{name}.csr"
-        openssl("req", *ec, "-out", str(csr), "-subj", f"/CN={name}")
-        ext = folder / f"{name}.ext"
-        ext.write_text("subjectAltName=IP:127.0.0.1\n")
-        openssl("x509", "-req", "-in", str(csr), "-CA", str(folder / f"{signer}.crt"), "-CAkey",
-                str(folder / f"{signer}.key"), "-CAcreateserial", "-out", str(crt), "-days", "1", "-extfile", str(ext))
+    csr, ext = folder / f"{name}.csr", folder / f"{name}.ext"
+    openssl("req", *ec, "-out", str(csr), "-subj", f"/CN={name}")
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", str(csr), "-CA", str(folder / f"{signer}.crt"), "-CAkey",
+            str(folder / f"{signer}.key"), "-CAcreateserial", "-out", str(crt), "-days", "1", "-extfile", str(ext))
     return crt
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from functions.registry import HANDLERS, SERVED
+from tests.support.helpers import self_signed
 from tests.support.paths import REPO
 
 CEL = ("cel_expr_python", "functions.domain.cel", "functions.runtime.celbudget")
@@ -73,9 +74,7 @@ def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig
 def a_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A kubeconfig of a token and a CA file, as the dev stack writes them (its server need not answer)."""
     folder = tmp_path_factory.mktemp("kubeconfig")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.crt"), "-days", "1", "-subj", "/CN=ca"],
-                   check=True, capture_output=True)
+    self_signed(folder, "ca")
     path = folder / "kubeconfig.yaml"
     path.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
