@@ -333,15 +333,19 @@ def test_mpirun_is_bounded_by_an_hour_with_cres_ssh_options() -> None:
                     "-o StrictHostKeyChecking=no -o ConnectionAttempts=10", "/bench"]
 
 
+def workloadrun(name: str, framework: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A WorkloadRun `name` of image `img` on one node (unless `spec` says otherwise) running `framework`."""
+    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+            "metadata": {"name": name, "namespace": "ns", "uid": "u"},
+            "spec": {"image": "img", "numNodes": 1, **spec, "framework": framework}}
+
+
 def test_mpi_ranks_get_the_whole_merged_environment() -> None:
     """`MPIEnvArgs` (testdata `mpi-forwards-env-to-ranks`, `mpi-keeps-spec-env`): the base NCCL set and the
     user's `env` forwarded to the ranks in the merged order; a variable the user's mpiArgs `-x` is theirs."""
-    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-           "metadata": {"name": "bench", "namespace": "ns", "uid": "u"},
-           "spec": {"image": "img", "numNodes": 2, "gpusPerNode": 4,
-                    "env": [{"name": "NCCL_IB_HCA", "value": "mlx5"}, {"name": "NCCL_DEBUG", "value": "WARN"}],
-                    "framework": {"mpi": {"mpirunPath": "/usr/bin/mpirun", "binary": "/bench",
-                                          "mpiArgs": ["-x", "NCCL_IB_HCA"]}}}}
+    run = workloadrun("bench", {"mpi": {"mpirunPath": "/usr/bin/mpirun", "binary": "/bench",
+                                        "mpiArgs": ["-x", "NCCL_IB_HCA"]}}, numNodes=2, gpusPerNode=4,
+                      env=[{"name": "NCCL_IB_HCA", "value": "mlx5"}, {"name": "NCCL_DEBUG", "value": "WARN"}])
     args = translate(run).job["spec"]["workload"]["trainJob"]["trainer"]["args"]
     assert args == ["-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args",
                     "-o StrictHostKeyChecking=no -o ConnectionAttempts=10",
@@ -358,10 +362,8 @@ def test_mpi_ranks_get_the_whole_merged_environment() -> None:
 def test_an_exec_script_in_the_config_can_run() -> None:
     """`buildWorkflowSpec`: the config volume `config-volume`, from `<run>-config`, mode 0755, at `/config`, writable
     mount (not read-only), so that `/config/run.sh` runs."""
-    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-           "metadata": {"name": "bench", "namespace": "ns", "uid": "u"},
-           "spec": {"image": "img", "numNodes": 1, "config": {"inline": {"run.sh": "#!/bin/sh\necho ok\n"}},
-                    "framework": {"exec": {"command": ["/config/run.sh"]}}}}
+    run = workloadrun("bench", {"exec": {"command": ["/config/run.sh"]}},
+                      config={"inline": {"run.sh": "#!/bin/sh\necho ok\n"}})
     (replicated,) = translate(run).runtime["spec"]["template"]["spec"]["replicatedJobs"]
     pod = replicated["template"]["spec"]["template"]["spec"]
     assert {"name": "config-volume", "configMap": {"name": "bench-config", "defaultMode": 0o755}} in pod["volumes"]
@@ -370,9 +372,7 @@ def test_an_exec_script_in_the_config_can_run() -> None:
 
 def test_a_runs_job_is_named_as_cre_names_it() -> None:
     """`getGroupJobName` (testdata `get-group-job-name/unpinned-single-group`): `<run>-job`."""
-    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-           "metadata": {"name": "nccl-allreduce", "namespace": "ns", "uid": "u"},
-           "spec": {"image": "img", "numNodes": 1, "framework": {"exec": {"command": ["true"]}}}}
+    run = workloadrun("nccl-allreduce", {"exec": {"command": ["true"]}})
     assert translate(run).job["metadata"]["name"] == "nccl-allreduce-job"
 
 
@@ -394,9 +394,7 @@ def test_the_workflow_fields_are_accepted_only_at_their_single_job_value(field: 
 
 def test_gpus_per_node_default_to_4_when_the_architecture_is_unknown() -> None:
     """The GPU catalog's `fallbackGpusPerNode` (4): no node found, none naming its GPU, or an unlisted product."""
-    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-           "metadata": {"name": "run", "namespace": "ns", "uid": "u"},
-           "spec": {"image": "img", "numNodes": 1, "framework": {"exec": {"command": ["true"]}}}}
+    run = workloadrun("run", {"exec": {"command": ["true"]}})
     unlabelled = [{"metadata": {"name": f"n{i}", "labels": {"nvidia.com/gpu.present": "true"}}} for i in (1, 2)]
     gh200 = [{"metadata": {"name": f"n{i}", "labels": {"nvidia.com/gpu.present": "true",
                                                       "nvidia.com/gpu.product": "NVIDIA-GH200-480GB"}}} for i in (1, 2)]
