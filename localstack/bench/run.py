@@ -28,7 +28,7 @@ from functions.domain.cel import outcomes
 from functions.runtime.celbudget import CelBudget
 from functions.runtime.codec import encode
 from localstack.bench.calls import restart_call_figures
-from localstack.bench.history import history_figures, job_with_trainjob, scrape_figures
+from localstack.bench.history import Counting, history_figures, job_with_trainjob, scrape_figures
 from localstack.bench.served import CLIENTS, NOOP, cold_start_ms, target_figures, throughput, tree_rss_mib
 from localstack.bench.stack import lifecycle_figures
 from localstack.samples import load_sample
@@ -98,17 +98,9 @@ def resync_figures(rows: list[dict[str, Any]], jobs: int) -> None:
     from functions.resync import read as resync
     from functions.runtime.codec import to_envelope
     from functions.runtime.context import Context
-    from functions.runtime.gateway import Gateway
     from functions.runtime.resources import NAMESPACES, cre_jobs
     from functions.runtime.settings import Settings
     from localstack.cluster.apiserver import LocalCluster
-
-    class Counting(Gateway):
-        calls = 0
-
-        def request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            Counting.calls += 1
-            return super().request(*args, **kwargs)
 
     group, ns = "nvcre.nvidia.com", "bench"
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
