@@ -6,6 +6,7 @@ against the real CRD, offline. A mistake in the arguments is said in one line (e
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 from collections.abc import Sequence
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where every thread is, on stderr
     result: int = args.func(args)
     return result
 

@@ -13,8 +13,10 @@ install's Knative objects, their status kept as Knative's controllers would (`lo
 from __future__ import annotations
 
 import contextlib
+import resource
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +46,56 @@ STOP_GRACE = 1.0
 """Seconds the stack's processes have, all together, to stop on SIGTERM before they are SIGKILLed: a function stays
 in gunicorn's graceful stop for as long as a request it serves waits (on an API server stopping beside it), and
 nothing here needs a graceful stop."""
+SLOW_STOP = 3.0
+"""Seconds the stack's stop may take before it says how long it took, and in which steps (those ≥ `SLOW_STEP`)."""
+SLOW_STEP = 0.2
 STACK_USERS = tuple(service_account_user(f"crefn-{t}") for t in (*TARGETS, "apiserversource"))
+
+
+class Stopping(contextlib.ExitStack):
+    """An ExitStack that times its own unwinding: `steps` holds each slow step's name and seconds (≥ `SLOW_STEP`),
+    so a stop that takes long says what took the time."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.clock = clock
+        self.steps: list[tuple[str, float]] = []
+        self.began = 0.0
+        """When the stop began (monotonic), 0 until it does."""
+        self.cpu = 0.0
+        """This process's CPU seconds when the stop began."""
+
+    def begin(self) -> None:
+        """The stop begins now."""
+        self.began, self.cpu = self.clock(), cpu_seconds()
+
+    def note(self, name: str, began: float) -> None:
+        took = self.clock() - began
+        if took >= SLOW_STEP:
+            self.steps.append((name, took))
+
+    def report(self, say: Callable[[str], None]) -> None:
+        took = self.clock() - self.began
+        if self.began and took >= SLOW_STOP:
+            slow = "".join(f"; {name} {seconds:.1f}s" for name, seconds in self.steps)
+            say(f"!! the stop took {took:.1f}s (CPU {cpu_seconds() - self.cpu:.2f}s{slow})")
+
+    def callback(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        name = getattr(fn, "__qualname__", repr(fn)).rpartition("<locals>.")[2]
+
+        def timed() -> None:
+            began = self.clock()
+            try:
+                fn(*args, **kwargs)
+            finally:
+                self.note(name, began)
+        super().callback(timed)
+        return fn
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Ticker:
@@ -303,7 +354,8 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
     with `settings` merged in, a ConfigMap of the API server's `crefn-system`; a new one there is a new revision
     of every function (`localstack.revisions`)."""
     say = timeline.say
-    with contextlib.ExitStack() as stack:
+    with Stopping() as stack:
+        stack.push(lambda *_: stack.report(say))  # the first pushed, the last to run
         owned = cluster is None
         functions: dict[str, ServedFunction] = {}
         scrape_targets: list[ServedFunction] = []
@@ -314,8 +366,9 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
             if cluster is None:
                 say("[1/5] starting etcd and kube-apiserver (built on first use, with progress)")
                 groups = tuple(dict.fromkeys((CRE_GROUP_DEFAULT, group)))
-                cluster = stack.enter_context(LocalCluster(work_dir / "cluster", users=STACK_USERS, cre_groups=groups,
-                                                           log=timeline.out, audit_users=STACK_USERS if audit else ()))
+                cluster = LocalCluster(work_dir / "cluster", users=STACK_USERS, cre_groups=groups, log=timeline.out,
+                                       audit_users=STACK_USERS if audit else ()).start()  # stops itself if it fails
+                stack.callback(cluster.stop)
                 ours.append(cluster)
             else:
                 say(f"[1/5] using the API server at {cluster.url}")
@@ -389,12 +442,14 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
         finally:  # however the stack ends (Ctrl-C included): nothing started again, every process stopped at once,
             # and only then the loops waited for (a second each at most): on a busy machine their joins would
             # otherwise delay the processes' stop (Ctrl-C has 10 s: tests/localstack/test_dev.py)
+            stack.begin()
             for loop in (supervisor, reconciler):
                 if loop is not None:
                     loop.halt()
             stop_together([*(f.process for f in (*functions.values(), *scrape_targets) if f.process),
                            *(proc for holder in ours if holder is not None for proc in holder.children())],
                           STOP_GRACE)
+            stack.note("every process", stack.began)
             for loop in (supervisor, reconciler):
                 if loop is not None:
                     loop.stop()
