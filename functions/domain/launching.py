@@ -19,10 +19,10 @@ from typing import Any, Literal
 from events.emitted import WorkloadCreatedData, WorkloadRef
 from events.envelope import Envelope, Outbound, to_outbound
 from events.objects import TrainJob
-from events.types import TRAINJOB_API_VERSION, TRAINJOB_KIND, EventType, Phase, Reason
+from events.types import MANAGED_LABEL, TRAINJOB_API_VERSION, TRAINJOB_KIND, EventType, Phase, Reason, job_label
 from functions.domain import grace
 from functions.domain.adapter import decide_phase
-from functions.domain.attempts import of_attempt, workload_name, workload_ref_of
+from functions.domain.attempts import attempt_label, attempt_of, of_attempt, workload_name, workload_ref_of
 from functions.domain.condition_writes import condition_write, failed_nodes
 from functions.domain.conditions import changes_condition, condition, decide_conditions
 from functions.domain.jobs import JobState, as_written, condition_changed, is_managed
@@ -30,7 +30,7 @@ from functions.domain.kubeevents import RefusalWarning
 from functions.domain.phases import decide_status
 from functions.domain.pods import Capture, failure_log_field
 from functions.domain.trainjobs import build_trainjob, decides_first_phase, owned_by, refused_label
-from functions.runtime.plan import Create, Delete, Effect, Plan, Wait, Written, nothing
+from functions.runtime.plan import Create, Delete, Effect, Label, Plan, Wait, Written, nothing
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 
@@ -120,10 +120,26 @@ def decide_existing(state: JobState, existing: dict[str, Any], name: str, now: d
         return Plan((Wait(f"TrainJob {name} is still terminating"),))
     if not owned_by(existing, state):
         return fail(state, foreign_holder(name), now, group, function, cause, capture)
-    assert of_attempt(existing, job.status.restart_count), "an earlier attempt's TrainJob is replaced"
+    labels = meta.get("labels") or {}
+    assert attempt_of(labels) in (None, job.status.restart_count), "an earlier attempt's TrainJob is replaced"
     message = adopted(name)
-    return Plan(workload_ref_write(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function), reason=message,
-                reply=workload_created(state, True, function, cause, existing))
+    marked = () if attempt_of(labels) is not None else (Label(
+        TRAINJOBS, job.metadata.namespace, name, adopted_labels(state, group),
+        resource_version=str(meta.get("resourceVersion", ""))),)
+    return Plan((*marked, *workload_ref_write(state, name, Reason.WORKLOAD_ADOPTED, message, now, group, function)),
+                reason=message, reply=workload_created(state, True, function, cause, existing))
+
+
+def adopted_labels(state: JobState, group: str) -> dict[str, str | None]:
+    """What a TrainJob of the Job that carries no attempt label (CRE's own: it created it, and its `workloadRef`
+    write was lost, or the switch came between the two) is given when adopted, locked on the version read:
+    the current attempt, the Job's label and `crefn.dev/managed` when the Job has it, so that its phase
+    changes reach the functions and act as the current attempt's."""
+    labels: dict[str, str | None] = {job_label(group): state.job.metadata.name,
+                                     **attempt_label(state.job.status.restart_count)}
+    if state.job.metadata.labels.get(MANAGED_LABEL) == "true":
+        labels[MANAGED_LABEL] = "true"
+    return labels
 
 
 def adopted(name: str) -> str:
@@ -194,14 +210,17 @@ def creates(observed: LaunchObserved) -> bool:
 
 
 def replaces(observed: LaunchObserved) -> bool:
-    """Whether the name is held by this Job's TrainJob of an earlier attempt, not terminating: it is deleted
+    """Whether the name is held by this Job's TrainJob of an earlier attempt (its attempt label says so; one
+    without the label is CRE's, and adopted), not terminating: it is deleted
     (uid precondition) and the next attempt created in the same plan. `restart` deletes it too, after its
     commit; a launch that sees the commit first does not wait for that. When the deleted object lingers
     (finalizers), the create finds the name taken and the launch reads again: terminating, a wait."""
     existing = observed.existing
     if existing is None or (existing.get("metadata") or {}).get("deletionTimestamp"):
         return False
-    return owned_by(existing, observed.state) and not of_attempt(existing, observed.state.job.status.restart_count)
+    attempt = attempt_of((existing.get("metadata") or {}).get("labels") or {})
+    return (owned_by(existing, observed.state) and attempt is not None
+            and attempt != observed.state.job.status.restart_count)
 
 
 def workload_ref_write(state: JobState, name: str, reason: str, message: str, now: datetime, group: str,

@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 
 from events.envelope import first_error
 from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec, KubeModel, KubeObject
-from events.types import CRE_MANAGED_BY_VALUE, CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, job_label, job_uid_annotation
+from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, job_label, job_uid_annotation
 from functions.domain.conditions import rfc3339
 from functions.domain.jobs import JobState
 from functions.domain.naming import truncate
@@ -77,7 +77,7 @@ def measurement_body(state: JobState, group: str, kind: str, name: str, spec: Ma
     return {
         "apiVersion": f"{group}/{CRE_VERSION}", "kind": kind,
         "metadata": {"name": name, "namespace": job.metadata.namespace,
-                     "labels": {MANAGED_BY_LABEL: CRE_MANAGED_BY_VALUE, job_label(group): job.metadata.name},
+                     "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, job_label(group): job.metadata.name},
                      "ownerReferences": [{"apiVersion": job.api_version, "kind": job.kind, "name": job.metadata.name,
                                           "uid": job.metadata.uid, "controller": True,
                                           "blockOwnerDeletion": True}]},

@@ -20,7 +20,7 @@ from typing import Any
 
 from events.emitted import FailureInfo, FailureLog
 from events.objects import Condition, Pod
-from events.types import ATTEMPT_LABEL, job_label
+from events.types import ATTEMPT_LABEL
 from functions.domain.jobs import JobState
 
 TAIL_LINES = 800
@@ -33,9 +33,13 @@ NO_TERMINATED = ("NoTerminatedContainer", "pods for this Job were found, but non
                  "with a non-zero exit code")
 
 
-def attempt_selector(job: str, attempt: int, cre_group: str) -> str:
-    """The label selector of the pods of a Job's attempt."""
-    return f"{job_label(cre_group)}={job},{ATTEMPT_LABEL}={attempt}"
+def of_attempt(pods: Sequence[Pod], attempt: int) -> tuple[Pod, ...]:
+    """Of a Job's pods (`<group>/job`), those of the attempt: the ones with its `crefn.dev/attempt` label, or
+    when none has it, the ones with no attempt label at all: the pods of a TrainJob CRE created (the Job's
+    attempt before the switch, or one the functions adopted), which keep CRE's labels."""
+    count = str(attempt)
+    return (tuple(p for p in pods if p.metadata.labels.get(ATTEMPT_LABEL) == count)
+            or tuple(p for p in pods if ATTEMPT_LABEL not in p.metadata.labels))
 
 
 def scheduled_condition(pod: Pod) -> Condition | None:

@@ -22,14 +22,14 @@ from typing import Any
 from events.emitted import ParityCheckedData, ParityField
 from events.envelope import Envelope, to_outbound
 from events.objects import Pod, TrainJob
-from events.types import ATTEMPT_LABEL, EventType, Phase, Reason
+from events.types import EventType, Phase, Reason
 from functions.domain.adapter import decide_phase
 from functions.domain.checkpoint import decide_restart
 from functions.domain.condition_writes import group_nodes, placed_nodes
 from functions.domain.conditions import parse_rfc3339, rfc3339
 from functions.domain.jobs import Gone, JobState, Skipped, why_not_ours
 from functions.domain.kubeevents import action_event
-from functions.domain.pods import failed_container
+from functions.domain.pods import failed_container, of_attempt
 from functions.domain.running import decide_running
 from functions.runtime.plan import Plan, nothing, wait_until
 from functions.runtime.settings import Settings
@@ -85,12 +85,8 @@ def stored(state: JobState) -> dict[str, str]:
 
 
 def attempt_pods(observed: Read) -> tuple[Pod, ...]:
-    """The pods of the Job's current attempt: those with its `crefn.dev/attempt` label when the pods carry one
-    (the functions' own, or CRE's labelled at the switch), else all the Job's (CRE's, which it replaces with
-    the TrainJob)."""
-    count = str(observed.state.job.status.restart_count)
-    labelled = [p for p in observed.pods if ATTEMPT_LABEL in p.metadata.labels]
-    return tuple(p for p in labelled if p.metadata.labels[ATTEMPT_LABEL] == count) if labelled else observed.pods
+    """The pods of the Job's current attempt (CRE's own carry no attempt label: `of_attempt`)."""
+    return of_attempt(observed.pods, observed.state.job.status.restart_count)
 
 
 def workload_phase(observed: Read) -> tuple[Phase, str] | None:

@@ -32,8 +32,8 @@ from functions.domain.pods import (
     TAIL_LINES,
     Capture,
     LogSource,
-    attempt_selector,
     failed_container,
+    of_attempt,
     timeout_container,
 )
 from functions.runtime.context import Context
@@ -115,7 +115,8 @@ def read_job_of_workload(ctx: Context, namespace: str, trainjob: str) -> CreJob 
 
 
 def managed_trainjob_pages(ctx: Context, unfinished: bool = False) -> Iterator[dict[str, Any]]:
-    """Every TrainJob the functions created (label `app.kubernetes.io/managed-by`), a page at a time; with
+    """Every TrainJob made as CRE makes them (label `app.kubernetes.io/managed-by: nvcre`: the functions' and CRE's
+    own), a page at a time; with
     `unfinished`, only those without the finished label, from the API server's watch cache (see `job_pages`)."""
     selector = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}" + (f",!{FINISHED_LABEL}" if unfinished else "")
     return ctx.gateway.pages(TRAINJOBS, None, label_selector=selector, cached=unfinished)
@@ -195,9 +196,9 @@ def read_object(ctx: Context, resource: Resource, namespace: str, name: str) -> 
 
 
 def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:
-    """The pods of the Job's attempt (the current one unless named), by their labels."""
-    number = state.job.status.restart_count if attempt is None else attempt
-    return pods_selected(ctx, state, attempt_selector(state.ref.name, number, ctx.settings.cre_group))
+    """The pods of the Job's attempt (the current one unless named): of the Job's pods, those its labels say
+    (`functions.domain.pods.of_attempt`)."""
+    return of_attempt(read_job_pods(ctx, state), state.job.status.restart_count if attempt is None else attempt)
 
 
 def read_job_pods(ctx: Context, state: JobState) -> tuple[Pod, ...]:

@@ -63,7 +63,7 @@ def job_with_trainjob(gw: Gateway, name: str, finished: bool) -> None:
                                                  "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}},
                                                  "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
     gw.create(TRAINJOBS, NAMESPACE, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {
-        "name": f"{name}-workload", "labels": {"app.kubernetes.io/managed-by": "cre-functions",
+        "name": f"{name}-workload", "labels": {"app.kubernetes.io/managed-by": "nvcre",
                                                f"{GROUP}/job": name, "crefn.dev/attempt": "0"},
         "ownerReferences": [{"apiVersion": f"{GROUP}/v1alpha1", "kind": "Job", "name": name,
                              "uid": job["metadata"]["uid"], "controller": True}]},

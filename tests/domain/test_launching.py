@@ -16,7 +16,7 @@ from functions.domain.launching import LaunchObserved, can_only_fail, creates, d
 from functions.domain.pods import Capture
 from functions.launch.decide import Observed, decide
 from functions.runtime.apply import reply_for
-from functions.runtime.plan import Create, Delete, KubeEvent, Plan, Wait, WriteStatus
+from functions.runtime.plan import Create, Delete, KubeEvent, Label, Plan, Wait, WriteStatus
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 from tests.functions.launch.test_read import ADOPTED, FOREIGN, trainjob
@@ -31,18 +31,34 @@ PAST = (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
 @pytest.mark.parametrize(("state", "existing", "action"), [
     (job(), None, "create"),
     (job(), trainjob(), "adopt"),
+    (job(restart_count=1), trainjob(None), "adopt"),
     (job(restart_count=1), trainjob("0"), "replace"),
     (job(), trainjob(terminating=True), "wait"),
+    (job(), trainjob(None, terminating=True), "wait"),
     (job(), trainjob(owner_uid="someone-else"), "fail"),
+    (job(), trainjob(None, owner_uid="someone-else"), "fail"),
     (job(train_job=False), None, "fail"),
     (job(annotations={"crefn.dev/restart-not-before": LATER}), None, "wait"),
     (job(annotations={"crefn.dev/restart-not-before": PAST}), None, "create"),
     (job(conditions=[cond("InProgress", "True", "WorkloadRestarting")], restart_count=1), None, "wait"),
-], ids=["create", "adopt", "stale-attempt", "terminating", "collision", "no-trainjob", "grace", "grace-over",
-        "restart-annotation-pending"])
+], ids=["create", "adopt", "adopt-cres", "stale-attempt", "terminating", "cres-terminating", "collision",
+        "cres-of-another", "no-trainjob", "grace", "grace-over", "restart-annotation-pending"])
 def test_launch_decision(state: JobState, existing: dict[str, Any] | None, action: str) -> None:
     plan = decide_launch(LaunchObserved(state, existing), Settings(), NOW, "launch", None)
     assert launch_action(plan) == action
+
+
+def test_cres_own_trainjob_is_labelled_as_the_current_attempt_locked_on_its_version() -> None:
+    plan = decide_launch(LaunchObserved(job(restart_count=1), trainjob(None)), Settings(), NOW, "launch", None)
+    labelled = [e for e in plan.effects if isinstance(e, Label)]
+    assert [(e.res, e.namespace, e.name, dict(e.labels), e.resource_version) for e in labelled] == [
+        (TRAINJOBS, "ns", "llm-workload", {"nvcre.nvidia.com/job": "llm", "crefn.dev/attempt": "1",
+                                           "crefn.dev/managed": "true"}, "7")]
+    assert type(plan.effects[0]) is Label and not any(isinstance(e, Delete | Create) for e in plan.effects)
+    assert plan.reason == ADOPTED
+    # one the functions made (it carries its attempt) is adopted as it is
+    ours = decide_launch(LaunchObserved(job(), trainjob()), Settings(), NOW, "launch", None)
+    assert not any(isinstance(e, Label) for e in ours.effects) and ours.reason == ADOPTED
 
 
 def test_an_earlier_attempt_is_deleted_by_its_uid() -> None:
@@ -185,7 +201,7 @@ def test_the_workload_created_event_tells_a_creation_from_an_adoption() -> None:
         assert (data["adopted"], data["attempt"], data["job"]) == (was_adopted, 0, {"name": "llm", "namespace": "ns"})
         assert data["workload"] == {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
                                     "name": "llm-workload", "namespace": "ns", "uid": "tj-uid",
-                                    "resourceVersion": "42" if not was_adopted else "", "attempt": 0}
+                                    "resourceVersion": "42" if not was_adopted else "7", "attempt": 0}
 
 
 def test_a_refused_create_is_a_warning_and_a_retry() -> None:
@@ -302,7 +318,7 @@ def test_created_trainjob_carries_attempt_labels_and_owner() -> None:
     assert (body["apiVersion"], body["kind"]) == ("trainer.kubeflow.org/v1alpha1", "TrainJob")
     assert body["metadata"] == {
         "name": "llm-workload", "namespace": "ns",
-        "labels": {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
+        "labels": {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm",
                    "crefn.dev/attempt": "2", "crefn.dev/managed": "true"},
         "annotations": {"crefn.dev/first-phase": "creator"},
         "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",

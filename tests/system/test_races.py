@@ -116,7 +116,7 @@ def trainjob_record(w: World, attempt: int) -> dict[str, Any]:
     job = w.job()
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
             "metadata": {"name": "llm-workload", "labels": {
-                "app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
+                "app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm",
                 "crefn.dev/attempt": str(attempt), "crefn.dev/managed": "true"},
                 "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
                                      "uid": job["metadata"]["uid"], "controller": True}]},

@@ -53,6 +53,12 @@ def create_event(gw: Gateway, ns: str) -> Any:
         "reportingInstance": "crefn-test", "action": "WorkloadCreated", "reason": "WorkloadCreated", "type": "Normal",
         "note": "n", "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
                                    "namespace": ns}})
+def label_missing_trainjob(gw: Gateway, ns: str) -> None:
+    """A label patch of a TrainJob that is not there: allowed is 404, refused 403."""
+    with contextlib.suppress(NotFound):
+        gw.patch(TRAINJOBS, ns, "x", {"metadata": {"labels": {"a": "b"}}})
+
+
 REFUSED: list[tuple[str, str, Call]] = [
     ("phase", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
     ("phase", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
@@ -86,6 +92,8 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("status", "get trainjobs", lambda gw, ns: gw.get(TRAINJOBS, ns, "x")),
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("restart", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),  # the next attempt
+    # CRE's TrainJob, adopted: labelled as the current attempt
+    *((f, "patch trainjobs", lambda gw, ns: label_missing_trainjob(gw, ns)) for f in ("launch", "restart")),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("resync", "list trainjobs in all namespaces", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("resync", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),

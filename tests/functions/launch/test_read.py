@@ -34,8 +34,10 @@ from tests.support.world import JOBS, Relay, World, make_world, phase_record
 # -- the decision (functions.launch.decide) --------------------------------------------------------
 
 
-def trainjob(attempt: str = "0", owner_uid: str = "job-uid", terminating: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "llm-workload", "uid": "tj-uid", "labels": {"crefn.dev/attempt": attempt},
+def trainjob(attempt: str | None = "0", owner_uid: str = "job-uid", terminating: bool = False) -> dict[str, Any]:
+    """`llm-workload` of the Job `llm` (`owner_uid`), of an attempt of the functions (None: CRE's own, unlabelled)."""
+    meta: dict[str, Any] = {"name": "llm-workload", "uid": "tj-uid", "resourceVersion": "7",
+                            "labels": {"crefn.dev/attempt": attempt} if attempt is not None else {},
                             "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
                                                  "name": "llm", "uid": owner_uid, "controller": True}]}
     if terminating:
@@ -60,7 +62,7 @@ def test_launch_labels_owner_and_workload_ref(world: Callable[..., World], names
     w.settle()
     tj = w.trainjob()
     assert tj is not None
-    assert tj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": "llm",
+    assert tj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm",
                                         "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}
     owner = tj["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
@@ -267,6 +269,35 @@ def test_adopt_after_a_lost_status_write(functions: Callable[..., dict[str, str]
     assert w.final()[:2] == ("InProgress", "WorkloadAdopted")
     in_progress = next(c for c in status["conditions"] if c["type"] == "InProgress")
     assert in_progress["message"] == ADOPTED  # CRE's adoption text
+
+
+def test_cres_own_trainjob_is_adopted_labelled_and_kept_running(functions: Callable[..., dict[str, str]],
+                                                                 world: Callable[..., World], gateway: Gateway,
+                                                                 namespace: str) -> None:
+    """CRE's TrainJob of the Job (labels as CRE puts them, no attempt label), its `workloadRef` write lost, or
+    the switch between the two: adopted as CRE adopts, never deleted and replaced."""
+    urls = functions()
+    w = world(urls)
+    job = w.create_job()
+    cres = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "llm-workload", "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm"},
+                         "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
+                                              "uid": job["metadata"]["uid"], "controller": True,
+                                              "blockOwnerDeletion": True}]},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}}}
+    held = gateway.create(TRAINJOBS, namespace, cres)
+    answer = send(urls["launch"], w.job_record())
+    assert answer.status == 200 and answer.json()["adopted"] is True, answer.text
+    tj = w.trainjob()
+    assert tj is not None and tj["metadata"]["uid"] == held["metadata"]["uid"]  # the same object: kept running
+    assert tj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": "llm",
+                                        "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}
+    status = w.job()["status"]
+    assert status["workloadRef"]["name"] == "llm-workload"
+    in_progress = next(c for c in status["conditions"] if c["type"] == "InProgress")
+    assert (in_progress["status"], in_progress["reason"], in_progress["message"]) == ("True", "WorkloadAdopted",
+                                                                                      ADOPTED)
 
 
 def test_the_real_crd_rejects_a_job_without_a_workload_variant(gateway: Gateway, namespace: str) -> None:

@@ -91,7 +91,7 @@ def in_step_job(gateway: Gateway, namespace: str, name: str) -> None:
     gateway.create(TRAINJOBS, namespace, {
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
         "metadata": {"name": f"{name}-workload", "labels": {
-            "app.kubernetes.io/managed-by": "cre-functions", "nvcre.nvidia.com/job": name,
+            "app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/job": name,
             "crefn.dev/attempt": "0", "crefn.dev/managed": "true"},
             "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": name,
                                  "uid": job["metadata"]["uid"], "controller": True}]},

@@ -314,10 +314,10 @@ def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callab
     from tests.support.webhook import DenyingWebhook
 
     probe = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-             "metadata": {"name": "probe", "labels": {"app.kubernetes.io/managed-by": "cre-functions"}},
+             "metadata": {"name": "probe", "labels": {"app.kubernetes.io/managed-by": "nvcre"}},
              "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}}
     webhook = DenyingWebhook(gateway, tmp_path, "deny-generated-jobs", object_selector={
-        "matchLabels": {"app.kubernetes.io/managed-by": "cre-functions"}}, message="jobs are frozen in this namespace",
+        "matchLabels": {"app.kubernetes.io/managed-by": "nvcre"}}, message="jobs are frozen in this namespace",
         rules=[{"operations": ["CREATE"], "apiGroups": ["nvcre.nvidia.com"], "apiVersions": ["v1alpha1"],
                 "resources": ["jobs"]}], probe=(JOBS, namespace, probe))
     try:
