@@ -29,12 +29,43 @@ DEFAULT_GPUS = 4
 node found): CRE's GPU catalog `fallbackGpusPerNode`."""
 
 
+UNKNOWN_ARCHITECTURE = "unknown"
+"""CRE's `gpuArchUnknown`: what the status says when target nodes were found and none names its GPU product."""
+PROVIDERS = (("aws://", "aws"), ("gce://", "gcp"), ("azure://", "azure"), ("ocid1.", "oci"),
+             ("openstack://", "onprem"), ("nscale://", "nscale"), ("metal3://", "mistral"))
+"""CRE's `nodePlatform`: the platform a node's `spec.providerID` prefix names (any other: `onprem`)."""
+
+
 @dataclass(frozen=True)
 class Hardware:
     architecture: str
     """"" when no target node names its GPU product."""
     products: tuple[str, ...]
     """The distinct `nvidia.com/gpu.product` values of the target nodes of that architecture, sorted."""
+    detected: tuple[tuple[str, str], ...] = ()
+    """What CRE's Workflow detects on the target nodes, as the run's status fields (none when no node was found):
+    `detectedGPUArchitecture` (`unknown` when none names its product), and `detectedPlatform` when every
+    target node is of one platform."""
+
+
+def node_platform(node: Mapping[str, Any]) -> str:
+    """CRE's `nodePlatform`: from the node's `spec.providerID` (and, without one, its labels)."""
+    labels, provider = _labels(node), str((node.get("spec") or {}).get("providerID") or "")
+    if not provider:
+        return "forge" if "forge" in labels.get(HOSTNAME_LABEL, "") or "nke.nvidia.com/site-name" in labels \
+            else "onprem"
+    if provider.startswith("kubevirt://"):
+        return "togetherai" if "node-role.together.ai/worker" in labels else "onprem"
+    return next((name for prefix, name in PROVIDERS if provider.startswith(prefix)), "onprem")
+
+
+def detected(nodes: Sequence[Mapping[str, Any]], architecture: str) -> tuple[tuple[str, str], ...]:
+    """The run's detected fields (`Hardware.detected`) for the target nodes and their architecture."""
+    if not nodes:
+        return ()
+    platforms = {node_platform(n) for n in nodes}
+    return (("detectedGPUArchitecture", architecture or UNKNOWN_ARCHITECTURE),
+            *((("detectedPlatform", platforms.pop()),) if len(platforms) == 1 else ()))
 
 
 def parse_product(product: str) -> str:
@@ -107,7 +138,7 @@ def hardware(nodes: Sequence[Mapping[str, Any]]) -> Hardware:
     for arch, _ in archs:
         if arch and (not primary or counts[arch] > counts[primary]):
             primary = arch
-    return Hardware(primary, tuple(sorted({p for a, p in archs if a and a == primary})))
+    return Hardware(primary, tuple(sorted({p for a, p in archs if a and a == primary})), detected(nodes, primary))
 
 
 def gpus_per_node(spec: Mapping[str, Any], found: Hardware) -> Any:

@@ -52,8 +52,8 @@ class Translation:
     job: dict[str, Any]
     pvc: dict[str, Any] | None
     configmap: dict[str, Any] | None
-    architecture: str = ""
-    """The GPU architecture of the target nodes ("" when none names one): the run's `detectedGPUArchitecture`."""
+    detected: tuple[tuple[str, str], ...] = ()
+    """What the target nodes say of the hardware, as the run's status fields (`functions.domain.placement`)."""
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -191,7 +191,7 @@ def translate(run: dict[str, Any], cre_group: str = "nvcre.nvidia.com",
     job = {"apiVersion": f"{cre_group}/v1alpha1", "kind": "Job",
            "metadata": {**object_meta(job_name(name), job_labels), "annotations": job_annotations(spec)},
            "spec": job_spec}
-    return Translation(runtime, job, pvc, configmap, found.architecture)
+    return Translation(runtime, job, pvc, configmap, found.detected)
 
 
 def _storage(spec: dict[str, Any], name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]],

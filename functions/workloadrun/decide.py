@@ -66,7 +66,8 @@ class Translated:
     run: dict[str, Any]
     objects: tuple[dict[str, Any], ...]
     existing: tuple[dict[str, Any] | None, ...]
-    architecture: str = ""
+    detected: tuple[tuple[str, str], ...] = ()
+    """The hardware CRE's Workflow would detect, as the run's status fields (`functions.domain.placement`)."""
 
 
 Observed = Skipped | Mirror | Invalid | Translated
@@ -117,9 +118,8 @@ def decide_build(observed: Translated, conditions: list[dict[str, Any]], setting
         if owner_uid not in owners:
             message = f"{obj['kind']} {meta['name']} already exists and is not owned by this WorkloadRun"
             return failed(raw, RunReason.OBJECT_CONFLICT, message, f"{where}: {message}", now, settings)
-    if true_exclusive(conditions) is None:  # CRE's run names the GPU architecture it detected (none: unset)
-        detected = {"detectedGPUArchitecture": observed.architecture} if observed.architecture else {}
-        creates += run_conditions(raw, created(raw["metadata"]["name"]), now, settings, extra=detected)
+    if true_exclusive(conditions) is None:  # CRE's run names the hardware its Workflow detected
+        creates += run_conditions(raw, created(raw["metadata"]["name"]), now, settings, extra=dict(observed.detected))
     return Plan(tuple(creates), reason=f"{where}: {sum(isinstance(e, Create) for e in creates)} objects created")
 
 

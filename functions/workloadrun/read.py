@@ -77,14 +77,15 @@ def read_run(ns: str, name: str, ctx: Context) -> Observed:
     parse_run(raw)
     try:
         spec = raw.get("spec") or {}
-        nodes = read_nodes(ctx, selector(spec)) if needs_nodes(spec) else None
+        first = true_exclusive((raw.get("status") or {}).get("conditions") or []) is None  # detected then
+        nodes = read_nodes(ctx, selector(spec)) if needs_nodes(spec) or first else None
         translation = translate(raw, group, nodes)
     except InvalidSpec as e:
         return Invalid(where, raw, str(e))
     objects = tuple(translation.objects)
     existing = tuple(read_object(ctx, resource_for(o["kind"], group), o["metadata"]["namespace"],
                                  o["metadata"]["name"]) for o in objects)
-    return Translated(where, raw, objects, existing, translation.architecture)
+    return Translated(where, raw, objects, existing, translation.detected)
 
 
 class JobEvent(EventData):

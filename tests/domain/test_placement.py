@@ -18,6 +18,7 @@ from functions.domain.placement import (
     gpus_per_node,
     hardware,
     needs_nodes,
+    node_platform,
     parse_product,
     selector,
     target_nodes,
@@ -55,7 +56,48 @@ def test_parse_product(product: str, arch: str) -> None:
 ], ids=["all-unlabeled", "majority-beats-first-node", "tie-keeps-earliest-nodes-arch",
         "unlabeled-majority-does-not-outvote", "unlabeled-minority-does-not-vote"])
 def test_majority_architecture(nodes: list[dict[str, Any]], found: Hardware) -> None:
-    assert hardware(nodes) == found
+    got = hardware(nodes)
+    assert (got.architecture, got.products) == (found.architecture, found.products)
+
+
+def provider(name: str, provider_id: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}, "spec": {"providerID": provider_id}}
+
+
+@pytest.mark.parametrize(("node_", "platform"), [
+    (provider("n", "aws:///us-east-1a/i-0abc"), "aws"),
+    (provider("n", "gce://proj/us-central1-a/n"), "gcp"),
+    (provider("n", "azure:///subscriptions/s/resourceGroups/r/providers/Microsoft.Compute/virtualMachines/n"),
+     "azure"),
+    (provider("n", "ocid1.instance.oc1.iad.abc"), "oci"),
+    (provider("n", "openstack:///5a8f"), "onprem"),
+    (provider("n", "nscale://n-1"), "nscale"),
+    (provider("n", "kubevirt://vm-1", **{"node-role.together.ai/worker": ""}), "togetherai"),
+    (provider("n", "kubevirt://vm-1"), "onprem"),
+    (provider("n", "metal3://ns/bmh/n"), "mistral"),
+    (provider("n", "kind://docker/kind/n"), "onprem"),
+    (provider("n", "", **{"kubernetes.io/hostname": "forge-gpu-017"}), "forge"),
+    (provider("n", "", **{"nke.nvidia.com/site-name": "site-a"}), "forge"),
+    (provider("n", ""), "onprem"),
+], ids=["aws", "gce", "azure", "oci", "openstack", "nscale", "kubevirt-together", "kubevirt-other", "metal3",
+        "other-provider", "forge-hostname", "forge-site-label", "bare-metal"])
+def test_the_platform_of_a_node_is_cres(node_: dict[str, Any], platform: str) -> None:
+    """CRE's `nodePlatform` (`pkg/controller/workflow_detect.go`): the providerID's prefix, else the labels."""
+    assert node_platform(node_) == platform
+
+
+@pytest.mark.parametrize(("nodes", "detected_"), [
+    ([provider("a", "aws:///x/i-1", **{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
+      provider("b", "aws:///x/i-2", **{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})],
+     {"detectedGPUArchitecture": "h100", "detectedPlatform": "aws"}),
+    ([provider("a", ""), provider("b", "")], {"detectedGPUArchitecture": "unknown", "detectedPlatform": "onprem"}),
+    ([provider("a", "aws:///x/i-1"), provider("b", "gce://p/z/b")], {"detectedGPUArchitecture": "unknown"}),
+    ([], {}),
+], ids=["aws-h100", "unlabelled-bare-metal", "heterogeneous-platforms", "no-node"])
+def test_what_the_run_says_it_detected(nodes: list[dict[str, Any]], detected_: dict[str, str]) -> None:
+    """CRE's Workflow: `unknown` when no node names its GPU product; a platform only when all nodes agree (CRE
+    fails the Workflow otherwise: docs/deviations.md); nothing when no node was found."""
+    assert dict(hardware(nodes).detected) == detected_
 
 
 @pytest.mark.parametrize(("spec", "arch", "gpus", "mnnvl"), [

@@ -148,17 +148,18 @@ def test_a_threshold_verdict_is_mirrored_as_the_runs_own_validation_failed() -> 
                   datetime(2026, 11, 30, 12, 5, tzinfo=UTC)).effects == ()
 
 
-@pytest.mark.parametrize(("architecture", "detected"), [("gb200", {"detectedGPUArchitecture": "gb200"}), ("", {})],
+@pytest.mark.parametrize("detected", [{"detectedGPUArchitecture": "gb200", "detectedPlatform": "oci"}, {}],
                          ids=["detected", "none-detected"])
-def test_the_created_run_names_the_architecture_it_detected(architecture: str, detected: dict[str, str]) -> None:
-    """CRE's `mirrorWorkflowStatus`: `detectedGPUArchitecture` on the run's status (unset when no node says)."""
+def test_the_created_run_names_the_hardware_it_detected(detected: dict[str, str]) -> None:
+    """CRE's `mirrorWorkflowStatus`: `detectedGPUArchitecture` and `detectedPlatform` on the run's status (unset
+    when no node was found)."""
     from datetime import UTC, datetime
 
     from functions.runtime.plan import WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Translated, decide
 
-    plan = decide(Translated("WorkloadRun ml/wr", RUN, OBJECTS, (None, None), architecture), Settings(),
+    plan = decide(Translated("WorkloadRun ml/wr", RUN, OBJECTS, (None, None), tuple(detected.items())), Settings(),
                   datetime(2026, 11, 30, 12, tzinfo=UTC))
     (write,) = [e for e in plan.effects if isinstance(e, WriteStatus)]
     assert {k: v for k, v in write.status.items() if k != "conditions"} == detected

@@ -379,7 +379,8 @@ def test_the_target_nodes_decide_gpus_per_node_mnnvl_and_placement(functions: Ca
     MNNVL on when most target nodes are GB200; ADR-089 decision 6: the target is one required node
     selector term on every replicatedJob, the MPI launcher too, with the GPU products of that
     architecture. The run is `InProgress`/`WorkflowCreated`/`Workflow wr created` as CRE writes it, and its
-    status names the architecture it detected (`detectedGPUArchitecture`)."""
+    status names the architecture and the platform it detected (`detectedGPUArchitecture`, `detectedPlatform`:
+    CRE's `nodePlatform` of an OCI instance's providerID)."""
     from functions.runtime.client import send
     from functions.runtime.resources import NODES
     from localstack.eventing.apisource import apiserver_record
@@ -389,7 +390,8 @@ def test_the_target_nodes_decide_gpus_per_node_mnnvl_and_placement(functions: Ca
     names = [f"{pool}-{k}" for k in products]
     for name, product in zip(names, products.values(), strict=True):
         gateway.create(NODES, None, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product, "crefn.test/pool": pool}}})
+            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product, "crefn.test/pool": pool}},
+            "spec": {"providerID": f"ocid1.instance.oc1.iad.{name}"}})
     try:
         spec = workloadrun(namespace, {"mpi": {"binary": "/opt/bench", "mpirunPath": "/usr/bin/mpirun"}},
                            target={"nodeSelector": {"crefn.test/pool": pool}})
@@ -418,4 +420,5 @@ def test_the_target_nodes_decide_gpus_per_node_mnnvl_and_placement(functions: Ca
     assert trainer["args"][:6] == ["-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args",
                                    "-o StrictHostKeyChecking=no -o ConnectionAttempts=10"]
     assert "NCCL_MNNVL_ENABLE=1" in trainer["args"]
-    assert (gateway.get(RUNS, namespace, "wr") or {})["status"]["detectedGPUArchitecture"] == "gb200"
+    status = (gateway.get(RUNS, namespace, "wr") or {})["status"]
+    assert (status["detectedGPUArchitecture"], status["detectedPlatform"]) == ("gb200", "oci")
