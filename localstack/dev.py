@@ -9,10 +9,10 @@ functions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import TextIO
 
@@ -21,6 +21,7 @@ from functions.runtime.settings import Settings
 from functions.tools.replay import read_recording
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.chaos import Chaos, ChaosError
+from localstack.processes import until_interrupted
 from localstack.scenarios import shadow
 from localstack.scenarios.demo import (
     DEMO_FAILING_JOB,
@@ -123,9 +124,6 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
                 print(f"PROMETHEUS={stack.prometheus.url}", file=out)
             print(f"BROKER={stack.broker.url}", file=out, flush=True)
             print("the stack stays up; Ctrl-C stops everything", file=out, flush=True)
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                pass  # leaving the stack stops every process at once (`start_stack`)
+            with contextlib.suppress(KeyboardInterrupt):  # leaving the stack stops every process (`start_stack`)
+                until_interrupted()
         return code

@@ -36,6 +36,19 @@ def die_with_parent(parent: int) -> Callable[[], None]:
     return arm
 
 
+SIGNAL_POLL = 0.2
+"""Seconds between the main thread's looks at the signals that arrived (`until_interrupted`)."""
+
+
+def until_interrupted() -> None:
+    """Wait for Ctrl-C (KeyboardInterrupt, raised) or SIGTERM (as its handler says), in short sleeps. Python runs a
+    signal's handler in the main thread only, between two bytecodes; when the kernel hands the signal to another
+    thread (the stack has dozens), a main thread asleep in one long `time.sleep` never sees it: the Ctrl-C the
+    stack missed on a loaded machine, where it kept running past 10 s."""
+    while True:
+        time.sleep(SIGNAL_POLL)
+
+
 def end_with_parent() -> None:
     """This process, from now on: SIGKILLed when its parent dies (an xdist worker with the pytest that started it)."""
     die_with_parent(os.getppid())()

@@ -39,7 +39,7 @@ from localstack.cluster.admission import Webhook
 from localstack.cluster.crds import fallback_crds, load_upstream, with_group
 from localstack.cluster.kubelet import StandInKubelet
 from localstack.cluster.pods import SERVICE_ACCOUNTS
-from localstack.processes import kill_group, signal_group, spawn, stop_process
+from localstack.processes import kill_group, signal_group, spawn, stop_process, until_interrupted
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -495,11 +495,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="crefn-cluster-") as tmp, LocalCluster(Path(tmp)) as cluster:
         print(json.dumps(cluster.describe()), flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+        with contextlib.suppress(KeyboardInterrupt):
+            until_interrupted()
 
 
 if __name__ == "__main__":

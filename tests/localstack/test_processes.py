@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from localstack.processes import die_with_parent, run, spawn, stop_together
+from localstack.processes import SIGNAL_POLL, die_with_parent, run, spawn, stop_together, until_interrupted
 from tests.support.lineage import MARK, kill_all, left_after, marked
 
 pytestmark = pytest.mark.process
@@ -106,3 +107,40 @@ def test_run_stops_the_whole_group_on_a_timeout() -> None:
 def test_run_answers_as_subprocess_run() -> None:
     done = run(["sh", "-c", "echo out; echo err >&2; exit 3"], text=True)
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+def waiting(thread: int) -> bool:
+    """Whether that thread is in `until_interrupted`."""
+    frame = sys._current_frames().get(thread)
+    while frame is not None and frame.f_code.co_name != "until_interrupted":
+        frame = frame.f_back
+    return frame is not None
+
+
+def test_a_ctrl_c_another_thread_takes_still_ends_the_wait() -> None:
+    """The kernel may hand a process's SIGINT to any of its threads; Python acts on it in the main thread only.
+    `until_interrupted` (the stack's `--keep` wait) raises KeyboardInterrupt within a look or two; a main thread
+    in one long sleep would not, and only the fallback below (SIGINT to the main thread itself) would end it."""
+    main = threading.get_ident()
+    ended, late = threading.Event(), threading.Event()
+
+    def another_thread() -> None:
+        deadline = time.monotonic() + 30
+        while not waiting(main) and time.monotonic() < deadline:  # the main thread in the wait, then the signal
+            ended.wait(0.01)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # taken here, not by the main thread
+        if not ended.wait(5 + 10 * SIGNAL_POLL):
+            late.set()
+            signal.pthread_kill(main, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        thread = threading.Thread(target=another_thread)
+        with pytest.raises(KeyboardInterrupt):
+            thread.start()
+            until_interrupted()
+        ended.set()
+        thread.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert not late.is_set(), "the wait saw the signal only once the main thread itself was signalled"
