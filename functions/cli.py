@@ -69,7 +69,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from functions.tools import replay
 
     return replay.main(args.file, args.to, args.rate, args.duplicate, args.shuffle_window, args.structured, args.seed,
-                       args.fresh_ids, args.token_file)
+                       args.fresh_ids, args.token_file, args.retries, not args.no_rotated, args.take)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -103,7 +103,7 @@ class Parser(argparse.ArgumentParser):
 def cmd_parity(args: argparse.Namespace) -> int:
     from functions.tools import paritytable
 
-    return paritytable.main(args.file)
+    return paritytable.main(args.file, as_json=args.output == "json")
 
 
 class VersionAction(argparse.Action):
@@ -154,9 +154,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--fresh-ids", action="store_true", help="give every send a new id (default: the recorded one)")
     rep.add_argument("--token-file", help="send the OIDC token in this file as Authorization: Bearer (read for "
                      "every event; e.g. from `kubectl create token ... --audience ...`)")
+    rep.add_argument("--retries", type=int, default=5,
+                     help="times an event answered 409, 429 or 503 (or not reached) is sent again, with a backoff")
+    rep.add_argument("--no-rotated", action="store_true",
+                     help="read FILE alone, not the rotated files beside it (FILE.<n> ... FILE.1 first)")
+    rep.add_argument("--take", action="store_true",
+                     help="FILE is the dead-letter recorder's: take it and its rotated files aside (FILE.replaying), "
+                     "replay them, and delete them only when every event was accepted (else the next run resumes)")
     rep.set_defaults(func=cmd_replay)
     parity = sub.add_parser("parity", help="a recording's dev.crefn.parity.checked events as a table (observe mode)")
     parity.add_argument("file")
+    parity.add_argument("-o", "--output", choices=("table", "json"), default="table",
+                        help="the table (default) or one JSON object")
     parity.set_defaults(func=cmd_parity)
     doc = sub.add_parser("doctor", help="check a cluster for the functions: CRDs, Broker, Triggers, sources, Services, "
                          "modes and CRE's controller; one line per check, exit 0 when all pass")

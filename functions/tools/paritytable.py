@@ -3,11 +3,15 @@
 Per field: the checks, how many agreed, the agreement rate; then the first Jobs whose verdicts differ, with
 CRE's value and the functions'. A check is counted once however often it was delivered (`data.check`). The
 recording is what `cre-fn record` or `python -m localstack dev` writes (`functions.tools.replay.read_recording`).
-Exit status: 0 when every check agreed, 1 when one differed, 2 when the file cannot be read.
+`-o json`: one JSON object instead (`checks`, `differing`, `unreadable`, `fields` with each field's counts and
+`differ` with every differing Job). Exit status: 0 when there were checks and every one agreed, 1 when one
+differed, 2 when the file cannot be read, 3 when it holds no check at all (nothing was compared: a recording of
+another stream, or of a parity target that never ran; never a success).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -71,12 +75,31 @@ class Table:
             print(f"\n{self.unreadable} parity events could not be read (skipped)", file=out)
 
 
-def main(path: str, out: TextIO = sys.stdout) -> int:
+    def as_json(self) -> dict[str, Any]:
+        return {"checks": len(self.checks), "differing": len(self.differing()), "unreadable": self.unreadable,
+                "fields": {name: {"agree": c["agree"], "differ": c["differ"]} for name, c in self.counts().items()},
+                "differ": [{"namespace": d.job.namespace, "job": d.job.name, "verdict": d.verdict,
+                            "fields": [{"field": f.field, "cre": f.cre, "functions": f.functions}
+                                       for f in d.fields if f.result == "differ"]} for d in self.differing()]}
+
+
+NO_CHECKS = 3
+"""Exit status of a recording that holds no check."""
+
+
+def main(path: str, out: TextIO = sys.stdout, as_json: bool = False) -> int:
     try:
         records = read_recording(Path(path))
     except (OSError, ValueError) as e:
         print(f"cre-fn parity: {e}", file=sys.stderr)
         return 2
     table = Table().add(records)
-    table.render(out)
+    if as_json:
+        print(json.dumps(table.as_json(), sort_keys=True), file=out)
+    else:
+        table.render(out)
+    if not table.checks:
+        print(f"cre-fn parity: {path} holds no {EventType.PARITY_CHECKED.value} event: nothing was compared",
+              file=sys.stderr)
+        return NO_CHECKS
     return 1 if table.differing() else 0

@@ -79,3 +79,27 @@ def test_the_cli_reads_the_file_and_a_missing_one_is_exit_2(tmp_path: Path) -> N
     missing = subprocess.run([sys.executable, "-m", "functions.cli", "parity", str(tmp_path / "none.jsonl")],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and missing.stderr.startswith("cre-fn parity: ")
+
+
+@pytest.mark.parametrize("records", [[], [OTHER]], ids=["empty", "another-stream"])
+def test_a_recording_without_a_check_is_exit_3_never_a_success(tmp_path: Path, records: list[dict[str, Any]],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    assert main(str(recording(tmp_path, records)), out) == 3
+    assert out.getvalue().splitlines()[0] == "0 checks of CRE's verdicts, 0 differing"
+    assert capsys.readouterr().err == (f"cre-fn parity: {tmp_path / 'parity.jsonl'} holds no dev.crefn.parity.checked "
+                                       "event: nothing was compared\n")
+
+
+@pytest.mark.process
+def test_json_output_holds_the_counts_and_every_differing_job(tmp_path: Path) -> None:
+    path = recording(tmp_path, [AGREE, DIFFER, DIFFER])
+    run = subprocess.run([sys.executable, "-m", "functions.cli", "parity", str(path), "-o", "json"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1, run.stderr
+    assert json.loads(run.stdout) == {
+        "checks": 2, "differing": 1, "unreadable": 0,
+        "fields": {"phase": {"agree": 1, "differ": 1}, "restartCount": {"agree": 1, "differ": 1}},
+        "differ": [{"namespace": "ml", "job": "b", "verdict": "InProgress/WorkloadRestarting", "fields": [
+            {"field": "phase", "cre": "InProgress/WorkloadRestarting", "functions": "Failed/WorkloadFailed"},
+            {"field": "restartCount", "cre": "1", "functions": "0"}]}]}

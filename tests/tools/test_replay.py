@@ -38,7 +38,7 @@ def test_replay_posts_in_order_with_drills(recorder: tuple[str, Path], tmp_path:
                for i in range(6)]
     recording = write_jsonl(tmp_path / "in.jsonl", records)
     result = cli("replay", str(recording), "--to", url)
-    assert result.returncode == 0 and "replayed 6 events" in result.stdout and "0 rejected" in result.stdout
+    assert result.returncode == 0 and "replayed 6 events" in result.stdout and "; 0 not accepted" in result.stdout
     assert [json.loads(x)["data"]["n"] for x in out.read_text().splitlines()] == list(range(6))
     out.write_text("")
     assert cli("replay", str(recording), "--to", url, "--duplicate", "--rate", "50").returncode == 0
@@ -55,7 +55,7 @@ def test_replay_exits_non_zero_when_an_event_is_rejected(tmp_path: Path) -> None
     with ServedFunction("phase") as phase:
         result = cli("replay", str(recording), "--to", phase.url)
     assert result.returncode == 1, result.stdout
-    assert "1x200, 1x400; 1 rejected" in result.stdout and "unknown event type" in result.stdout
+    assert "1x200, 1x400 (0 retries); 1 not accepted" in result.stdout and "unknown event type" in result.stdout
 
 
 def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
@@ -146,3 +146,91 @@ def test_replay_sends_the_token_file_as_bearer_and_nothing_when_it_cannot_be_rea
     assert (missing.returncode, missing.stdout) == (2, "")  # said once, nothing sent
     assert missing.stderr == f"cre-fn replay: OIDC token file {absent} cannot be read (No such file or directory)\n"
     assert "replay.token.value" not in with_token.stdout + with_token.stderr
+
+
+def test_a_target_that_only_asks_to_try_again_fails_the_replay_and_names_every_event(tmp_path: Path) -> None:
+    """The port-forward dropped (503 to everything): the replay retries each event with its backoff (here the
+    target's own `Retry-After: 0`), then exits 1, listing what was not accepted. Never a success."""
+    from tests.support.helpers import Receiver
+
+    records = [{**EVENT, "attributes": {**EVENT["attributes"], "id": f"e{i}"}} for i in range(3)]
+    recording = write_jsonl(tmp_path / "dead-letters.jsonl", records)
+    sink = Receiver(default=503, script=[(503, {"retry-after": "0"})] * 9)
+    try:
+        result = cli("replay", str(recording), "--to", sink.url, "--retries", "2")
+    finally:
+        sink.close()
+    assert result.returncode == 1, result.stdout
+    assert len(sink.requests) == 9  # each event 1 + 2 times
+    assert "not accepted (3, after up to 2 retries each):" in result.stdout
+    assert all(f"test.ping id e{i} → 503" in result.stdout for i in range(3))
+    assert result.stdout.rstrip().endswith("3x503 (6 retries); 3 not accepted")
+
+
+def test_a_target_that_recovers_midway_gets_every_event_in_order(tmp_path: Path) -> None:
+    """Throttled, then unavailable, then back: every event arrives once accepted, in order; exit 0."""
+    from tests.support.helpers import Receiver
+
+    records = [{**EVENT, "attributes": {**EVENT["attributes"], "id": f"e{i}"}, "data": {"n": i}} for i in range(3)]
+    recording = write_jsonl(tmp_path / "in.jsonl", records)
+    sink = Receiver(default=202, script=[(202, {}), (429, {"retry-after": "0"}), (503, {"retry-after": "0"}),
+                                         (409, {"retry-after": "0"})])
+    try:
+        result = cli("replay", str(recording), "--to", sink.url)
+    finally:
+        sink.close()
+    assert result.returncode == 0, result.stdout
+    assert [json.loads(b)["n"] for _, _, b in sink.requests] == [0, 1, 1, 1, 1, 2]
+    assert result.stdout.rstrip().endswith("3x202 (3 retries); 0 not accepted")
+
+
+def test_the_recorders_file_is_read_with_its_rotated_files_oldest_first(recorder: tuple[str, Path],
+                                                                        tmp_path: Path) -> None:
+    """What the recorder rotated (`FILE.1` the newest, `FILE.3` the oldest) is replayed before FILE, in order;
+    `--no-rotated` reads FILE alone."""
+    url, out = recorder
+    dead = tmp_path / "dead-letters.jsonl"
+    for n, path in enumerate([dead.with_name("dead-letters.jsonl.3"), dead.with_name("dead-letters.jsonl.2"),
+                              dead.with_name("dead-letters.jsonl.1"), dead]):
+        write_jsonl(path, [{**EVENT, "attributes": {**EVENT["attributes"], "id": f"f{n}-{i}"}, "data": {"n": n}}
+                           for i in range(2)])
+    dead.with_name("dead-letters.jsonl.old").write_text("not a rotated file\n")
+    result = cli("replay", str(dead), "--to", url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("reading 4 files, oldest first: dead-letters.jsonl.3, dead-letters.jsonl.2, dead-letters.jsonl.1, "
+            "dead-letters.jsonl") in result.stdout
+    assert [json.loads(x)["attributes"]["id"] for x in out.read_text().splitlines()] == [
+        "f0-0", "f0-1", "f1-0", "f1-1", "f2-0", "f2-1", "f3-0", "f3-1"]
+    out.write_text("")
+    alone = cli("replay", str(dead), "--to", url, "--no-rotated")
+    assert alone.returncode == 0 and "reading" not in alone.stdout
+    assert [json.loads(x)["attributes"]["id"] for x in out.read_text().splitlines()] == ["f3-0", "f3-1"]
+
+
+def test_take_deletes_the_recorders_set_only_once_every_event_was_accepted(tmp_path: Path) -> None:
+    """The dead-letter procedure: the set taken aside (new dead letters go to a new file meanwhile), kept when the
+    target fails, resumed by the same command, deleted once every event was accepted."""
+    from tests.support.helpers import Receiver
+
+    dead = tmp_path / "dead-letters.jsonl"
+    write_jsonl(dead.with_name("dead-letters.jsonl.1"), [{**EVENT, "attributes": {**EVENT["attributes"], "id": "old"}}])
+    write_jsonl(dead, [{**EVENT, "attributes": {**EVENT["attributes"], "id": "new"}}])
+    down = Receiver(default=503)
+    try:
+        failed = cli("replay", str(dead), "--take", "--retries", "0", "--to", down.url)
+    finally:
+        down.close()
+    assert failed.returncode == 1 and "kept dead-letters.jsonl.replaying" in failed.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dead-letters.jsonl.replaying",
+                                                          "dead-letters.jsonl.replaying.1"]
+    write_jsonl(dead, [{**EVENT, "attributes": {**EVENT["attributes"], "id": "since"}}])  # the recorder goes on
+    up = Receiver(default=202)
+    try:
+        resumed = cli("replay", str(dead), "--take", "--to", up.url)
+    finally:
+        up.close()
+    assert resumed.returncode == 0, resumed.stdout
+    assert "resuming dead-letters.jsonl.replaying" in resumed.stdout
+    assert [h["ce-id"] for _, h, _ in up.requests] == ["old", "new"]  # oldest first; "since" waits for the next
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dead-letters.jsonl"]
+    assert "deleted dead-letters.jsonl.replaying.1, dead-letters.jsonl.replaying" in resumed.stdout
