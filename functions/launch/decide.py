@@ -8,8 +8,8 @@ A managed, non-terminal Job without `workloadRef` gets the TrainJob `<job>-workl
 `InProgress`/`WorkloadCreated` are written, then its first phase (`FirstPhase`). An existing
 `<job>-workload` is adopted, replaced or a conflict; a create the API refuses is a Warning Event and a
 retry (`create_refused`). Before the restart grace is over it waits (`functions.domain.grace`). Observe
-mode: nothing.
-Adoption, conflicts and their texts: docs/functions.md#launch-and-adoption
+mode: nothing. A Job being deleted that carries CRE's finalizer: CRE's deletion finished
+(`functions.domain.deletion`). Adoption, conflicts and their texts: docs/functions.md#launch-and-adoption
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from events.envelope import Envelope
+from functions.domain.deletion import Deleting, decide_deletion
 from functions.domain.launching import LaunchObserved, decide_launch, delete_orphan
 from functions.runtime.plan import Plan, Wait, nothing
 from functions.runtime.settings import Settings
@@ -40,12 +41,16 @@ class Observed:
     abandoned: dict[str, Any] | None = None
     """The TrainJob this launch created before its `workloadRef` write met a conflict, when the Job read again
     leaves it an orphan (`orphaned`): it is deleted."""
+    deleting: Deleting | None = None
+    """A Job being deleted that carries CRE's finalizer: its deletion is finished as CRE finishes it."""
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     """The `launch` function's decision: its Job's launch, or the reason there is none."""
     if observed.wait is not None:
         return Plan((observed.wait,))
+    if observed.deleting is not None:
+        return decide_deletion(observed.deleting, settings, now)
     if observed.abandoned is not None:
         return delete_orphan(observed.abandoned, observed.reason)
     if observed.launch is None:

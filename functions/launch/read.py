@@ -1,15 +1,14 @@
 """`launch`: CRE Job add/update → create or adopt the Job's TrainJob (SPEC §5).
 
-read: nothing when the event's Job is not to be launched (`why_not_launch`: unmanaged, terminal, or holding
-its workload; a later change that makes it need one comes as its own event, or by the resync tick), is being
-restarted with no grace to wait (`restart_launches`: `restart` launches the next attempt itself), or shows a
-restart grace not over (`grace_on_copy`: 503 with Retry-After, retried by Knative); else the Job fresh (the
-launch is decided on the fresh read) and what the launch needs of the rest (`can_only_fail`: the attempt's
-pods; `creates`: the training runtime). The object holding the workload's name is not read first: the name
-is taken to be free, and the create says when it is not (AlreadyExists, a conflict): then the launch is read
-and decided again as after any conflict (`functions.runtime.apply.run`), the name read too — adopt, replace an
-earlier attempt, wait for one terminating, or fail on a collision. A TrainJob created whose `workloadRef`
-write lost to a verdict (`Unrecorded`) is deleted. decide: `functions.launch.decide.decide`.
+read: nothing when the event's Job is not to be launched (`why_not_launch`), is being restarted with no grace to
+wait (`restart_launches`), or shows a restart grace not over (`grace_on_copy`: 503 with Retry-After); else the Job
+fresh (the launch is decided on the fresh read) and what the launch needs of the rest (`can_only_fail`: the
+attempt's pods; `creates`: the training runtime). The name is taken to be free, and the create says when it is
+not (AlreadyExists, a conflict): then the launch is read and decided again (`functions.runtime.apply.run`), the
+name read too — adopt, replace an earlier attempt, wait for one terminating, or fail on a collision. A TrainJob
+created whose `workloadRef` write lost to a verdict (`Unrecorded`) is deleted. A Job being deleted with CRE's
+finalizer: the Job fresh, its TrainJob and its pods (`functions.domain.deletion`). decide:
+`functions.launch.decide.decide`.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from events.envelope import Envelope, ResourceChange, parse_apiserver_event
 from events.types import ApiServerType
 from functions.domain import grace
 from functions.domain.attempts import workload_name
+from functions.domain.deletion import Deleting, finishes
 from functions.domain.jobs import JobState, parse_job
 from functions.domain.launching import LaunchObserved, can_only_fail, creates, orphaned, why_not_launch
 from functions.launch import wants
@@ -28,7 +28,7 @@ from functions.runtime.apply import apply, run
 from functions.runtime.context import Context
 from functions.runtime.errors import Conflict, PermanentError, Unrecorded
 from functions.runtime.plan import Outcome
-from functions.runtime.reads import read_capture, read_job, read_runtime_jobs, read_trainjob
+from functions.runtime.reads import read_capture, read_job, read_job_pods, read_runtime_jobs, read_trainjob
 
 ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value,
                      ApiServerType.RESOURCE_DELETE.value})
@@ -44,6 +44,9 @@ def read(env: Envelope, ctx: Context, taken: bool = False, created: dict[str, An
     state = read_job(ctx, seen.ref.namespace, seen.ref.name)
     if state is None:
         return Observed(env, seen.where, None, f"{seen.where} is gone")
+    if finishes(state, ctx.settings):  # CRE's deletion, finished
+        trainjob = read_trainjob(ctx, state.ref.namespace, workload_name(state.ref.name))
+        return Observed(env, seen.where, None, deleting=Deleting(state, trainjob, read_job_pods(ctx, state)))
     if why := why_not_launch(state, ctx.settings):  # the fresh Job, the one the launch is decided on
         return Observed(env, seen.where, None, why, abandoned=created if orphaned(state, created, ctx.settings)
                         else None)
@@ -65,6 +68,8 @@ def event_job(env: Envelope, ctx: Context) -> JobState | Observed:
     seen = parse_job(change.object, ctx.settings.cre_group)
     if change.verb == "delete":
         return Observed(env, seen.where, None, f"{seen.where} was deleted")
+    if finishes(seen, ctx.settings):
+        return seen
     if why := why_not_launch(seen, ctx.settings):
         return Observed(env, seen.where, None, why)
     if wants.restart_launches(seen, ctx.settings):

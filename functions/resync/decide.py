@@ -6,10 +6,10 @@ disagree or time has run out — `dev.crefn.job.deadline` past its bound (`funct
 without `workloadRef` (`functions.launch.decide`), `Failed`/`WorkloadDeleted` when its TrainJob is gone, the
 `workload.phase` its conditions do not show yet (`functions.domain.phases.in_step`), a terminal Job's orphan
 deleted (`functions.domain.launching.orphaned`); first, a check due (`functions.domain.due`) as
-`dev.crefn.job.check`. Every event is a `Send` to `K_SINK`; a Job in step sends nothing. A finished Job
-(terminal, no check due) and its TrainJob get the label `crefn.dev/finished` (`label_writes`), which a tick's
-LISTs exclude; the hourly sweep (`is_sweep`) lists all and mends the label both ways. Why:
-docs/cost.md#a-tick-that-ignores-history.
+`dev.crefn.job.check`; a Job being deleted with CRE's finalizer: its deletion finished
+(`functions.domain.deletion`). Every event is a `Send` to `K_SINK`. A finished Job and its TrainJob get the label
+`crefn.dev/finished` (`label_writes`), which a tick's LISTs exclude; the hourly sweep (`is_sweep`) lists all and
+mends the label both ways. Why: docs/cost.md#a-tick-that-ignores-history.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from typing import Any
 
 from events.emitted import JobCheckData, JobDeadlineData
 from events.envelope import to_outbound
+from events.objects import Pod
 from events.types import FINISHED_LABEL, EventType
 from functions.domain.adapter import decide_phase, deleted_phase
 from functions.domain.attempts import current_workload_ref, workload_ref_of
 from functions.domain.deadline import deadline
+from functions.domain.deletion import Deleting, decide_deletion, finishes
 from functions.domain.due import due_on_tick
 from functions.domain.jobs import JobState, is_managed
 from functions.domain.launching import LaunchObserved, decide_launch, delete_orphan, orphaned
@@ -48,10 +50,15 @@ class Observed:
     """The object of the workload's name: the current attempt's TrainJob, or what blocks a launch."""
     runtime_jobs: tuple[str, ...] | None = None
     """For a launch: the replicatedJobs of the training runtime (whose pods are labelled)."""
+    pods: tuple[Pod, ...] = ()
+    """For a Job whose deletion the functions finish (`functions.domain.deletion`): the pods labelled with it."""
 
 
 def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
-    """The Job's finished label kept, its checks due, then what re-drives it, each event a `Send`."""
+    """The Job's finished label kept, its checks due, then what re-drives it, each event a `Send`; for a Job being
+    deleted with CRE's finalizer, only its deletion finished."""
+    if finishes(observed.state, settings):
+        return decide_deletion(Deleting(observed.state, observed.trainjob, observed.pods), settings, now)
     checks = check_sends(observed.listed, settings)
     plan = redrive(observed, settings, now)
     sent: tuple[Effect, ...] = (Send(plan.reply, plan.created_ref),) if plan.reply is not None else ()

@@ -24,6 +24,7 @@ from events.envelope import Envelope
 from events.objects import TrainJobSpec
 from events.types import FINISHED_LABEL, MANAGED_LABEL, ApiServerType
 from functions.domain.attempts import workload_name
+from functions.domain.deletion import finishes
 from functions.domain.jobs import JobState, parse_job
 from functions.domain.launching import LaunchObserved, creates, why_not_launch
 from functions.resync.decide import FUNCTION, Observed, decide, is_sweep
@@ -32,7 +33,14 @@ from functions.runtime.context import Context
 from functions.runtime.errors import NotYet, PermanentError, Unavailable
 from functions.runtime.logs import fields
 from functions.runtime.plan import Outcome
-from functions.runtime.reads import job_pages, managed_trainjob_pages, read_job, read_runtime_jobs, read_trainjob
+from functions.runtime.reads import (
+    job_pages,
+    managed_trainjob_pages,
+    read_job,
+    read_job_pods,
+    read_runtime_jobs,
+    read_trainjob,
+)
 
 ACCEPTS = frozenset({ApiServerType.PING.value})
 CONCURRENCY = 4
@@ -62,8 +70,11 @@ def read(listed: JobState, ctx: Context) -> Observed:
 
 def with_runtime(observed: Observed, ctx: Context) -> Observed:
     """A Job about to be launched (its name free, or held by its earlier attempt) gets its training runtime's
-    replicatedJobs (one GET, only then)."""
+    replicatedJobs (one GET, only then); a Job whose deletion the functions finish (`finishes`), its pods."""
     state = observed.state
+    if finishes(state, ctx.settings):  # its TrainJob too, when the index has none (not labelled as CRE labels it)
+        trainjob = observed.trainjob or read_trainjob(ctx, *workload_key(state))
+        return Observed(observed.listed, state, trainjob, pods=read_job_pods(ctx, state))
     if why_not_launch(state, ctx.settings) or not creates(LaunchObserved(state, observed.trainjob)):
         return observed
     return Observed(observed.listed, state, observed.trainjob, read_runtime_jobs(ctx, state))

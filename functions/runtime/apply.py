@@ -40,6 +40,7 @@ from functions.runtime.plan import (
     Create,
     Delete,
     Effect,
+    Finalizers,
     Followed,
     KubeEvent,
     Label,
@@ -170,11 +171,12 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
             ctx.gateway.patch(effect.res, effect.namespace, effect.name, {"status": dict(effect.status)}, status=True)
         except CrefnError as e:
             done.reasons.append(f"{effect.res.kind} {effect.namespace}/{effect.name} not written: {e}")
-    elif isinstance(effect, WriteStatus | Annotate | Label):
+    elif isinstance(effect, WriteStatus | Annotate | Label | Finalizers):
         key = (effect.res.plural, effect.namespace, effect.name)
         version = done.versions.get(key, effect.resource_version) if effect.resource_version else None
         patch = ({"status": dict(effect.status)} if isinstance(effect, WriteStatus)
                  else {"metadata": {"annotations": dict(effect.annotations)}} if isinstance(effect, Annotate)
+                 else {"metadata": {"finalizers": list(effect.finalizers)}} if isinstance(effect, Finalizers)
                  else {"metadata": {"labels": dict(effect.labels)}})
         written = ctx.gateway.patch(effect.res, effect.namespace, effect.name, patch, resource_version=version,
                                     status=isinstance(effect, WriteStatus))

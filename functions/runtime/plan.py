@@ -55,6 +55,18 @@ class Label:
 
 
 @dataclass(frozen=True)
+class Finalizers:
+    """The object's finalizers set to these (a merge patch replaces the list), locked on `resource_version`: one
+    added meanwhile makes it a conflict, never a removal."""
+
+    res: Resource
+    namespace: str
+    name: str
+    finalizers: tuple[str, ...]
+    resource_version: str
+
+
+@dataclass(frozen=True)
 class Create:
     res: Resource
     namespace: str
@@ -124,8 +136,8 @@ def wait_until(reason: str, end: datetime, now: datetime) -> Wait:
     return Wait(reason, max(1, math.ceil((end - now).total_seconds())))
 
 
-Effect = WriteStatus | Annotate | Label | Create | Delete | KubeEvent | Notify | Send | Wait
-WRITES = (WriteStatus, Annotate, Label, Create, Delete, KubeEvent)
+Effect = WriteStatus | Annotate | Label | Finalizers | Create | Delete | KubeEvent | Notify | Send | Wait
+WRITES = (WriteStatus, Annotate, Label, Finalizers, Create, Delete, KubeEvent)
 """Effects that change the cluster: none of them is applied in observe mode."""
 
 

@@ -63,7 +63,6 @@ REFUSED: list[tuple[str, str, Call]] = [
     ("phase", "patch jobs/status", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"status": {}}, status=True)),
     ("phase", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("launch", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
-    ("launch", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
     ("status", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("status", "list jobs", lambda gw, ns: gw.list_all(JOBS, ns)),
     ("restart", "delete jobs", lambda gw, ns: gw.delete(JOBS, ns, "llm")),
@@ -77,7 +76,6 @@ REFUSED += [(f, "create events", create_event) for f in ("phase", "alert", "apis
 REFUSED += [
     ("status", "get pods/log", lambda gw, ns: read_log(gw, ns)),
     ("phase", "list pods", lambda gw, ns: gw.list_all(PODS, ns)),
-    ("resync", "list pods", lambda gw, ns: gw.list_all(PODS, ns)),
     ("timeout", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),
     ("timeout", "patch jobs", lambda gw, ns: gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})),
     ("apiserversource", "get pods/log", lambda gw, ns: read_log(gw, ns)),
@@ -104,7 +102,8 @@ ALLOWED: list[tuple[str, str, Call]] = [
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}})),
     ("phase", "get pods", lambda gw, ns: gw.get(PODS, ns, "p")),
     *((f, "list pods", lambda gw, ns: gw.list_all(PODS, ns))
-      for f in ("status", "restart", "timeout", "launch", "validate")),
+      for f in ("status", "restart", "timeout", "launch", "validate", "resync")),
+    ("launch", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),  # CRE's finalizer removed
     *((f, "get pods/log", lambda gw, ns: read_log(gw, ns)) for f in ("restart", "timeout", "launch")),
     ("timeout", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("apiserversource", "watch pods in all namespaces", lambda gw, ns: gw.list_all(PODS, None)),
