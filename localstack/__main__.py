@@ -14,6 +14,7 @@ from pathlib import Path
 
 from events.types import CRE_GROUP_DEFAULT
 from functions.cli import Parser
+from localstack.processes import interruptible
 
 PROG = "python -m localstack"
 
@@ -72,8 +73,7 @@ def parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # SIGTERM unwinds like Ctrl-C, so every process the command started is stopped by PID.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    interruptible()  # Ctrl-C and SIGTERM unwind, so every process the command started is stopped by PID
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where every thread is, on stderr
     result: int = args.func(args)
     return result

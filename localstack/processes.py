@@ -17,6 +17,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -40,11 +41,19 @@ SIGNAL_POLL = 0.2
 """Seconds between the main thread's looks at the signals that arrived (`until_interrupted`)."""
 
 
+def interruptible() -> None:
+    """From now on SIGINT raises KeyboardInterrupt and SIGTERM exits (143), however this process was started. A
+    shell without job control (a script, `nohup … &`, a CI runner's step) starts a background command with SIGINT
+    ignored, and Python then installs no handler for it: a stack started that way never heard a Ctrl-C or a
+    `kill -INT`, and every process it had started ran on."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 def until_interrupted() -> None:
-    """Wait for Ctrl-C (KeyboardInterrupt, raised) or SIGTERM (as its handler says), in short sleeps. Python runs a
-    signal's handler in the main thread only, between two bytecodes; when the kernel hands the signal to another
-    thread (the stack has dozens), a main thread asleep in one long `time.sleep` never sees it: the Ctrl-C the
-    stack missed on a loaded machine, where it kept running past 10 s."""
+    """Wait for Ctrl-C (KeyboardInterrupt, raised) or SIGTERM (as its handler says), in short sleeps: Python runs a
+    signal's handler in the main thread only, between two bytecodes, and the kernel may hand a process's signal
+    to any of its threads (the stack has dozens), which a main thread in one long sleep would not see."""
     while True:
         time.sleep(SIGNAL_POLL)
 

@@ -39,7 +39,7 @@ from localstack.cluster.admission import Webhook
 from localstack.cluster.crds import fallback_crds, load_upstream, with_group
 from localstack.cluster.kubelet import StandInKubelet
 from localstack.cluster.pods import SERVICE_ACCOUNTS
-from localstack.processes import kill_group, signal_group, spawn, stop_process, until_interrupted
+from localstack.processes import interruptible, kill_group, signal_group, spawn, stop_process, until_interrupted
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -493,6 +493,7 @@ def main() -> None:
     """`python -m localstack.cluster.apiserver`: start, print access details, wait for Ctrl-C."""
     import tempfile
 
+    interruptible()
     with tempfile.TemporaryDirectory(prefix="crefn-cluster-") as tmp, LocalCluster(Path(tmp)) as cluster:
         print(json.dumps(cluster.describe()), flush=True)
         with contextlib.suppress(KeyboardInterrupt):

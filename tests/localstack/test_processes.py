@@ -144,3 +144,25 @@ def test_a_ctrl_c_another_thread_takes_still_ends_the_wait() -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     assert not late.is_set(), "the wait saw the signal only once the main thread itself was signalled"
+
+
+def test_a_command_started_with_ctrl_c_ignored_still_stops_on_it() -> None:
+    """What a shell without job control does to a background command (`nohup … &`, a script, a CI step): SIGINT
+    ignored, inherited through exec. The stack's commands take it back (`interruptible`), so a Ctrl-C, or the
+    SIGINT a test sends, stops them."""
+    script = ("import signal; from localstack.processes import interruptible, until_interrupted; "
+              "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN, flush=True); interruptible(); "
+              "print('waiting', flush=True); until_interrupted()")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline().strip() for _ in range(2)] == ["True", "waiting"]  # ignored, as inherited
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == -signal.SIGINT  # KeyboardInterrupt, uncaught: Python ends by SIGINT
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
