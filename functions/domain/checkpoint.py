@@ -17,6 +17,8 @@ from functions.domain.measurement_objects import measures
 class RestartDecision:
     restart: bool
     why: str
+    refusal: str = ""
+    """Why a restart is refused, as a label value: `no-checkpoint`, `exhausted` or `no-evidence` ("" if allowed)."""
 
 
 def decide_restart(state: JobState, evidence: bool | None, require_evidence: bool) -> RestartDecision:
@@ -24,11 +26,12 @@ def decide_restart(state: JobState, evidence: bool | None, require_evidence: boo
     checkpoint = state.job.spec.checkpoint
     count = state.job.status.restart_count
     if checkpoint is None:
-        return RestartDecision(False, "no checkpoint configured")
+        return RestartDecision(False, "no checkpoint configured", "no-checkpoint")
     if count >= checkpoint.max_restarts:
-        return RestartDecision(False, f"restarts exhausted ({count}/{checkpoint.max_restarts})")
+        return RestartDecision(False, f"restarts exhausted ({count}/{checkpoint.max_restarts})", "exhausted")
     if require_evidence and not evidence:
-        return RestartDecision(False, "no checkpoint evidence (GoodputMeasurement lastCheckpointStep > 0)")
+        return RestartDecision(False, "no checkpoint evidence (GoodputMeasurement lastCheckpointStep > 0)",
+                               "no-evidence")
     return RestartDecision(True, f"restart {count + 1}/{checkpoint.max_restarts}")
 
 

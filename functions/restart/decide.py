@@ -21,7 +21,7 @@ from events.envelope import to_outbound
 from events.types import EventType, Reason
 from functions.domain import grace
 from functions.domain.attempts import is_recorded
-from functions.domain.checkpoint import decide_restart
+from functions.domain.checkpoint import RestartDecision, decide_restart
 from functions.domain.condition_writes import ConditionWrite, condition_write, failed_nodes
 from functions.domain.conditions import changes_condition, condition, decide_conditions
 from functions.domain.jobs import JobState, condition_changed, why_not_current, why_not_ours
@@ -100,9 +100,9 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     failure = observe_failure(data.workload.name, data.workload.uid, observed.trainjob)
     if failure is None:
         return nothing(f"stale: TrainJob {data.workload.name} has not failed on a fresh read")
-    if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
+    if not (decision := decide_restart(state, observed.evidence, settings.require_checkpoint_evidence)).restart:
         return fail(observed, state, failed_write(state, failure, now, settings.cre_group, FUNCTION,
-                                                  observed.capture, observed.cause.id))
+                                                  observed.capture, observed.cause.id), decision)
     return restart(observed, state, now, settings)
 
 
@@ -114,21 +114,25 @@ def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobStat
     stall = decide_running(state, observed.capture.pods, data.workload.name, now, observed.goodput).stall
     if stall is None:
         return nothing(f"{state.where}: TrainJob {data.workload.name} is not stalled on a fresh read")
-    if not decide_restart(state, observed.evidence, settings.require_checkpoint_evidence).restart:
+    if not (decision := decide_restart(state, observed.evidence, settings.require_checkpoint_evidence)).restart:
         return fail(observed, state, verdict_write(state, Reason.WORKLOAD_STALLED, stall.message, now,
-                                                   settings.cre_group, FUNCTION, observed.capture, observed.cause.id))
+                                                   settings.cre_group, FUNCTION, observed.capture, observed.cause.id),
+                    decision)
     return restart(observed, state, now, settings)
 
 
-def fail(observed: Observed, state: JobState, decided: tuple[ConditionWrite, ConditionSummary] | None) -> Plan:
-    """The Failed write (None: recorded already) and its `job.condition.changed`."""
+def fail(observed: Observed, state: JobState, decided: tuple[ConditionWrite, ConditionSummary] | None,
+         decision: RestartDecision) -> Plan:
+    """The Failed write (None: recorded already) and its `job.condition.changed`; the refusal said and counted."""
     if decided is None:
         return nothing(f"{state.where}: failure already recorded")
     write, new = decided
     if not changes_condition(state.true_condition, new):
         return Plan(write.effects, reason=f"{state.where}: failure already recorded")
     return Plan(write.effects, reply=condition_changed(state, write.status, new, FUNCTION, observed.cause,
-                                                       observed.data.workload))
+                                                       observed.data.workload),
+                reason=f"{state.where}: restart refused: {decision.why}; {new.type}/{new.reason} written",
+                refused=decision.refusal)
 
 
 def restart(observed: Observed, state: JobState, now: datetime, settings: Settings) -> Plan:

@@ -34,6 +34,7 @@ from functions.runtime.errors import (
     Unrecorded,
     one_line,
 )
+from functions.runtime.metrics import count_restart_refused
 from functions.runtime.plan import (
     WRITES,
     Annotate,
@@ -61,6 +62,8 @@ Decide = Callable[[Observed, Settings, Any], Plan]
 
 def apply(plan: Plan, ctx: Context) -> Outcome:
     done = effects_of(plan, ctx)
+    if plan.refused:
+        count_restart_refused(plan.refused)
     if done.refused:  # the rest of the plan was decided for a create that did not happen
         return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
     if plan.then is not None:

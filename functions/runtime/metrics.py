@@ -70,6 +70,10 @@ class ProcessMetrics:
             "crefn_dead_letters_dropped_total", "Dead letters the recorder dropped with its oldest rotated file "
             "(the file at its cap, --keep rotated files kept), by path of the file.", ("path",),
             registry=self.registry)
+        self.restarts_refused = Counter(
+            "crefn_restarts_refused_total", "Failures of a Job the restart rule did not restart, by why: "
+            "no-checkpoint, exhausted (maxRestarts reached) or no-evidence (no GoodputMeasurement reports a "
+            "checkpoint, while CREFN_REQUIRE_CHECKPOINT_EVIDENCE is true).", ("why",), registry=self.registry)
         self.parity = Counter(
             "crefn_parity_checks_total", "Observe mode: verdict fields of CRE's compared with the functions', by "
             "field and result (agree, differ); each check counted once in the process.", ("field", "result"),
@@ -112,6 +116,10 @@ def count_decision(function: str, decision: str) -> None:
     if (series := _children.get(key)) is None:
         series = _children[key] = (process().decisions.labels(function, decision),)
     series[0].inc()
+
+
+def count_restart_refused(why: str) -> None:
+    process().restarts_refused.labels(why).inc()
 
 
 def count_kube_request(verb: str, resource: str, code: str) -> None:

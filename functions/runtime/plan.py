@@ -149,6 +149,8 @@ class Plan:
     created_ref: str = ""
     """When set, the field of the reply's data (a `WorkloadRef`) that takes the name, uid and resourceVersion
     of the object the plan's `Create` returned (they exist only then); there is no reply without that object."""
+    refused: str = ""
+    """A restart the plan refuses, by why (`RestartDecision.refusal`): counted in `crefn_restarts_refused_total`."""
     then: Followed | None = None
     """Decided once the plan is done, on what its writes returned (`Followed`)."""
 

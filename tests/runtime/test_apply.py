@@ -173,3 +173,16 @@ def test_several_jobs_each_run_one_error_kept_with_its_job_and_one_reply_per_ans
     each = run_each(Context(Settings()), ["a", "broken", "b"], reads, decide, then=later)
     assert [(e.key, e.outcome and e.outcome.reason, str(e.error or "")) for e in each] == [
         ("a", "a decided", ""), ("broken", None, "API server away"), ("b", "b left to its next check", "")]
+
+
+def test_a_plan_that_refuses_a_restart_is_counted_by_why() -> None:
+    from functions.runtime.metrics import process
+
+    def refused(why: str) -> float:
+        return process().registry.get_sample_value("crefn_restarts_refused_total", {"why": why}) or 0.0
+
+    before = refused("no-evidence")
+    outcome = apply(Plan(reason="Job ns/llm: restart refused: no checkpoint evidence", refused="no-evidence"),
+                    Context(Settings()))
+    assert outcome.reason == "Job ns/llm: restart refused: no checkpoint evidence"
+    assert refused("no-evidence") == before + 1 and refused("exhausted") == 0.0

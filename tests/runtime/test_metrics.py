@@ -31,6 +31,7 @@ from localstack.samples import load_sample
 from localstack.serving import ServedFunction
 from tests.support.helpers import Receiver, closed_port, released, unreachable_kubeconfig
 from tests.support.paths import SUPPORT
+from tests.support.world import cache_caught_up
 
 JOBS = cre_jobs("nvcre.nvidia.com")
 RAISING = SUPPORT / "raising.py"
@@ -183,6 +184,7 @@ def test_manage_all_lists_every_job_and_nothing_is_kept_between_scrapes(
         cond("InProgress", "NotApplicable", "False"), cond("Succeeded", "WorkloadCompleted")]}}, status=True)
     assert of(first, "nvcre_job_failed_nodes", namespace=ns, job="hardware")
     gateway.delete(JOBS, ns, "hardware")
+    cache_caught_up(gateway, ns, [JOBS])  # the scrape lists from the API server's watch cache
     assert not of(second := parse(scrape(url).text), "nvcre_job_status", namespace=ns, job="broken")
     assert not of(second, "nvcre_job_failed_nodes", namespace=ns, job="hardware")
     assert of(second, "nvcre_job_status", namespace=ns, job="running") == job_status(

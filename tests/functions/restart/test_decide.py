@@ -144,6 +144,25 @@ def test_a_restart_plan_is_plain_data_equal_when_decided_alike() -> None:
     assert first.reply is not None and first.reply.source == "/crefn/restart"  # sent by the restart function
 
 
+@pytest.mark.parametrize(("checkpoint", "restarts", "evidence", "why", "text"), [
+    (None, 0, True, "no-checkpoint", "no checkpoint configured"),
+    ({"pvcName": "c", "maxRestarts": 0}, 0, True, "exhausted", "restarts exhausted (0/0)"),
+    ({"pvcName": "c", "maxRestarts": 2}, 0, False, "no-evidence",
+     "no checkpoint evidence (GoodputMeasurement lastCheckpointStep > 0)"),
+], ids=["no-checkpoint", "exhausted", "no-evidence"])
+def test_a_refused_restart_says_why_and_is_counted_by_why(checkpoint: dict[str, Any] | None, restarts: int,
+                                                          evidence: bool, why: str, text: str) -> None:
+    """The Failed verdict's answer names the refusal (the request's log line carries it) and the plan counts it
+    in `crefn_restarts_refused_total{why}`: with CRE's manager stopped, no producer writes checkpoint evidence and
+    every failure is terminal; this is where an operator sees it."""
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    state = job(RUNNING, checkpoint=checkpoint, restart_count=restarts, workload_ref=True)
+    plan = decide(Observed(env, parse_phase_event(env), state, trainjob(TJ_FAILED), evidence=evidence,
+                           capture=Capture((), None)), Settings(), NOW)
+    assert plan.refused == why
+    assert plan.reason == f"Job ns/llm: restart refused: {text}; Failed/WorkloadFailed written"
+
+
 # -- the next attempt, launched by the restart itself when there is no grace to wait --------------
 
 NO_GRACE = Settings(restart_grace_seconds=0)
