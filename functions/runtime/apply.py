@@ -68,13 +68,23 @@ def apply(plan: Plan, ctx: Context) -> Outcome:
         return Outcome(None, "; ".join(done.reasons), tuple(done.sent))
     if plan.then is not None:
         follow_up(plan.then, ctx, done, done)
-    return Outcome(reply_for(plan, done.created), "; ".join(reasons_of(plan, done)), tuple(done.sent),
+    return Outcome(reply_for(plan, done.created), "; ".join(reasons_of(plan, done, ctx.settings)), tuple(done.sent),
                    done.unfinished)
 
 
-def reasons_of(plan: Plan, done: Applied) -> list[str]:
-    """The plan's reason, then what its effects had to say."""
-    return [plan.reason, *done.reasons] if plan.reason else done.reasons
+def reasons_of(plan: Plan, done: Applied, settings: Settings | None = None) -> list[str]:
+    """The plan's reason, then what its effects had to say; in observe mode, a plan whose writes were left out
+    says so first (its reason tells what it would have done: `... deleted` was not)."""
+    reasons = [plan.reason, *done.reasons] if plan.reason else done.reasons
+    if settings is not None and settings.observe and any(skipped(e) for e in plan.effects):
+        return [f"observe mode, nothing written: {reasons[0]}" if reasons else "observe mode, nothing written",
+                *reasons[1:]]
+    return reasons
+
+
+def skipped(effect: Effect) -> bool:
+    """Whether observe mode leaves the effect out: a write, unless an Event reporting on CRE's verdicts."""
+    return isinstance(effect, WRITES) and not (isinstance(effect, KubeEvent) and effect.observing)
 
 
 def effects_of(plan: Plan, ctx: Context) -> Applied:
@@ -166,8 +176,7 @@ class Applied:
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
-    reporting = isinstance(effect, KubeEvent) and effect.observing
-    if ctx.settings.observe and isinstance(effect, WRITES) and not reporting:
+    if ctx.settings.observe and skipped(effect):
         return
     if isinstance(effect, WriteStatus) and effect.best_effort:
         try:

@@ -186,3 +186,17 @@ def test_a_plan_that_refuses_a_restart_is_counted_by_why() -> None:
                     Context(Settings()))
     assert outcome.reason == "Job ns/llm: restart refused: no checkpoint evidence"
     assert refused("no-evidence") == before + 1 and refused("exhausted") == 0.0
+
+
+def test_observe_mode_says_a_plans_writes_were_left_out() -> None:
+    """resync's orphan delete in observe mode read "… deleted" though nothing was written."""
+    from functions.runtime.plan import Delete
+    from functions.runtime.resources import TRAINJOBS
+
+    plan = Plan((Delete(TRAINJOBS, "ns", "llm-workload", "uid"),),
+                reason="Job ns/llm is terminal and records no workload: its TrainJob llm-workload, recorded nowhere, "
+                       "deleted")
+    observing = apply(plan, Context(Settings(mode="observe")))  # no API server: nothing may be called
+    assert observing.reason == ("observe mode, nothing written: Job ns/llm is terminal and records no workload: its "
+                                "TrainJob llm-workload, recorded nowhere, deleted")
+    assert apply(Plan(reason="nothing to do"), Context(Settings(mode="observe"))).reason == "nothing to do"
