@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events.types import CRE_VERSION, job_label
+from functions.domain.deletion import finalizer
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.tools.paritytable import Table
 from functions.tools.replay import read_recording
@@ -77,10 +78,11 @@ JOBS: tuple[Planted, ...] = (
 
 
 def play_cre(stack: Stack, namespace: str, planted: Planted) -> None:
-    """What CRE's controller does for the Job: its TrainJob, the workload's state, then the verdict."""
+    """What CRE's controller does for the Job: its finalizer, its TrainJob, the workload's state, then the
+    verdict."""
     group, gw, name = stack.group, stack.gateway, planted.name
     create_job(gw, namespace, job_body(group, name, planted.spec), evidence=planted.evidence, group=group)
-    job = gw.get(cre_jobs(group), namespace, name) or {}
+    job = gw.patch(cre_jobs(group), namespace, name, {"metadata": {"finalizers": [finalizer(group)]}})
     trainjob = f"{name}-workload"
     gw.create(TRAINJOBS, namespace, {
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",

@@ -1,6 +1,7 @@
 """docs/switching.md followed end to end: deploy the `observe` install beside CRE (here the shadow scenario's stand-in
 for CRE's controller), record the parity checks and read them with `cre-fn parity`, then switch to manage mode as
-step 5 says, and the functions carry a Job on from the status CRE left."""
+step 5 says, and the functions carry a Job on from the status CRE left; the Jobs CRE saw (its finalizer on each),
+deleted then, are gone: none stays Terminating."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from functions.runtime.gateway import Gateway
 from functions.runtime.resources import PODS, TRAINJOBS, cre_jobs
 from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
+from localstack.cluster.pods import terminate
 from localstack.manifests import render
 from localstack.scenarios.soak import DEFAULT_CHAOS
 from tests.support.docs import section
@@ -81,6 +83,17 @@ def test_observe_read_the_table_then_switch_and_the_functions_carry_on(
     log = w.job("shadow-running")["status"]
     assert log["conditions"][2]["message"] == "Workload TrainJob/shadow-running-workload failed: exit 1"
     assert [n["name"] for n in log["failedNodes"]] == ["gpu-node-3"]  # where CRE's pod ran (nvcre.nvidia.com/job)
+
+    # the Jobs CRE saw carry its finalizer: deleted now, the functions finish CRE's deletion once their pods have
+    # ended (the Trainer's doing as their TrainJobs go), and none stays Terminating
+    jobs = gateway.list_all(JOBS, namespace)
+    assert jobs and all(j["metadata"]["finalizers"] == ["nvcre.nvidia.com/finalizer"] for j in jobs)
+    for pod in gateway.list_all(PODS, namespace):
+        terminate(gateway, namespace, pod["metadata"]["name"], {"node": (0, "Completed")})
+    for job in jobs:
+        gateway.delete(JOBS, namespace, job["metadata"]["name"])
+    w.settle()
+    assert gateway.list_all(JOBS, namespace) == [], w.dump()
 
 
 def fail(gateway: Gateway, namespace: str, name: str) -> dict[str, Any]:
