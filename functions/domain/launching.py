@@ -50,9 +50,11 @@ class LaunchObserved:
 
 
 def why_not_launch(state: JobState, settings: Settings) -> str:
-    """Why the Job is not launched ("" when it is): unmanaged, terminal, or holding its workload."""
+    """Why the Job is not launched ("" when it is): unmanaged, being deleted, terminal, or holding its workload."""
     if not is_managed(state.job.metadata.labels, settings):
         return f"{state.where} is not managed"
+    if state.job.metadata.deletion_timestamp is not None:  # as CRE's reconciler: a deletion launches nothing
+        return f"{state.where} is being deleted"
     if state.terminal:
         return f"{state.where} is terminal"
     if state.job.status.workload_ref is not None:

@@ -110,6 +110,8 @@ def redrive(observed: Observed, settings: Settings, now: datetime) -> Plan:
         return delete_orphan(observed.trainjob, f"{state.where} is terminal and records no workload")
     if not is_managed(state.job.metadata.labels, settings) or state.terminal:
         return nothing(f"{state.where}: nothing to re-drive")
+    if state.job.metadata.deletion_timestamp is not None:  # going: nothing launched, nothing decided for it
+        return nothing(f"{state.where} is being deleted")
     if due := deadline(state, now, settings.default_timeout_per_job):
         data = JobDeadlineData(job=state.ref, attempt=state.job.status.restart_count,
                                elapsed_seconds=due.elapsed.total_seconds(), timeout_seconds=due.timeout.total_seconds(),

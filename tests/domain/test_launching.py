@@ -158,7 +158,10 @@ def test_a_wait_knows_its_seconds_only_when_it_knows_its_end(state: JobState, ex
 @pytest.mark.parametrize(("state", "reason"), [
     (job(workload_ref=True), "Job ns/llm already has its workload"),
     (job(conditions=[cond("Succeeded", "True", "WorkloadCompleted")]), "Job ns/llm is terminal"),
-], ids=["has-workload", "terminal"])
+    (parse_job({**job().raw, "metadata": {**job().raw["metadata"], "deletionTimestamp": "2026-11-30T11:59:00Z",
+                                          "finalizers": ["example.com/keep"]}}, "nvcre.nvidia.com"),
+     "Job ns/llm is being deleted"),
+], ids=["has-workload", "terminal", "being-deleted"])
 def test_a_launch_that_is_not_needed_says_why(state: JobState, reason: str) -> None:
     assert why_not_launch(state, Settings()) == reason
 

@@ -44,6 +44,11 @@ def observed(state: JobState, trainjob: dict[str, Any] | None = TRAINJOB, listed
     return Observed(listed or state, state, trainjob)
 
 
+def deleting(state: JobState, finalizers: list[str]) -> JobState:
+    return parse_job({**state.raw, "metadata": {**state.raw["metadata"], "deletionTimestamp": EARLIER,
+                                                "resourceVersion": "9", "finalizers": finalizers}}, "nvcre.nvidia.com")
+
+
 @pytest.mark.parametrize(("case", "expected"), [
     (observed(tracked(), COMPLETE), ["workload.phase"]),
     (observed(tracked(), None), ["workload.phase"]),
@@ -53,8 +58,11 @@ def observed(state: JobState, trainjob: dict[str, Any] | None = TRAINJOB, listed
     (observed(tracked(spec=MONITOR), COMPLETE, listed=tracked()), ["workload.phase"]),
     (observed(job(), None), ["create", "write", "KubeEvent", "workload.created"]),
     (observed(tracked(SUCCEEDED)), ["Label"]),
+    (observed(deleting(job(), ["example.com/keep"]), None), []),
+    (observed(deleting(tracked(), ["nvcre.nvidia.com/finalizer"]), None), ["Finalizers"]),
 ], ids=["drift-phase", "trainjob-gone", "past-its-bound", "check-then-drift", "awaiting-validation",
-        "checks-are-the-listed-jobs", "launch", "terminal-in-step"])
+        "checks-are-the-listed-jobs", "launch", "terminal-in-step", "being-deleted-launches-nothing",
+        "cres-deletion-finished"])
 def test_what_a_tick_sends_for_a_job(case: Observed, expected: list[str]) -> None:
     assert sent(case) == expected
 
