@@ -3,7 +3,8 @@
 A recording is JSON lines of records `{"attributes": {...}, "data": ...}` (what `cre-fn record`, the dead-letter
 sink and the local stack write) or of CloudEvents in their JSON format; a torn last line is skipped with a warning.
 The recorder's rotated files beside FILE are read first, oldest first (`--no-rotated`: FILE alone). An answer that
-asks to try again (409, 429, 503, none) is retried with a bounded backoff (`--retries`; `backoff`). Exit status:
+asks to try again (409, 429, 503, none) is retried with a bounded backoff (`--retries`; `backoff`); after three
+such events in a row the target is taken for down and the rest is listed, not sent. Exit status:
 0 only when every event was accepted (2xx), 1 when any was not (each listed), 2 when the recording or the token
 file cannot be read. `--take` (the dead-letter procedure: docs/operating.md#dead-letters) sets the recorder's
 files aside first and deletes them only after an exit 0. The drills (`--rate`, `--duplicate`, `--shuffle-window`,
@@ -32,6 +33,8 @@ RETRIES = 5
 """How many times an event whose answer asks to try again is sent again (`--retries`)."""
 FIRST_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER = 1.0, 30.0, 60.0
 """Seconds: the first wait before a retry (doubling each time), its cap, and the cap on a `Retry-After`."""
+GIVE_UP = 3
+"""Events in a row still asking to try again after their retries: the target is down, the rest is not sent."""
 SHOWN = 20
 """How many events that were not accepted are listed one by one."""
 
@@ -100,12 +103,18 @@ def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: 
     done = Replayed()
     total = len(records) * (2 if duplicate else 1)
     started = time.monotonic()
+    down = 0
     for i, record in enumerate(arrange(records, duplicate, shuffle_window, seed), 1):
+        if down >= GIVE_UP:  # the target is down: what is left is listed, not sent
+            done.missed.append(f"{i}/{total} {record['attributes'].get('type')} id {record['attributes'].get('id')}"
+                               f" → not sent: the last {GIVE_UP} events were still answered 'try again'")
+            continue
         if rate > 0:
             sleep(max(0.0, started + i / rate - time.monotonic()))
         event = fresh_id(record) if fresh_ids else record
         answer = deliver(event, url, structured, token_file, retries, sleep, done)
         done.answers[answer.status] += 1
+        down = down + 1 if answer.temporary else 0
         if not answer.accepted:
             attrs = record["attributes"]
             done.missed.append(f"{i}/{total} {attrs.get('type')} id {attrs.get('id')} → {answer.status} "

@@ -234,3 +234,19 @@ def test_take_deletes_the_recorders_set_only_once_every_event_was_accepted(tmp_p
     assert [h["ce-id"] for _, h, _ in up.requests] == ["old", "new"]  # oldest first; "since" waits for the next
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dead-letters.jsonl"]
     assert "deleted dead-letters.jsonl.replaying.1, dead-letters.jsonl.replaying" in resumed.stdout
+
+
+def test_a_target_that_stays_down_is_given_up_on_after_three_events(tmp_path: Path) -> None:
+    """Five events to a target down throughout: three are tried (with their retries), the other two are listed as
+    not sent, rather than each waiting out its backoff; exit 1."""
+    from tests.support.helpers import Receiver
+
+    records = [{**EVENT, "attributes": {**EVENT["attributes"], "id": f"e{i}"}} for i in range(5)]
+    sink = Receiver(default=503)
+    try:
+        result = cli("replay", str(write_jsonl(tmp_path / "in.jsonl", records)), "--to", sink.url, "--retries", "0")
+    finally:
+        sink.close()
+    assert result.returncode == 1 and len(sink.requests) == 3, result.stdout
+    assert "5/5 test.ping id e4 → not sent: the last 3 events were still answered 'try again'" in result.stdout
+    assert result.stdout.rstrip().endswith("3x503 (0 retries); 5 not accepted")
