@@ -106,8 +106,8 @@ def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: 
     down = 0
     for i, record in enumerate(arrange(records, duplicate, shuffle_window, seed), 1):
         if down >= GIVE_UP:  # the target is down: what is left is listed, not sent
-            done.missed.append(f"{i}/{total} {record['attributes'].get('type')} id {record['attributes'].get('id')}"
-                               f" → not sent: the last {GIVE_UP} events were still answered 'try again'")
+            done.missed.append(missed(i, total, record, f"not sent: the last {GIVE_UP} events were still answered "
+                                                        "'try again'"))
             continue
         if rate > 0:
             sleep(max(0.0, started + i / rate - time.monotonic()))
@@ -116,12 +116,16 @@ def replay(records: list[dict[str, Any]], url: str, rate: float = 0, duplicate: 
         done.answers[answer.status] += 1
         down = down + 1 if answer.temporary else 0
         if not answer.accepted:
-            attrs = record["attributes"]
-            done.missed.append(f"{i}/{total} {attrs.get('type')} id {attrs.get('id')} → {answer.status} "
-                               f"{answer.text[:200]}")
+            done.missed.append(missed(i, total, record, f"{answer.status} {answer.text[:200]}"))
         if i % 50 == 0 or i == total:
             print(f"  replayed {i}/{total}", file=out, flush=True)
     return done
+
+
+def missed(i: int, total: int, record: dict[str, Any], what: str) -> str:
+    """The line of an event not accepted: its place, type and id, and what became of it."""
+    attrs = record["attributes"]
+    return f"{i}/{total} {attrs.get('type')} id {attrs.get('id')} → {what}"
 
 
 def deliver(event: dict[str, Any], url: str, structured: bool, token_file: str | None, retries: int,

@@ -53,10 +53,13 @@ def create_event(gw: Gateway, ns: str) -> Any:
         "reportingInstance": "crefn-test", "action": "WorkloadCreated", "reason": "WorkloadCreated", "type": "Normal",
         "note": "n", "regarding": {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
                                    "namespace": ns}})
-def label_missing_trainjob(gw: Gateway, ns: str) -> None:
-    """A label patch of a TrainJob that is not there: allowed is 404, refused 403."""
-    with contextlib.suppress(NotFound):
-        gw.patch(TRAINJOBS, ns, "x", {"metadata": {"labels": {"a": "b"}}})
+def label_missing(res: Resource) -> Call:
+    """A label patch of an object of `res` that is not there: 404 once the authorizer lets it through (403
+    otherwise)."""
+    def call(gw: Gateway, ns: str) -> None:
+        with contextlib.suppress(NotFound):
+            gw.patch(res, ns, "missing", {"metadata": {"labels": {"a": "b"}}})
+    return call
 
 
 REFUSED: list[tuple[str, str, Call]] = [
@@ -91,10 +94,10 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("restart", "list goodputmeasurements", lambda gw, ns: gw.list_all(cre_goodput("nvcre.nvidia.com"), ns)),
     ("restart", "create trainjobs", lambda gw, ns: gw.create(TRAINJOBS, ns, TRAINJOB)),  # the next attempt
     # CRE's TrainJob, adopted: labelled as the current attempt
-    *((f, "patch trainjobs", lambda gw, ns: label_missing_trainjob(gw, ns)) for f in ("launch", "restart")),
+    *((f, "patch trainjobs", label_missing(TRAINJOBS)) for f in ("launch", "restart")),
     ("resync", "list jobs in all namespaces", lambda gw, ns: gw.list_all(JOBS, None)),
     ("resync", "list trainjobs in all namespaces", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
-    ("resync", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),
+    ("resync", "patch jobs", label_missing(JOBS)),
     ("apiserversource", "list trainjobs", lambda gw, ns: gw.list_all(TRAINJOBS, None)),
     ("alert", "get jobs", lambda gw, ns: gw.get(JOBS, ns, "llm")),
     ("alert", "list events", lambda gw, ns: gw.list_all(EVENTS, ns, field_selector="regarding.uid=x", page_size=1)),
@@ -103,7 +106,7 @@ ALLOWED: list[tuple[str, str, Call]] = [
     ("phase", "get pods", lambda gw, ns: gw.get(PODS, ns, "p")),
     *((f, "list pods", lambda gw, ns: gw.list_all(PODS, ns))
       for f in ("status", "restart", "timeout", "launch", "validate", "resync")),
-    ("launch", "patch jobs", lambda gw, ns: label_missing_job(gw, ns)),  # CRE's finalizer removed
+    ("launch", "patch jobs", label_missing(JOBS)),  # CRE's finalizer removed
     *((f, "get pods/log", lambda gw, ns: read_log(gw, ns)) for f in ("restart", "timeout", "launch")),
     ("timeout", "delete trainjobs", lambda gw, ns: gw.delete(TRAINJOBS, ns, "x")),
     ("apiserversource", "watch pods in all namespaces", lambda gw, ns: gw.list_all(PODS, None)),
@@ -118,12 +121,6 @@ def create_bandwidth(gw: Gateway, ns: str) -> Any:
     return gw.create(BANDWIDTH, ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "BandwidthMeasurement",
                                      "metadata": {"name": f"bm-{uuid.uuid4().hex[:6]}"},
                                      "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "nccl"}})
-
-
-def label_missing_job(gw: Gateway, ns: str) -> None:
-    """A label patch of a Job that is not there: 404 once the authorizer lets it through (403 otherwise)."""
-    with contextlib.suppress(NotFound):
-        gw.patch(JOBS, ns, "llm", {"metadata": {"labels": {"a": "b"}}})
 
 
 def read_log(gw: Gateway, ns: str) -> str:
