@@ -79,7 +79,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"cre-fn doctor: --kubeconfig {args.kubeconfig}: no such file", file=sys.stderr)
         return 2
     return doctor.main(args.kubeconfig, args.namespace, args.cre_group, args.cre_controller, args.output,
-                       args.timeout)
+                       args.timeout, args.jobs_namespace)
 
 
 def positive(text: str) -> float:
@@ -168,13 +168,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the table (default) or one JSON object")
     parity.set_defaults(func=cmd_parity)
     doc = sub.add_parser("doctor", help="check a cluster for the functions: CRDs, Broker, Triggers, sources, Services, "
-                         "modes and CRE's controller; one line per check, exit 0 when all pass")
+                         "modes, CRE's controller and whether the measurements move; one line per check, exit 0 "
+                         "when all pass")
     doc.add_argument("--kubeconfig", help="the cluster to check (default: KUBECONFIG, else in-cluster, else "
                      "~/.kube/config)")
     doc.add_argument("-n", "--namespace", default="crefn-system", help="where the functions are installed")
     doc.add_argument("--cre-group", default="", help="CRE's API group (default: the functions' CREFN_CRE_GROUP)")
     doc.add_argument("--cre-controller", default="app.kubernetes.io/name=cluster-readiness-engine",
                      help="label selector of CRE's controller Deployment (its Helm chart's label by default)")
+    doc.add_argument("--jobs-namespace", default=None,
+                     help="where to look at managed Jobs' measurements (default: all namespaces)")
     doc.add_argument("-o", "--output", choices=("text", "json"), default="text")
     doc.add_argument("--timeout", type=positive, default=10.0, help="seconds one API call may take")
     doc.set_defaults(func=cmd_doctor)

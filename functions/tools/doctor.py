@@ -5,10 +5,11 @@ work with (CRE's in the group the functions are set to, Trainer's TrainJob with 
 `launch` writes and Trainer serves from 2.2; Knative Serving's and Eventing's), the Broker, its dead-letter sink
 (the recorder's Deployment Available, or a KafkaSink) and every Trigger on it Ready, every ApiServerSource's
 `SufficientPermissions`, each function's Knative Service Ready and the mode it runs in, and, where one runs in
-`manage` mode, that CRE's own controller does not (two controllers would write the same Jobs). A Service's mode
-is what its pods start with: its container's `CREFN_MODE`, directly or from the ConfigMaps its `env`/`envFrom`
-name (a pod keeps the mode it started with; its `crefn_build_info` says which). Knative's readiness is its
-conditions: `Ready` True, or the condition's reason and message.
+`manage` mode, that CRE's own controller does not (two controllers would write the same Jobs); whether the
+managed Jobs' measurements still move (`functions.tools.measured`; a warning, `!`, does not fail the run). A
+Service's mode is what its pods start with: its container's `CREFN_MODE`, directly or from the ConfigMaps its
+`env`/`envFrom` name (a pod keeps the mode it started with; its `crefn_build_info` says which). Knative's
+readiness is its conditions: `Ready` True, or the condition's reason and message.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from functions.registry import SERVED
@@ -30,6 +32,7 @@ from functions.runtime.resources import (
     KAFKASINKS,
     TRIGGERS,
 )
+from functions.tools import measured
 from functions.tools.services import Service, service
 
 BROKER = "crefn"
@@ -44,6 +47,7 @@ EVENTING_CRDS = ("brokers.eventing.knative.dev", "triggers.eventing.knative.dev"
                  "apiserversources.sources.knative.dev", "pingsources.sources.knative.dev",
                  "sinkbindings.sources.knative.dev")
 APPLY = "apply the install (see docs/operating.md#deploy-to-a-cluster)"
+TRUE = ("true", "1", "yes", "on")
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,12 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    warning: bool = False
+    """A check that passes but says something is amiss (`!`): it does not fail the run."""
 
     def line(self) -> str:
-        mark, fix = ("✓", "") if self.ok else ("✗", f" — {self.fix}" if self.fix else "")
+        mark = "!" if self.warning else "✓" if self.ok else "✗"
+        fix = f" — {self.fix}" if self.fix and mark != "✓" else ""
         return f"{mark} {self.check}: {self.detail}{fix}"
 
     def as_json(self) -> dict[str, Any]:
@@ -62,8 +69,10 @@ class Check:
 
 
 def diagnose(gw: Gateway, namespace: str = NAMESPACE, cre_group: str = "",
-             cre_controller: str = CRE_CONTROLLER) -> list[Check]:
-    """Every check, in order; only the first when the API server cannot be asked."""
+             cre_controller: str = CRE_CONTROLLER, jobs_namespace: str | None = None,
+             now: datetime | None = None) -> list[Check]:
+    """Every check, in order; only the first when the API server cannot be asked. The measurements are
+    looked at in `jobs_namespace` (None: all), against `now` (the wall clock by default)."""
     try:
         version = gw.request("GET", "/version").get("gitVersion", "?")
     except CrefnError as e:
@@ -73,7 +82,8 @@ def diagnose(gw: Gateway, namespace: str = NAMESPACE, cre_group: str = "",
     services = [service(gw, namespace, f"crefn-{target}") for target in sorted(SERVED)]
     groups = [cre_group] if cre_group else sorted({s.env.get("CREFN_CRE_GROUP", CRE_GROUPS[0])
                                                    for s in services if s.found}) or [CRE_GROUPS[0]]
-    checks += [guarded(f"CRE CRDs ({group})", lambda group=group: cre_crds(gw, group)) for group in groups]
+    cre = [guarded(f"CRE CRDs ({group})", lambda group=group: cre_crds(gw, group)) for group in groups]
+    checks += cre
     checks.append(guarded("Trainer TrainJob CRD", lambda: trainjob_crd(gw)))
     checks.append(guarded("Knative Serving CRDs", lambda: crds(gw, SERVING_CRDS, "install Knative Serving")))
     checks.append(guarded("Knative Eventing CRDs", lambda: crds(gw, EVENTING_CRDS, "install Knative Eventing")))
@@ -83,6 +93,9 @@ def diagnose(gw: Gateway, namespace: str = NAMESPACE, cre_group: str = "",
     checks += listed(f"ApiServerSources in {namespace}", lambda: sources(gw, namespace))
     checks += [served(s, namespace) for s in services]
     checks.append(guarded("CRE's controller", lambda: controller(gw, services, cre_controller)))
+    when = now or datetime.now(UTC)
+    checks += [measurements(gw, services, group, jobs_namespace, cre_controller, when)
+               for group, crds_ok in zip(groups, cre, strict=True) if crds_ok.ok]
     return checks
 
 
@@ -224,11 +237,16 @@ def served(found: Service, namespace: str) -> Check:
                  "" if ok else f"kubectl -n {namespace} describe ksvc {found.name}")
 
 
-def controller(gw: Gateway, services: list[Service], selector: str) -> tuple[bool, str, str]:
-    managing = [s.name for s in services if s.found and s.mode == "manage"]
+def cre_running(gw: Gateway, selector: str) -> tuple[list[dict[str, Any]], str]:
+    """CRE's manager Deployments with replicas above 0, and their names (`ns/name, …`)."""
     running = [d for d in gw.list_all(DEPLOYMENTS, label_selector=selector)
                if (d.get("spec") or {}).get("replicas", 1) != 0]
-    named = ", ".join(f"{d['metadata']['namespace']}/{d['metadata']['name']}" for d in running)
+    return running, ", ".join(f"{d['metadata']['namespace']}/{d['metadata']['name']}" for d in running)
+
+
+def controller(gw: Gateway, services: list[Service], selector: str) -> tuple[bool, str, str]:
+    managing = [s.name for s in services if s.found and s.mode == "manage"]
+    running, named = cre_running(gw, selector)
     if not managing:
         return True, f"no function runs in manage mode (running: {named or 'none'})", ""
     if not running:
@@ -239,8 +257,28 @@ def controller(gw: Gateway, services: list[Service], selector: str) -> tuple[boo
             "CREFN_MODE=observe")
 
 
+# -- the measurements' producer ------------------------------------------------------------------------------
+
+
+def measurements(gw: Gateway, services: list[Service], group: str, jobs_namespace: str | None, selector: str,
+                 now: datetime) -> Check:
+    """Whether the managed Jobs' measurements still move (`functions.tools.measured`); a warning when not,
+    whose fix says who should move them: CRE's manager, stopped or running."""
+    name = f"Measurements ({group})"
+    manage_all = any(s.env.get("CREFN_MANAGE_ALL", "").lower() in TRUE for s in services if s.found)
+    try:
+        looked = measured.find(gw, group, jobs_namespace, manage_all, now)
+        if not looked.still:
+            return Check(name, True, f"{looked.judged} measurements of managed Jobs move" if looked.judged else
+                         "no running or ended managed Job has a measurement to look at")
+        _, named = cre_running(gw, selector)
+    except CrefnError as e:
+        return Check(name, False, f"cannot read: {one_line(str(e), 200)}", "run as a user who may read them")
+    return Check(name, True, measured.summary(looked), measured.fix(named), warning=True)
+
+
 def main(kubeconfig: str | None, namespace: str, cre_group: str, cre_controller: str, output: str,
-         timeout: float) -> int:
+         timeout: float, jobs_namespace: str | None = None) -> int:
     """`cre-fn doctor`: every check on stdout, one line each (or one JSON document); 0 when all pass, 1 when
     one fails, 2 when there is no cluster to ask (one line on stderr)."""
     try:
@@ -249,7 +287,7 @@ def main(kubeconfig: str | None, namespace: str, cre_group: str, cre_controller:
         print(f"cre-fn doctor: {one_line(str(e), 300)}", file=sys.stderr)
         return 2
     try:
-        checks = diagnose(gw, namespace, cre_group, cre_controller)
+        checks = diagnose(gw, namespace, cre_group, cre_controller, jobs_namespace)
     finally:
         gw.close()
     passed = all(c.ok for c in checks)

@@ -1,7 +1,9 @@
 """docs/switching.md followed end to end: deploy the `observe` install beside CRE (here the shadow scenario's stand-in
 for CRE's controller), record the parity checks and read them with `cre-fn parity`, then switch to manage mode as
 step 5 says, and the functions carry a Job on from the status CRE left; the Jobs CRE saw (its finalizer on each),
-deleted then, are gone: none stays Terminating."""
+deleted then, are gone: none stays Terminating. A Job made then is the functions'; going back (step 6: observe
+again, then CRE), CRE's stand-in takes it over with its finalizer and its verdict, the functions write nothing on
+it, and CRE finishes its deletion. No dead letter on the way."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from localstack import dev
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import terminate
 from localstack.manifests import render
+from localstack.scenarios.shadow import exclusive
 from localstack.scenarios.soak import DEFAULT_CHAOS
 from tests.support.docs import section
 from tests.support.world import World
@@ -47,7 +50,7 @@ def test_step_1_the_observe_install_routes_every_managed_job_change_to_parity() 
 @pytest.mark.stack
 def test_observe_read_the_table_then_switch_and_the_functions_carry_on(
         cluster: LocalCluster, gateway: Gateway, namespace: str, tmp_path: Path,
-        world: Callable[..., World]) -> None:
+        world: Callable[..., World], functions: Callable[..., dict[str, str]]) -> None:
     # steps 1-3: observe beside CRE, record, read the table; under the soak's chaos (a check whose event is
     # dropped is made by the parity tick, every 2 s here)
     out = io.StringIO()
@@ -94,6 +97,51 @@ def test_observe_read_the_table_then_switch_and_the_functions_carry_on(
         gateway.delete(JOBS, namespace, job["metadata"]["name"])
     w.settle()
     assert gateway.list_all(JOBS, namespace) == [], w.dump()
+
+    # a Job made after the switch is the functions' to launch
+    w.create_job("after-switch", max_restarts=None)
+    w.settle()
+    launched = w.trainjob("after-switch")
+    assert launched is not None and launched["metadata"]["labels"]["crefn.dev/attempt"] == "0", w.dump()
+    assert w.final("after-switch")[:2] == ("InProgress", "WorkloadRunning")  # the Trainer runs its pods
+
+    # step 6, going back: the observe install again, then CRE's controller. It reconciles the functions' Job as
+    # its own: its finalizer, the TrainJob it finds under its name and controlled by the Job adopted, its verdict
+    assert "6. **Going back**: deploy the observe install again" in section("switching.md", "## Steps")
+    back = world(functions(CREFN_MODE="observe"))
+    cre_reconciles(gateway, namespace, "after-switch")
+    written = w.job("after-switch")["metadata"]["resourceVersion"]
+    back.settle()
+    job = back.job("after-switch")
+    assert job["metadata"]["resourceVersion"] == written, back.dump()  # the functions wrote nothing on it
+    assert back.final("after-switch")[:2] == ("InProgress", "WorkloadRunning")
+    assert [(t["metadata"]["uid"], t["metadata"]["resourceVersion"]) for t in gateway.list_all(TRAINJOBS, namespace)] \
+        == [(launched["metadata"]["uid"], launched["metadata"]["resourceVersion"])]  # adopted, untouched
+    # deleted now, CRE finishes its deletion: the functions, observing, leave it to CRE
+    gateway.delete(JOBS, namespace, "after-switch")
+    back.settle()
+    assert "deletionTimestamp" in back.job("after-switch")["metadata"], back.dump()
+    assert back.trainjob("after-switch") is not None
+    cre_finishes_deletion(gateway, namespace, "after-switch")
+    back.settle()
+    assert gateway.list_all(JOBS, namespace) == [] and gateway.list_all(TRAINJOBS, namespace) == []
+    assert w.dead_letters == [] and back.dead_letters == []
+
+
+def cre_reconciles(gateway: Gateway, namespace: str, job: str) -> None:
+    """What CRE's Job controller does with a Job it finds running under its own names: its finalizer, then its
+    verdict on the workload `<job>-workload` it adopts."""
+    gateway.patch(JOBS, namespace, job, {"metadata": {"finalizers": ["nvcre.nvidia.com/finalizer"]}})
+    gateway.patch(JOBS, namespace, job, {"status": {
+        "conditions": exclusive("InProgress", "WorkloadRunning", f"Workload TrainJob/{job}-workload is running"),
+        "workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                        "name": f"{job}-workload"}}}, status=True)
+
+
+def cre_finishes_deletion(gateway: Gateway, namespace: str, job: str) -> None:
+    """CRE's Job controller on a Job being deleted (no pod left): the TrainJob deleted, then its finalizer."""
+    gateway.delete(TRAINJOBS, namespace, f"{job}-workload")
+    gateway.patch(JOBS, namespace, job, {"metadata": {"finalizers": None}})
 
 
 def fail(gateway: Gateway, namespace: str, name: str) -> dict[str, Any]:

@@ -8,17 +8,19 @@ no cluster to ask, or a mistaken argument, one line and exit 2."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from functions.runtime.gateway import Gateway
-from functions.runtime.resources import CONFIGMAPS, CRDS, Resource
+from functions.runtime.resources import CONFIGMAPS, CRDS, Resource, cre_goodput, cre_jobs
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import render
 from tests.support.helpers import unreachable_kubeconfig
@@ -35,6 +37,9 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 KINDS[("apps/v1", "Deployment")] = DEPLOYMENTS
 TRIGGERS = KINDS[("eventing.knative.dev/v1", "Trigger")]
 BROKERS = KINDS[("eventing.knative.dev/v1", "Broker")]
+CRE_JOBS = cre_jobs("nvcre.nvidia.com")
+GOODPUT = cre_goodput("nvcre.nvidia.com")
+BANDWIDTH = Resource("nvcre.nvidia.com", "v1alpha1", "bandwidthmeasurements", "BandwidthMeasurement")
 SERVICES = ("alert", "launch", "measurements", "metrics", "nodehealth", "parity", "phase", "restart", "resync",
             "status", "timeout", "validate", "workloadrun")
 
@@ -69,7 +74,9 @@ def doctor(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def checked(cluster: LocalCluster, namespace: str, *args: str) -> tuple[int, list[str]]:
-    result = doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, *args)
+    """The doctor's exit code and lines, its measurements looked at in the test's namespace only (the session's
+    API server holds other tests' Jobs)."""
+    result = doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace", namespace, *args)
     assert result.stderr == ""
     return result.returncode, result.stdout.splitlines()
 
@@ -98,12 +105,15 @@ def test_a_healthy_install_passes_every_check(cluster: LocalCluster, namespace: 
         f"✓ ApiServerSource {name}: SufficientPermissions" for name in sorted(installed["ApiServerSource"])]
     assert [line for line in lines if line.startswith("✓ Service ")] == [
         f"✓ Service crefn-{name}: Ready, mode manage" for name in SERVICES]
-    assert lines[-1] == ("✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) "
-                         "beside 13 functions in manage mode")
-    as_json = json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "-o", "json").stdout)
+    assert lines[-2:] == [
+        "✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) beside 13 functions in "
+        "manage mode",
+        "✓ Measurements (nvcre.nvidia.com): no running or ended managed Job has a measurement to look at"]
+    as_json = json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace",
+                                namespace, "-o", "json").stdout)
     assert as_json["ok"] is True and len(as_json["checks"]) == len(lines)
     assert as_json["checks"][1] == {"check": "CRE CRDs (nvcre.nvidia.com)", "ok": True,
-                                    "detail": "4 kinds in nvcre.nvidia.com", "fix": ""}
+                                    "detail": "4 kinds in nvcre.nvidia.com", "fix": "", "warning": False}
 
 
 @pytest.mark.process
@@ -116,11 +126,11 @@ def test_a_trigger_not_ready_is_named_with_its_reason(cluster: LocalCluster, gat
     assert [line for line in lines if line.startswith("✗")] == [
         "✗ Trigger crefn-phase-pods: not Ready (False: SubscriberResolved: service crefn-phase not found) — "
         f"kubectl -n {namespace} describe trigger crefn-phase-pods"]
-    failed = [c for c in json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "-o",
-                                           "json").stdout)["checks"] if not c["ok"]]
+    failed = [c for c in json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace",
+                                           namespace, "-o", "json").stdout)["checks"] if not c["ok"]]
     assert failed == [{"check": "Trigger crefn-phase-pods", "ok": False,
                        "detail": "not Ready (False: SubscriberResolved: service crefn-phase not found)",
-                       "fix": f"kubectl -n {namespace} describe trigger crefn-phase-pods"}]
+                       "fix": f"kubectl -n {namespace} describe trigger crefn-phase-pods", "warning": False}]
 
 
 @pytest.mark.process
@@ -181,10 +191,92 @@ def test_cre_s_controller_beside_functions_in_manage_mode_fails_and_in_observe_m
     code, lines = checked(cluster, namespace)
     assert code == 0, "\n".join(lines)
     assert "✓ Service crefn-launch: Ready, mode observe" in lines
-    assert lines[-1] == f"✓ CRE's controller: no function runs in manage mode (running: {namespace}/{cre_manager})"
+    assert lines[-2] == f"✓ CRE's controller: no function runs in manage mode (running: {namespace}/{cre_manager})"
     gateway.patch(DEPLOYMENTS, namespace, cre_manager, {"spec": {"replicas": 0}})
     gateway.patch(CONFIGMAPS, namespace, settings, {"data": {"CREFN_MODE": "manage"}})
     assert checked(cluster, namespace)[0] == 0  # scaled to 0: not running
+
+
+def at(minutes_ago: float) -> str:
+    return (datetime.now(UTC) - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def measured_job(gateway: Gateway, namespace: str, name: str, verdict: tuple[str, str], minutes: float,
+                 managed: bool = True) -> None:
+    """A Job whose exclusive condition `verdict` became True `minutes` ago, as CRE's controller writes it."""
+    labels = {"crefn.dev/managed": "true"} if managed else {}
+    gateway.create(CRE_JOBS, namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": name, "labels": labels},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}})
+    conditions = [{"type": t, "status": "True" if t == verdict[0] else "False",
+                   "reason": verdict[1] if t == verdict[0] else "NotApplicable", "message": "",
+                   "lastTransitionTime": at(minutes)} for t in ("InProgress", "Succeeded", "Failed")]
+    gateway.patch(CRE_JOBS, namespace, name, {"status": {"conditions": conditions}}, status=True)
+
+
+def measurement(gateway: Gateway, namespace: str, res: Resource, job: str, **status: Any) -> str:
+    """A measurement of `job` (the name CRE gives it) with the status its controller wrote."""
+    name = f"{job}-{'goodput' if res is GOODPUT else 'bandwidth'}"
+    gateway.create(res, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": res.kind,
+                                    "metadata": {"name": name},
+                                    "spec": {"jobRef": {"kind": "Job", "name": job}, "logProfileRef": "nemo"}})
+    if status:
+        gateway.patch(res, namespace, name, {"status": status}, status=True)
+    return name
+
+
+@pytest.mark.process
+def test_measurements_that_no_longer_move_are_a_warning_naming_who_should_move_them(
+        cluster: LocalCluster, gateway: Gateway, namespace: str, installed: dict[str, list[str]]) -> None:
+    running, ended = ("InProgress", "WorkloadRunning"), ("Succeeded", "WorkloadCompleted")
+    for name, verdict, minutes in (("moving", running, 60), ("stopped", running, 60), ("ended", ended, 20)):
+        measured_job(gateway, namespace, name, verdict, minutes)
+    measured_job(gateway, namespace, "unmanaged", running, 60, managed=False)
+    measurement(gateway, namespace, GOODPUT, "moving", startTime=at(60), applicationStopTime=at(1))
+    measurement(gateway, namespace, GOODPUT, "stopped", startTime=at(60), applicationStopTime=at(25),
+                lastStepTimestamp=at(26))
+    measurement(gateway, namespace, GOODPUT, "ended", startTime=at(60), completionTime=at(19))
+    measurement(gateway, namespace, BANDWIDTH, "ended", startTime=at(60))
+    measurement(gateway, namespace, GOODPUT, "unmanaged", startTime=at(60), applicationStopTime=at(50))
+    stopped = (rf"2 of 4 measurements of managed Jobs no longer move: BandwidthMeasurement {namespace}/ended-"
+               rf"bandwidth \(Job ended 20m\d+s ago, not completed\); GoodputMeasurement {namespace}/stopped-goodput "
+               r"\(Job running, not updated for 25m\d+s\)")
+
+    code, lines = checked(cluster, namespace)
+    assert code == 0, "\n".join(lines)
+    assert re.fullmatch(
+        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — nothing writes them while CRE's manager is stopped: "
+        r"restarts that need checkpoint evidence are refused, stalls and thresholds go quiet; scale CRE's manager "
+        r"back up, or see docs/switching.md#what-stops-with-cres-manager", lines[-1]), lines[-1]
+    assert all(line.startswith("✓ ") for line in lines[:-1]), lines
+    as_json = json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace",
+                                namespace, "-o", "json").stdout)
+    assert as_json["ok"] is True
+    assert {k: as_json["checks"][-1][k] for k in ("check", "ok", "warning")} == {
+        "check": "Measurements (nvcre.nvidia.com)", "ok": True, "warning": True}
+
+    # CRE's manager running (beside the functions observing): the fix says where to look instead
+    gateway.patch(CONFIGMAPS, namespace, installed["ConfigMap"][0], {"data": {"CREFN_MODE": "observe"}})
+    labels = {"app.kubernetes.io/name": "cluster-readiness-engine"}
+    gateway.create(DEPLOYMENTS, namespace, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "cre-manager", "labels": labels},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels}, "spec": {"containers": [{"name": "manager", "image": "cre"}]}}}})
+    try:
+        code, lines = checked(cluster, namespace)
+    finally:
+        gateway.delete(DEPLOYMENTS, namespace, "cre-manager")
+    assert code == 0, "\n".join(lines)
+    assert re.fullmatch(
+        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — CRE's manager runs \({namespace}/cre-manager\): read "
+        r"its log, and the measured pods' \(a workload that logs nothing leaves its measurement still\)",
+        lines[-1]), lines[-1]
+
+    # the producer writes again: the measurements move
+    gateway.patch(GOODPUT, namespace, "stopped-goodput", {"status": {"applicationStopTime": at(0)}}, status=True)
+    gateway.patch(BANDWIDTH, namespace, "ended-bandwidth", {"status": {"completionTime": at(0)}}, status=True)
+    code, lines = checked(cluster, namespace)
+    assert (code, lines[-1]) == (0, "✓ Measurements (nvcre.nvidia.com): 4 measurements of managed Jobs move")
 
 
 @pytest.mark.process
