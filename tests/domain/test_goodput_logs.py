@@ -1,0 +1,174 @@
+"""CRE's goodput parser's golden cases (`pkg/goodput/testdata/parse-logs/<case>`), its inputs rebuilt from CRE's
+account of them, through the profiles CRE ships: steps, warmup, log interval, checkpoints of one line and of two,
+restores; times kept to the nanosecond."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.domain.goodput_logs import Checkpoint, Step, parse_window
+from functions.domain.gotime import rfc3339
+from functions.domain.logprofile import ProfileError, goodput_profile
+from tests.support.logprofiles import MEGATRON_STEP, megatron_training, nemo_4_training, profile
+
+NEMO_100 = ("2026-01-22T18:00:05.123456789Z Training epoch 0, iteration 100/17279 | lr: 0.0001 | global_step: 100 | "
+            "consumed_samples: 12800 | reduced_train_loss: 2.345 | train_step_timing in s: 1.234 | "
+            "TFLOPS_per_GPU: 36.27")
+NEMO_101 = ("2026-01-22T18:00:06.500000000Z Training epoch 0, iteration 101/17279 | lr: 0.0001 | global_step: 101 | "
+            "reduced_train_loss: 2.200 | train_step_timing in s: 1.100 | TFLOPS_per_GPU: 1.145e+03 | "
+            "consumed_samples: 128")
+
+
+def megatron(at: str, iteration: int, ms: str, tflops: str, loss: str) -> str:
+    return (f" [{at}] iteration {iteration:>8}/  500000 | consumed samples: {iteration * 512:>10} | elapsed time per "
+            f"iteration (ms): {ms} | throughput per GPU (TFLOP/s/GPU): {tflops} | learning rate: 3.000000E-04 | global "
+            f"batch size:   512 | lm loss: {loss} | loss scale: 1.0 | grad norm: 1.234 |")
+
+
+def nemo(at: str, step: int, timing: str) -> str:
+    return (f"{at} Training epoch 0, iteration {step}/17279 | global_step: {step} | reduced_train_loss: 2.1 | "
+            f"train_step_timing in s: {timing}")
+
+
+def test_n4_training_steps_from_the_kubelets_times_to_the_nanosecond() -> None:
+    window = parse_window(goodput_profile(nemo_4_training()), [NEMO_100, NEMO_101])
+    assert window.first_step == Step(global_step=100, iteration=100, epoch=0, loss=2.345, step_timing=1.234,
+                                     tflops=36.27, timestamp=1769104805123456789)
+    assert rfc3339(window.first_step.timestamp) == "2026-01-22T18:00:05.123456789Z"
+    last = window.last_step
+    assert last is not None
+    assert (last.global_step, last.loss, last.step_timing, last.tflops, rfc3339(last.timestamp)) == (
+        101, 2.2, 1.1, 1145.0, "2026-01-22T18:00:06.5Z")
+    assert window.last_log_timestamp is not None and rfc3339(window.last_log_timestamp) == "2026-01-22T18:00:06.5Z"
+    assert len(window.steps) == 2 and not any(s.warmup for s in window.steps)
+
+
+def test_n6_log_interval_10_drops_the_steps_between_and_reads_milliseconds() -> None:
+    values = [(1, "60123.4", "300.1", "1.290000E+01"), (10, "49394.8", "371.8", "1.172175E+01"),
+              (20, "34595.4", "372.0", "1.100000E+01"), (30, "35588.5", "372.2", "1.000000E+01"),
+              (40, "34379.9", "372.4", "9.500000E+00"), (50, "34385.2", "372.6", "9.000000E+00"),
+              (60, "34356.5", "372.8", "8.500000E+00")]
+    lines = [megatron(f"2026-02-15 20:{20 + i}:55.067342", n, ms, tflops, loss)
+             for i, (n, ms, tflops, loss) in enumerate(values)]
+    window = parse_window(goodput_profile(megatron_training()), lines)
+    first, last = window.first_step, window.last_step
+    assert first is not None and last is not None
+    assert (first.global_step, first.step_timing, first.tflops, first.loss) == (
+        10, 49.394800000000004, 371.8, 11.72175)
+    assert rfc3339(first.timestamp) == "2026-02-15T20:21:55.067342Z"
+    assert (last.global_step, last.step_timing) == (60, 34.3565)
+    assert [s.global_step for s in window.steps] == [10, 20, 30, 40, 50, 60]
+    assert window.log_interval == 10 and window.last_log_timestamp is None
+
+
+def test_warmup_steps_count_from_the_application_start() -> None:
+    spec = nemo_4_training()
+    spec["spec"]["patterns"]["applicationStart"] = {"regex": "Application initialized"}
+    lines = ["2026-01-22T18:00:00Z Application initialized", nemo("2026-01-22T18:00:05Z", 0, "41.12"),
+             nemo("2026-01-22T18:00:10Z", 1, "1.2"), nemo("2026-01-22T18:00:15Z", 2, "1.1")]
+    window = parse_window(goodput_profile(spec), lines)
+    assert window.application_start is not None and rfc3339(window.application_start) == "2026-01-22T18:00:00Z"
+    assert [(s.global_step, s.warmup, s.step_timing) for s in window.steps] == [
+        (0, True, 41.12), (1, False, 1.2), (2, False, 1.1)]
+    assert window.last_log_timestamp is not None and rfc3339(window.last_log_timestamp) == "2026-01-22T18:00:15Z"
+
+
+def test_without_a_start_or_a_restore_no_step_is_warmup() -> None:
+    window = parse_window(goodput_profile(nemo_4_training()), [nemo("2026-01-22T18:00:05Z", 0, "41.12")])
+    assert [s.warmup for s in window.steps] == [False]
+
+
+def test_n4_checkpoint_of_one_line_its_done_line_only_fills_the_path() -> None:
+    lines = ["2026-01-22T18:14:30.123Z [NeMo I 2026-01-22 18:14:30 nemo_logging:381] Global Checkpoint Save : Rank: 0 "
+             ": Iteration: 149 : Save duration: 439.017s",
+             "2026-01-22T18:14:41.123Z [NeMo I 2026-01-22 18:14:41 nemo_logging:381] Successfully saved checkpoint "
+             "from iteration 149 to /path/to/checkpoint"]
+    window = parse_window(goodput_profile(nemo_4_training()), lines)
+    assert window.checkpoints == [Checkpoint(step=149, save_duration=439.017, path="/path/to/checkpoint",
+                                             timestamp=1769105670123000000)]
+    assert rfc3339(window.checkpoints[0].timestamp) == "2026-01-22T18:14:30.123Z"
+    assert window.last_log_timestamp is not None and rfc3339(window.last_log_timestamp) == "2026-01-22T18:14:41.123Z"
+    assert window.pending_save is None
+
+
+def n6_profile() -> dict[str, Any]:
+    return profile("n6", {"timestamp": {"layout": "2006-01-02 15:04:05.999999"}, "patterns": {
+        "trainingStep": {"regex": MEGATRON_STEP, "units": {"elapsedTime": "ms"}},
+        "checkpointSave": {"regex": r"\[(?P<timestamp>[\d-]+ [\d:.]+)\]\s+saving checkpoint at iteration\s+"
+                                    r"(?P<step>\d+)\s+to\s+(?P<path>\S+)"},
+        "checkpointDone": {"regex": r"\[(?P<timestamp>[\d-]+ [\d:.]+)\]\s+successfully saved checkpoint from "
+                                    r"iteration\s+(?P<step>\d+)\s+to\s+(?P<path>\S+)"},
+        "applicationStart": {"regex": r"\[before the start of training step\] datetime: "
+                                      r"(?P<timestamp>[\d-]+ [\d:.]+)"}}})
+
+
+def test_n6_full_sequence_a_save_and_its_done_line_make_one_checkpoint_timed_between_them() -> None:
+    lines = ["2026-02-05T16:01:40.400000Z [before the start of training step] datetime: 2026-02-05 16:01:40.326255",
+             megatron("2026-02-05 16:04:00.100000", 1, "132563.1", "120.5", "1.1E+01"),
+             megatron("2026-02-05 16:04:05.100000", 2, "5000.0", "380.1", "1.0E+01"),
+             "2026-02-05T17:07:36.400000Z [2026-02-05 17:07:36.379347] saving checkpoint at iteration 2 to /ckpt",
+             "2026-02-05T17:13:37.900000Z [2026-02-05 17:13:37.825367] successfully saved checkpoint from iteration 2 "
+             "to /ckpt",
+             "2026-02-05T17:14:00Z some other line"]
+    window = parse_window(goodput_profile(n6_profile()), lines)
+    assert window.application_start is not None
+    assert rfc3339(window.application_start) == "2026-02-05T16:01:40.326255Z"
+    (checkpoint,) = window.checkpoints
+    assert (checkpoint.step, checkpoint.path, checkpoint.save_duration, rfc3339(checkpoint.timestamp)) == (
+        2, "/ckpt", 361.44602, "2026-02-05T17:13:37.825367Z")
+    assert window.first_step is not None and window.first_step.step_timing == 132.56310000000002
+    assert window.last_step is not None and window.last_step.step_timing == 5
+    assert window.last_log_timestamp is not None and rfc3339(window.last_log_timestamp) == "2026-02-05T17:14:00Z"
+
+
+def test_a_save_start_with_no_done_line_is_left_pending() -> None:
+    window = parse_window(goodput_profile(megatron_training()), [
+        "[2026-02-05 11:26:59] saving checkpoint at iteration 250 to /checkpoints"])
+    assert window.checkpoints == []
+    assert window.pending_save is not None
+    assert (window.pending_save.step, window.pending_save.path, rfc3339(window.pending_save.timestamp)) == (
+        250, "/checkpoints", "2026-02-05T11:26:59Z")
+
+
+def test_megatron_s_async_save_is_timed_from_saving_to_scheduled() -> None:
+    lines = ["[2026-02-05 11:26:59.000000] saving checkpoint at iteration 250 to /checkpoints",
+             "[2026-02-05 11:27:01.250000] scheduled an async checkpoint save at iteration 250 to /checkpoints"]
+    window = parse_window(goodput_profile(megatron_training()), lines)
+    assert [(c.step, c.save_duration) for c in window.checkpoints] == [(250, 2.25)]
+
+
+def test_warmup_steps_after_a_restore() -> None:
+    lines = ["2026-01-22T18:00:00Z [NeMo I 2026-01-22 18:00:00 nemo_logging:10] Starting",
+             "2026-01-22T18:00:01Z Restoring model weights from /checkpoints/step_100/model_weights",
+             nemo("2026-01-22T18:00:05Z", 100, "9.5"), nemo("2026-01-22T18:00:10Z", 101, "1.2"),
+             nemo("2026-01-22T18:00:15Z", 102, "1.1")]
+    window = parse_window(goodput_profile(nemo_4_training()), lines)
+    assert window.restore == Checkpoint(step=0, path="/checkpoints/step_100/model_weights",
+                                        timestamp=1769104801000000000)
+    assert [(s.global_step, s.warmup) for s in window.steps] == [(100, True), (101, False), (102, False)]
+
+
+def test_only_the_last_100_steps_are_kept_the_first_still_known() -> None:
+    lines = [nemo(f"2026-01-22T18:{i // 60:02d}:{i % 60:02d}Z", i, "1.0") for i in range(1, 131)]
+    window = parse_window(goodput_profile(nemo_4_training()), lines)
+    assert len(window.steps) == 100 and window.steps[0].global_step == 31
+    assert window.first_step is not None and window.first_step.global_step == 1
+
+
+def test_an_example_the_regex_does_not_match_is_cre_s_error() -> None:
+    spec = profile("broken", {"timestamp": {"layout": "2006"}, "patterns": {
+        "trainingStep": {"regex": "^WILL_NOT_MATCH$", "example": "this line does not match"}}})
+    with pytest.raises(ProfileError) as refused:
+        goodput_profile(spec)
+    assert str(refused.value) == ("pattern trainingStep: example does not match regex\n  regex:   ^WILL_NOT_MATCH$\n"
+                                  "  example: this line does not match")
+
+
+def test_a_pattern_re2_refuses_is_an_invalid_regex() -> None:
+    spec = profile("broken", {"timestamp": {"layout": "2006"}, "patterns": {
+        "checkpointSave": {"regex": r"(?P<step>\d+) saved (?=now)"}}})
+    with pytest.raises(ProfileError) as refused:
+        goodput_profile(spec)
+    assert str(refused.value).startswith("pattern checkpointSave: invalid regex: error parsing regexp: ")
