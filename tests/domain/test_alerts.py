@@ -112,3 +112,16 @@ def test_only_a_transition_within_the_window_is_announced(seconds_ago: int, anno
     (alert,) = on_job_state(state, NOW, WINDOW, announced=False)
     assert (not isinstance(alert, Restated)) is announced
     assert alert.starts_at == NOW - timedelta(seconds=seconds_ago)
+
+
+@pytest.mark.parametrize(("reason", "summary", "failed"), [
+    ("OOMKilled", "CRE Job ns/llm failed (WorkloadFailed): OOMKilled on gpu-node-17", "OOMKilled (exit 137)"),
+    ("", "CRE Job ns/llm failed (WorkloadFailed): Error on gpu-node-17", "Error (exit 137)"),
+], ids=["container-reason", "no-container-reason"])
+def test_the_failed_alert_names_the_failed_containers_reason_or_error(reason: str, summary: str, failed: str) -> None:
+    """A failed container the kubelet gave no reason is `Error`, in the summary as in the description."""
+    failure = {"podName": "llm-workload-node-1-0", "nodeName": "gpu-node-17", "exitCode": 137, "reason": reason}
+    (alert,) = on_job_state(job(exclusive("Failed", "WorkloadFailed"), status={"failureLog": failure}), NOW, WINDOW,
+                            False)
+    assert alert.summary == summary
+    assert alert.description.endswith(f" Failed container: {failed} in pod llm-workload-node-1-0 on node gpu-node-17.")

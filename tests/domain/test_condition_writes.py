@@ -62,6 +62,19 @@ def test_condition_write_is_the_write_then_the_event_of_a_flip() -> None:
     assert status_write.status == write.status and "failedNodes" in write.status
 
 
+def test_the_event_of_a_flip_names_its_cause_only_when_given_one() -> None:
+    """`crefn.dev/cause` carries the id of the deciding event; a write made without one (a launch's
+    `InProgress`) records an Event with no annotations at all."""
+    new = condition("Failed", "WorkloadFailed", "boom")
+    caused = condition_write(job(running=True), new, NOW, GROUP, "restart", cause="e1")
+    uncaused = condition_write(job(running=True), new, NOW, GROUP, "restart")
+    assert caused is not None and uncaused is not None
+    (_, with_cause), (_, without) = caused.effects, uncaused.effects
+    assert isinstance(with_cause, KubeEvent) and isinstance(without, KubeEvent)
+    assert with_cause.body["metadata"]["annotations"] == {"crefn.dev/cause": "e1"}
+    assert "annotations" not in without.body["metadata"]
+
+
 def test_condition_write_without_a_flip_records_no_event_and_nothing_is_none() -> None:
     state = job(running=True)
     pending = condition_write(state, condition("InProgress", "WorkloadPending", "p"), NOW, GROUP, "status")

@@ -104,6 +104,12 @@ REF = {"workloadRef": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "T
 LOG = {"failureLog": "PodNotFound"}
 
 
+RESERVED_LABEL = job(spec={"workloadMetadata": {"labels": {"nvcre.nvidia.com/team": "ml"}}})
+NOT_BUILT = ('Failed to build workload: spec.workloadMetadata.labels["nvcre.nvidia.com/team"]: label key is reserved '
+             'for the controller: "app.kubernetes.io/managed-by" and any key under "nvcre.nvidia.com/" identify '
+             'workload ownership')
+
+
 CREATE_EFFECTS = [("create", TRAINJOBS, "ns", "llm-workload"),
                   ("write", JOBS_RES, "ns", "llm", ("InProgress", "WorkloadCreated", CREATED), REF),
                   ("event", "WorkloadCreated", "Normal", "crefn-launch", CREATED)]
@@ -121,14 +127,17 @@ CREATE_EFFECTS = [("create", TRAINJOBS, "ns", "llm-workload"),
     (job(train_job=False), None, [
         ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", NO_TYPE), LOG),
         ("event", "WorkloadCreationError", "Warning", "crefn-launch", NO_TYPE)]),
+    (RESERVED_LABEL, None, [
+        ("write", JOBS_RES, "ns", "llm", ("Failed", "WorkloadCreationError", NOT_BUILT), LOG),
+        ("event", "WorkloadCreationError", "Warning", "crefn-launch", NOT_BUILT)]),
     (job(), trainjob(terminating=True), [("wait", "TrainJob llm-workload is still terminating")]),
     (job(annotations={"crefn.dev/restart-not-before": LATER}), None, [
         ("wait", "restart grace not over: next TrainJob not before 2026-11-30T12:00:10+00:00")]),
     (job(annotations={"crefn.dev/restart-not-before": "2026-11-30T12:00:00Z"}), None, CREATE_EFFECTS),
     (job(conditions=[cond("InProgress", "True", "WorkloadRestarting")], restart_count=1), None, [
         ("wait", "restart recorded, its grace period not yet written")]),
-], ids=["create", "stale-attempt", "adopt", "collision", "no-trainjob", "terminating", "grace", "grace-ends-now",
-        "restart-annotation-pending"])
+], ids=["create", "stale-attempt", "adopt", "collision", "no-trainjob", "reserved-label", "terminating", "grace",
+        "grace-ends-now", "restart-annotation-pending"])
 def test_launch_effects(state: JobState, existing: dict[str, Any] | None, effects: list[tuple[Any, ...]]) -> None:
     """What each launch applies, in order: the status write records `workloadRef` with
     `InProgress`/`WorkloadCreated` or `WorkloadAdopted`, or fails the Job with its failure log; the
@@ -253,7 +262,8 @@ CAUSE = Envelope(id="c1", type="dev.crefn.job.check", source="/crefn/resync",
     (job(restart_count=1), trainjob("0")),
     (job(), trainjob(owner_uid="someone-else")),
     (job(train_job=False), None),
-], ids=["create", "adopt", "stale-attempt", "collision", "no-trainjob"])
+    (RESERVED_LABEL, None),
+], ids=["create", "adopt", "stale-attempt", "collision", "no-trainjob", "reserved-label"])
 def test_the_reply_carries_the_trace_context_of_its_cause(state: JobState, existing: dict[str, Any] | None) -> None:
     """SPEC §4.2: `traceparent`/`tracestate` are copied from the input event, whether the reply is
     `workload.created` (built from the created object) or the failure's `job.condition.changed`."""

@@ -3,12 +3,24 @@ the bodies CRE creates, the BandwidthMeasurement resource, and which GoodputMeas
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from events.objects import BandwidthMeasurementSpec, GoodputMeasurementSpec
 from functions.domain.checkpoint import has_checkpoint
-from functions.domain.measurement_objects import bandwidth_body, bandwidth_measurements, goodput_body, goodput_of
+from functions.domain.measurement_objects import (
+    GoodputMeasurement,
+    bandwidth_body,
+    bandwidth_measurements,
+    goodput_body,
+    goodput_of,
+    reset_goodput,
+)
+from functions.runtime.errors import PermanentError
+from functions.runtime.resources import Resource
 from tests.support.helpers import job
 from tests.support.world import GROUP
 
@@ -46,6 +58,25 @@ def test_the_jobs_goodput_is_the_first_listed_that_refers_to_it() -> None:
     assert found is not None and found.metadata.name == "c"
     assert goodput_of(raws[:2], "llm") is None
     assert has_checkpoint(raws, "llm") and not has_checkpoint(raws[:3], "llm")
+
+
+def test_an_unreadable_goodput_measurement_is_named_in_the_error() -> None:
+    raws = [{**listed("llm-goodput", "llm"), "status": {"lastCheckpointStep": "many"}}]
+    with pytest.raises(PermanentError) as err:
+        goodput_of(raws, "llm")
+    assert str(err.value).startswith("unreadable GoodputMeasurement llm-goodput: status.lastCheckpointStep: ")
+
+
+def test_the_reset_on_a_restart_is_a_best_effort_unlocked_status_patch() -> None:
+    """CRE logs a failed reset and restarts all the same: the write is best effort, on no resourceVersion."""
+    gm = GoodputMeasurement.model_validate({**listed("llm-goodput", "llm", step=5),
+                                            "metadata": {"name": "llm-goodput", "namespace": "ns"}})
+    write = reset_goodput(gm, "nvcre.nvidia.com", datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+    assert (write.res, write.namespace, write.name, write.resource_version) == (
+        Resource("nvcre.nvidia.com", "v1alpha1", "goodputmeasurements", "GoodputMeasurement"), "ns", "llm-goodput", "")
+    assert write.status == {"lastStepTimestamp": None, "avgStepTimeSec": "", "applicationStartTime": None,
+                            "startTime": "2026-11-30T12:00:00Z"}
+    assert write.best_effort is True
 
 
 def test_the_bandwidth_resource_is_the_upstream_crds(upstream_crds: Path) -> None:

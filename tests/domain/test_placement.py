@@ -127,8 +127,9 @@ NODES = [node("gpu-3", "NVIDIA-GB200", pool="b"), node("gpu-1", "NVIDIA-GB200", 
     ({"nodeSelector": {"pool": "a"}, "nodeNames": ["gpu-2", "gpu-3"]}, ["gpu-2"]),
     ({"taintSelectors": [{"key": "dedicated", "value": "ml"}]}, ["gpu-2"]),
     ({"taintSelectors": [{"key": "dedicated", "effect": "NoExecute"}]}, []),
+    ({"taintSelectors": [{"key": "dedicated", "effect": "NoSchedule"}]}, ["gpu-2"]),
 ], ids=["default-every-gpu-node", "node-selector", "in", "not-in", "exists", "does-not-exist", "node-names-and",
-        "taint-selector", "taint-of-another-effect"])
+        "taint-selector", "taint-of-another-effect", "taint-of-its-effect"])
 def test_target_nodes(target: dict[str, Any] | None, names: list[str]) -> None:
     spec = {} if target is None else {"target": target}
     assert [n["metadata"]["name"] for n in target_nodes(spec, NODES)] == names

@@ -94,3 +94,15 @@ def test_a_recorded_event_names_its_cause_in_crefn_dev_cause(annotations: dict[s
     assert (plan.reply is not None) is replied
     if not replied:
         assert plan.reason == "Job ml/llm: its Failed/WorkloadFailed was announced by another event"
+
+
+def test_a_failed_verdict_restated_is_a_warning_whose_previous_condition_is_not_known() -> None:
+    """The Event a verdict's write records is a Warning for `Failed`; the reply is read off the stored Job, which
+    shows only the verdict: its `previous` is null, never the verdict itself."""
+    plan = restate(failed_at(WRITTEN), FAILED, None, WRITTEN + timedelta(seconds=30), "restart", CAUSE, None)
+    (event,) = plan.effects
+    assert isinstance(event, KubeEvent) and (event.body["type"], event.body["note"]) == ("Warning", "exit 137")
+    assert plan.reply is not None
+    data = plan.reply.data.model_dump(by_alias=True)
+    assert data["previous"] is None
+    assert data["new"] == {"type": "Failed", "reason": "WorkloadFailed", "message": "exit 137"}

@@ -92,6 +92,33 @@ def test_the_rules_behind_the_goldens() -> None:
     assert nic_pod["initContainers"] == [{"name": "warmup", "image": "busybox", "command": ["true"]}]
 
 
+@pytest.mark.parametrize(("api_version", "cre_group", "owner"), [
+    ("nvcre.nvidia.com/v1alpha1", "nvcre.nvidia.com", "nvcre.nvidia.com/v1alpha1"),
+    ("cre.nvidia.com/v1alpha1", "nvcre.nvidia.com", "cre.nvidia.com/v1alpha1"),
+    (None, "cre.nvidia.com", "cre.nvidia.com/v1alpha1"),
+], ids=["the-runs", "the-runs-over-the-group", "none-in-a-rendered-file"])
+def test_every_object_is_owned_by_the_run_as_it_names_itself(api_version: str | None, cre_group: str,
+                                                              owner: str) -> None:
+    """The owner reference names the run's `apiVersion`; a file rendered without one gets the CRE group's."""
+    r = with_spec()
+    if api_version is None:
+        del r["apiVersion"]
+    else:
+        r["apiVersion"] = api_version
+    every = translate(r, cre_group).objects
+    assert [o["metadata"]["ownerReferences"][0]["apiVersion"] for o in every] == [owner] * len(every)
+
+
+def test_a_nic_count_the_run_sets_in_its_resources_is_kept() -> None:
+    """`mlnxPerNode` fills the NIC resource only where the run's `resources` say nothing of it."""
+    limited = with_spec(mlnxPerNode=8, nicResourceName="rdma/ib", resources={"limits": {"rdma/ib": "2"}})
+    assert runtime_container(translate(limited).objects)["resources"] == {
+        "limits": {"rdma/ib": "2", "nvidia.com/gpu": "4"}}
+    unsaid = with_spec(mlnxPerNode=8, nicResourceName="rdma/ib")
+    assert runtime_container(translate(unsaid).objects)["resources"] == {
+        "limits": {"nvidia.com/gpu": "4", "rdma/ib": "8"}}
+
+
 INVALID = [
     ("script-and-module", with_spec(framework={"torch": {"script": "a.py", "module": "a"}}),
      "spec.framework.torch: set exactly one of script or module"),
