@@ -48,6 +48,8 @@ def bandwidth(uid: str | None) -> dict[str, Any]:
      "Job ns/llm is terminal (its BandwidthMeasurement is ensured only while it awaits validation)"),
     (Found(CAUSE, REF, measured(conditions=SUCCEEDED)), Settings(),
      "Job ns/llm is terminal (its BandwidthMeasurement is ensured only while it awaits validation)"),
+    (Found(CAUSE, REF, measured(conditions=SUCCEEDED, spec={"goodputMeasurement": {"logProfileRef": "nemo"}})),
+     Settings(), "Job ns/llm is terminal"),
     (Found(CAUSE, REF, measured(workload_ref=False)), Settings(), "Job ns/llm has no workload recorded"),
     (Found(CAUSE, REF, measured(spec={"stallMultiplier": 3})), Settings(), "Job ns/llm asks for no measurement"),
     (Found(CAUSE, REF, measured(), True, bandwidth("job-uid")), Settings(), "Job ns/llm: its measurements exist"),
@@ -59,7 +61,8 @@ def bandwidth(uid: str | None) -> dict[str, Any]:
     (Found(CAUSE, REF, measured(), True, bandwidth("earlier-uid")), Settings(mode="observe"),
      "observe mode: would create BandwidthMeasurement llm-bandwidth (replacing the one of an earlier Job, "
      "uid earlier-uid)"),
-], ids=["not-asked", "gone", "failed", "succeeded-without-thresholds", "no-workload", "none-asked", "both-exist",
+], ids=["not-asked", "gone", "failed", "succeeded-without-thresholds",
+        "terminal-without-bandwidth", "no-workload", "none-asked", "both-exist",
         "bandwidth-from-before-the-annotation-is-kept", "awaiting-validation-bandwidth-exists", "observe-mode",
         "observe-mode-replacement"])
 def test_nothing_to_create(observed: Observed, settings: Settings, reason: str) -> None:

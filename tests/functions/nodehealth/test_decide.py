@@ -3,6 +3,7 @@ as Go prints a slice, CRE's Node defaults, a Node's Jobs from its pods, and the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from functions.nodehealth.decide import (
     Evaluation,
     Observed,
     decide,
+    deferring,
     evaluate,
     hardware_message,
     jobs_on_node,
@@ -213,6 +215,26 @@ def test_a_new_failure_is_one_write_its_warning_and_the_event() -> None:
                         {"name": "n2", "reason": HW, "message": DETAIL}]}
 
 
+def test_the_hardware_failed_event_carries_the_trace_of_its_cause() -> None:
+    traced = Envelope(id="c1", type="dev.crefn.job.check", source="/crefn/resync",
+                      traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate="vendor=1")
+    plan = decide(replace(observed(nodes={"n1": cordoned("n1")}), cause=traced), REPORT, NOW)
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.hardware.failed"
+    assert (plan.reply.traceparent, plan.reply.tracestate) == (
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor=1")
+
+
+def test_deferring_leaves_news_to_the_jobs_next_check_and_passes_the_rest() -> None:
+    """Once another Job on the Node has taken the answer: a new failed node is neither written nor replied for."""
+    news = deferring(observed(nodes={"n1": cordoned("n1")}), REPORT, NOW)
+    assert (news.effects, news.reply, news.reason) == (
+        (), None, "Job ns/llm: a new failed node, left to its next check (one event per answer)")
+    kept = deferring(observed(nodes={"n1": cordoned("n1")}, trainjob=TRAINJOB,
+                              failed_nodes=[{"name": "n1", "reason": HW, "message": DETAIL}]), RESTART, NOW)
+    assert kept.effects == (Delete(TRAINJOBS, "ns", "llm-workload", "tj-uid"),) and kept.reply is None
+    assert kept.reason == "Job ns/llm: unhealthy [n1], no new failed node, deleting the attempt's TrainJob"
+
+
 def test_a_second_failure_while_true_updates_the_message_without_an_event() -> None:
     already = [cond("HardwareFailed", "True", HW, "Hardware failure detected on node(s): [n1]")]
     plan = decide(observed(nodes={"n1": cordoned("n1"), "n2": cordoned("n2")}, conditions=RUNNING + already,
@@ -249,6 +271,13 @@ def test_the_outcomes_stop_at_the_one_that_rejects() -> None:
     assert evaluate(("a", "b", "c", "d"), outcomes_) == Evaluation(("a", "b", "c", "d"), rejected=INTERRUPTED,
                                                                    rejected_on="c")
     assert evaluate(("a", "b"), outcomes_[:2]) == Evaluation(("a", "b"), ("a",), (("b", "no such key"),))
+
+
+def test_an_interruption_after_the_last_nodes_outcome_is_not_read() -> None:
+    """The budget may run out after the worker answered for every node (its end of answer late): each node has its
+    outcome, and the interruption past them is no rejection."""
+    assert evaluate(("a", "b"), (CelOutcome(True), CelOutcome(False), INTERRUPTED)) == Evaluation(("a", "b"), ("a",))
+    assert evaluate((), (INTERRUPTED,)) == Evaluation()
 
 
 def test_restart_deletes_the_attempts_trainjob_by_uid_after_the_write() -> None:

@@ -17,7 +17,9 @@ import pytest
 
 from events.emitted import JobRef
 from events.envelope import Envelope
+from functions.domain.redelivery import Announced
 from functions.nodehealth import read as nodehealth
+from functions.nodehealth.decide import Evaluated, Evaluation
 from functions.nodehealth.read import read
 from functions.runtime.client import send
 from functions.runtime.codec import to_envelope
@@ -30,7 +32,7 @@ from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.kubelet import ensure_node
 from localstack.cluster.pods import create_pod, set_running, terminate
 from localstack.eventing.apisource import apiserver_record
-from tests.support.helpers import announced_once, job_events, waits_while_its_decider_may_be_at_work
+from tests.support.helpers import announced_once, cond, job, job_events, waits_while_its_decider_may_be_at_work
 from tests.support.world import World
 
 HW = "HardwareFailureDetected"
@@ -349,6 +351,56 @@ def test_a_node_event_goes_on_past_a_job_it_cannot_read(world: Callable[..., Wor
     assert outcome.reply is not None and outcome.reply.extensions["job"] == replied
     deferred = [f"Job {w.ns}/llm2: a new failed node, left to its next check (one event per answer)"]
     assert outcome.reason.split("; ") == [summary, *(deferred if replied == "llm" else []), *failures]
+
+
+def test_a_node_that_cannot_be_read_is_skipped_and_logged(gateway: Gateway, namespace: str,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A pod placed on a Node the API server does not have: the Node is skipped, with why, on the line too."""
+    gateway.create(cre_jobs("nvcre.nvidia.com"), namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}},
+                 "nodeHealthMonitor": {"cel": {"expression": CORDONED}}}})
+    node = f"{namespace}-never-was"
+    create_pod(gateway, namespace, "llm-workload-node-0-0",
+               {"nvcre.nvidia.com/job": "llm", "crefn.dev/attempt": "0", "crefn.dev/managed": "true"}, node=node)
+    ctx = Context(Settings(), gateway)
+    with caplog.at_level(logging.WARNING, logger="crefn"):
+        try:
+            observed = read(to_envelope(check_record(namespace)), JobRef(name="llm", namespace=namespace), ctx)
+        finally:
+            ctx.cel.close()
+    assert isinstance(observed, Evaluated) and observed.unread == ((node, "not found"),)
+    (line,) = [r for r in caplog.records if r.getMessage() == f"node {node} skipped: not found"]
+    assert line.fields == {"function": "nodehealth", "node": node, "skipped": "not found",  # type: ignore[attr-defined]
+                           "namespace": namespace, "job": "llm"}
+
+
+def test_a_check_of_an_earlier_attempt_reads_no_event_to_restate(gateway: Gateway) -> None:
+    """`HardwareFailed` made True at 12:00 in attempt 0, the Job restarted since: a check of attempt 0 sent just
+    before is not its decider (no Event read); one of attempt 1, or a Node event, may be (its Events read)."""
+    written = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+    message = "Hardware failure detected on node(s): [gpu-1]"
+    conditions = [cond("InProgress", "True", "WorkloadRunning"), cond("Succeeded", "False", "NotApplicable"),
+                  cond("Failed", "False", "NotApplicable"),
+                  cond("HardwareFailed", "True", HW, message, ltt="2026-11-30T12:00:00Z")]
+    restarted = job(conditions, restart_count=1, workload_ref=True,
+                    spec={"nodeHealthMonitor": {"cel": {"expression": CORDONED}}},
+                    status={"failedNodes": [{"name": "gpu-1", "reason": HW, "message": DETAIL}]})
+    evaluation = Evaluation(nodes=("gpu-1",), unhealthy=("gpu-1",))
+    ctx = Context(Settings(), gateway, clock=lambda: written + timedelta(seconds=35))
+
+    def check(attempt: int) -> Envelope:
+        record = check_record("ns")
+        record["attributes"]["time"] = "2026-11-30T11:59:59Z"
+        record["data"]["attempt"] = attempt
+        return to_envelope(record)
+
+    assert nodehealth.announced(check(0), ctx, restarted, evaluation) is None
+    assert nodehealth.announced(check(1), ctx, restarted, evaluation) == Announced(None)
+    node = Envelope(id="node-2", type="dev.knative.apiserver.resource.update", source="/apis/v1/nodes",
+                    time="2026-11-30T11:59:59Z")
+    assert nodehealth.announced(node, ctx, restarted, evaluation) == Announced(None)
 
 
 # -- tenant CEL under its time budget (functions.runtime.celbudget) -------------------------------------

@@ -135,6 +135,15 @@ def test_failed_nodes_from_the_group_nodes_annotation_first() -> None:
     assert fields(checked(state, failed_trainjob(), (oom_pod(),)))["failedNodes"] == ("differ", "gpu-1", "n1 n2")
 
 
+def test_failed_nodes_are_compared_as_their_distinct_names_sorted_and_spaced() -> None:
+    state = job(exclusive("Failed", "WorkloadFailed"), annotations={"nvcre.nvidia.com/group-nodes": "n2,n1"},
+                status={"failedNodes": [{"name": "n2", "reason": "WorkloadFailed", "message": "m"},
+                                        {"name": "n1", "reason": "WorkloadFailed", "message": "m"},
+                                        {"name": "n2", "reason": "HardwareFailureDetected", "message": "h"}]})
+    assert stored(state)["failedNodes"] == "n1 n2"
+    assert fields(checked(state, failed_trainjob(), (oom_pod(),)))["failedNodes"] == ("agree", "n1 n2", "n1 n2")
+
+
 def test_a_failure_whose_pods_are_gone_compares_no_attribution() -> None:
     state = job(exclusive("Failed", "WorkloadFailed"), status={
         "failedNodes": [{"name": "gpu-1", "reason": "WorkloadFailed", "message": "m"}]})
@@ -165,6 +174,15 @@ def test_running_agrees_on_the_start_time_and_the_block_marker() -> None:
     data = checked(state, running_trainjob(), (pod(node="gpu-1", exits=[("trainer", -1, "")]),))
     assert fields(data) == {"phase": ("agree", "InProgress/WorkloadRunning", "InProgress/WorkloadRunning"),
                             "workloadStartTime": ("agree", "set", "set"),
+                            "schedulingBlocked": ("agree", "unset", "unset")}
+
+
+def test_running_without_a_start_time_differs_the_functions_would_set_it() -> None:
+    """CRE said WorkloadRunning and wrote no `workloadStartTime`: the functions write it the first time."""
+    state = job(exclusive("InProgress", "WorkloadRunning"))
+    data = checked(state, running_trainjob(), (pod(node="gpu-1", exits=[("trainer", -1, "")]),))
+    assert fields(data) == {"phase": ("agree", "InProgress/WorkloadRunning", "InProgress/WorkloadRunning"),
+                            "workloadStartTime": ("differ", "unset", "set"),
                             "schedulingBlocked": ("agree", "unset", "unset")}
 
 
@@ -264,6 +282,16 @@ def test_a_check_has_the_same_identity_whatever_else_changed_on_the_job() -> Non
     moved = job(exclusive("Failed", "WorkloadFailed"), restart_count=1)
     assert check_id(read(moved, None), values) != check_id(read(one, None), values)
     assert stored(one)["failureLog"] == "" and len(check_id(read(one, None), values)) == 16
+
+
+def test_a_check_names_the_resource_versions_it_was_decided_on_by_kind() -> None:
+    raw = job(exclusive("Failed", "WorkloadFailed")).raw
+    raw["metadata"]["resourceVersion"] = "41"
+    state = parse_job(raw, "nvcre.nvidia.com")
+    found = failed_trainjob()
+    found["metadata"]["resourceVersion"] = "42"
+    assert checked(state, found).inputs == {"Job": "41", "TrainJob": "42"}
+    assert checked(state, None).inputs == {"Job": "41"}  # no TrainJob of its own: taken as deleted
 
 
 # -- the tick: a Job not terminal, or made terminal within the settle and recheck windows, is checked again -------

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
+from functions.parity.decide import Read
 from functions.runtime.client import send
 from functions.runtime.codec import to_envelope
 from functions.runtime.context import Context
 from functions.runtime.gateway import Gateway
 from functions.runtime.memory import Memory
-from functions.runtime.resources import TRAINJOBS, cre_jobs
+from functions.runtime.resources import TRAINJOBS, cre_goodput, cre_jobs
 from functions.runtime.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import create_pod
@@ -145,6 +146,51 @@ def test_pods_of_the_job_decide_its_failed_nodes(
     assert counted == {("503", "wait"): 1}  # a designed wait, not an error
     data = json.loads(send(url, record).body)
     assert {f["field"]: (f["cre"], f["functions"]) for f in data["fields"]}["failedNodes"] == ("gpu-9", "gpu-1")
+
+
+def goodput(gateway: Gateway, namespace: str, name: str, checkpoint_step: int) -> None:
+    """A GoodputMeasurement of the Job `llm` reporting that last checkpoint step."""
+    res = cre_goodput("nvcre.nvidia.com")
+    gateway.create(res, namespace, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement",
+                                    "metadata": {"name": name},
+                                    "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "p"}})
+    gateway.patch(res, namespace, name, {"status": {"lastCheckpointStep": checkpoint_step}}, status=True)
+
+
+def test_the_checkpoint_evidence_is_any_of_the_jobs_goodput_measurements(gateway: Gateway, namespace: str) -> None:
+    """CRE failed the Job; `llm-goodput` reports no checkpoint, another GoodputMeasurement of the Job does (CRE's
+    `findJobGoodputMeasurement` may take either): the evidence is there, the functions would restart it."""
+    from functions.parity import read as parity
+
+    job = cre_job(gateway, namespace, "llm", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")},
+                  checkpoint={"pvcName": "llm-ckpt", "maxRestarts": 2})
+    goodput(gateway, namespace, "llm-goodput", 0)
+    goodput(gateway, namespace, "llm-goodput-earlier", 1200)
+    ctx = Context(Settings(mode="observe"), gateway)
+    observed = parity.read(to_envelope(apiserver_record("update", job, JOBS, "https://api")), ctx)
+    assert isinstance(observed, Read) and observed.evidence is True
+
+
+def test_only_a_difference_is_remembered_with_when_it_was_first_seen(gateway: Gateway, namespace: str) -> None:
+    """A difference read at 12:00 and again at 12:00:10, nothing changed: first seen at 12:00. An agreement has no
+    first sighting (None)."""
+    from functions.parity import read as parity
+
+    differs = cre_job(gateway, namespace, "llm", {"conditions": exclusive("InProgress", "WorkloadRestarting", "r"),
+                                                  "restartCount": 1})
+    agrees = cre_job(gateway, namespace, "other", {"conditions": exclusive("Failed", "WorkloadFailed", "failed")})
+    first = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+    now = [first]
+    ctx = Context(Settings(mode="observe"), gateway, clock=lambda: now[0])
+
+    def seen(job: dict[str, Any]) -> datetime | None:
+        observed = parity.read(to_envelope(apiserver_record("update", job, JOBS, "https://api")), ctx)
+        assert isinstance(observed, Read)
+        return observed.first_seen
+
+    assert (seen(differs), seen(agrees)) == (first, None)
+    now[0] = first + timedelta(seconds=10)
+    assert (seen(differs), seen(agrees)) == (first, None)
 
 
 @pytest.mark.own_process  # reads the served function's log file
