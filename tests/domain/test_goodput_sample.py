@@ -1,0 +1,142 @@
+"""A GoodputMeasurement's samples as CRE's controller takes them, on status rebuilt each time (the producer keeps
+nothing between samples): the first step's resume time to the nanosecond, a restart's interruption and the next
+run's reschedule and resume, checkpoints and non-warmup time counted once across overlapping windows, the
+terminal freeze of a succeeded and of a failed Job, and CRE's state-recovery case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from functions.domain.goodput_logs import Checkpoint, Step, Window
+from functions.domain.goodput_sample import failed, interrupt, merge, restarted, succeeded
+from functions.domain.goodput_state import recover, written
+from functions.domain.gotime import RFC3339_NANO, parse
+
+
+def at(text: str) -> int:
+    return parse(RFC3339_NANO, text)
+
+
+def step(n: int, when: str, timing: float = 1.0, tflops: float = 0.0) -> Step:
+    return Step(global_step=n, timestamp=at(when), step_timing=timing, tflops=tflops)
+
+
+def window(*steps: Step, start: str = "", checkpoint: Checkpoint | None = None, last_log: str = "") -> Window:
+    return Window(steps=list(steps), first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None,
+                  checkpoints=[checkpoint] if checkpoint else [], application_start=at(start) if start else None,
+                  last_log_timestamp=at(last_log) if last_log else (steps[-1].timestamp if steps else None))
+
+
+def sampled(status: dict[str, Any], seen: Window, now: str, warmup_steps: int = 0,
+            log_interval: int = 0) -> dict[str, Any]:
+    state = recover(status)
+    merge(state, seen, warmup_steps, log_interval, at(now))
+    return written(state)
+
+
+def test_the_first_step_counts_the_startup_as_resume_time_to_the_nanosecond() -> None:
+    status = sampled({}, window(step(100, "2026-01-22T18:00:05.123456789Z", 1.234, 36.27),
+                                start="2026-01-22T18:00:00Z"), "2026-01-22T18:01:00Z")
+    assert status["resumeTimeSec"] == "5.123457"
+    assert (status["trainingTimeSec"], status["result"]) == ("54.876543", "0.906637")
+    assert (status["startTime"], status["applicationStartTime"], status["applicationStopTime"]) == (
+        "2026-01-22T18:00:05Z", "2026-01-22T18:00:00Z", "2026-01-22T18:01:00Z")
+    assert (status["currentStep"], status["highestStep"], status["warmupBaseStep"]) == (100, 100, 100)
+    assert (status["lastStepTimestamp"], status["avgStepTimeSec"], status["avgTFLOPSPerGPU"]) == (
+        "2026-01-22T18:00:05Z", "1.234000", "36.270000")
+    assert status["pendingInterruption"] is None and status["interruptionCount"] == 0
+
+
+def test_a_sample_before_any_step_starts_the_clock_and_counts_nothing() -> None:
+    status = sampled({}, window(start="2026-01-22T18:00:00Z", last_log="2026-01-22T18:00:30Z"), "2026-01-22T18:00:40Z")
+    assert (status["startTime"], status["applicationStartTime"], status["result"]) == (
+        "2026-01-22T18:00:40Z", "2026-01-22T18:00:00Z", None)
+    assert status["warmupBaseStep"] is None and status["trainingTimeSec"] == "0.000000"
+
+
+def running(**more: Any) -> dict[str, Any]:
+    """A measurement of a Job training since 18:00:00, step 200 at 18:20:00, a checkpoint of step 150 at 18:15:00."""
+    return {"startTime": "2026-01-22T18:00:00Z", "currentStep": 200, "highestStep": 200, "warmupBaseStep": 1,
+            "lastCheckpointStep": 150, "lastCheckpointTime": "2026-01-22T18:15:00Z",
+            "applicationStopTime": "2026-01-22T18:20:30Z", "lastStepTimestamp": "2026-01-22T18:20:00Z",
+            "avgStepTimeSec": "6.000000", "lastNonWarmupStep": 200, **more}
+
+
+def test_a_restart_is_an_interruption_counted_once_and_held_until_the_next_run_steps() -> None:
+    state = recover(running())
+    assert restarted(state, workload=True, restart_count=1) and not restarted(state, workload=True, restart_count=0)
+    assert restarted(state, workload=False, restart_count=0)
+    interrupt(state, state.application_stop or 0, "WorkloadRestarted")
+    status = written(state)
+    assert status["pendingInterruption"] == {
+        "tInterrupt": "2026-01-22T18:20:30Z", "tCheckpoint": "2026-01-22T18:15:00Z", "checkpointStep": 150,
+        "lastStep": 200, "tCh": "330.000000", "reason": "WorkloadRestarted"}
+    assert (status["lostWorkTimeSec"], status["interruptionCount"]) == ("330.000000", 1)
+    assert status["lastStepTimestamp"] is None and status["avgStepTimeSec"] is None
+    again = recover(status)
+    assert not restarted(again, workload=True, restart_count=1)  # pending: the same restart is not counted twice
+
+    resumed = sampled(status, window(step(151, "2026-01-22T18:25:10Z", 5.0), start="2026-01-22T18:24:00Z"),
+                      "2026-01-22T18:26:00Z")
+    assert (resumed["rescheduleTimeSec"], resumed["resumeTimeSec"]) == ("210.000000", "70.000000")
+    assert resumed["pendingInterruption"] is None and resumed["warmupBaseStep"] == 151
+    assert (resumed["trainingTimeSec"], resumed["lostWorkTimeSec"]) == ("1560.000000", "330.000000")
+    assert resumed["result"] == "0.703704"  # (1560 - 330 - 70 - 210) / (1560 - 210)
+    assert sampled(resumed, window(step(152, "2026-01-22T18:25:15Z", 5.0)), "2026-01-22T18:27:00Z")[
+        "rescheduleTimeSec"] == "210.000000"
+
+
+def test_a_checkpoint_and_non_warmup_steps_count_once_across_overlapping_windows() -> None:
+    saved = Checkpoint(step=250, timestamp=at("2026-01-22T18:25:00Z"), path="/ckpt", save_duration=12.0)
+    first = window(step(230, "2026-01-22T18:23:00Z", 6.0), step(240, "2026-01-22T18:24:00Z", 6.0),
+                   step(250, "2026-01-22T18:25:00Z", 6.0), checkpoint=saved)
+    once = sampled(running(), first, "2026-01-22T18:25:30Z", log_interval=10)
+    assert (once["checkpointSaveTimeSec"], once["nonWarmupTimeSec"]) == ("12.000000", "180.000000")
+    assert (once["lastCheckpointStep"], once["lastCheckpointTime"], once["lastNonWarmupStep"]) == (
+        250, "2026-01-22T18:25:00Z", 250)
+    overlap = window(step(250, "2026-01-22T18:25:00Z", 6.0), step(260, "2026-01-22T18:26:00Z", 6.0), checkpoint=saved)
+    twice = sampled(once, overlap, "2026-01-22T18:26:30Z", log_interval=10)
+    assert (twice["checkpointSaveTimeSec"], twice["nonWarmupTimeSec"]) == ("12.000000", "240.000000")
+
+
+def test_warmup_steps_from_the_persisted_base_are_not_counted_as_training() -> None:
+    status = sampled({}, window(step(1, "2026-01-22T18:00:10Z", 40.0), step(2, "2026-01-22T18:00:12Z", 2.0),
+                                step(3, "2026-01-22T18:00:14Z", 2.0), start="2026-01-22T18:00:00Z"),
+                     "2026-01-22T18:00:20Z", warmup_steps=2, log_interval=1)
+    assert (status["warmupTimeSec"], status["nonWarmupTimeSec"], status["avgStepTimeSec"]) == (
+        "40.000000", "2.000000", "2.000000")
+    later = sampled(status, window(step(4, "2026-01-22T18:00:16Z", 2.0)), "2026-01-22T18:00:30Z", warmup_steps=2,
+                    log_interval=1)
+    assert later["nonWarmupTimeSec"] == "4.000000" and later["warmupBaseStep"] == 1
+
+
+def test_the_freeze_of_a_succeeded_job() -> None:
+    state = recover(running(lostWorkTimeSec="100.000000"))
+    assert succeeded(state, at("2026-01-22T19:00:00Z")) == ("JobSucceeded", "Referenced Job completed successfully")
+    assert (written(state)["trainingTimeSec"], written(state)["result"]) == ("3600.000000", "0.972222")
+    assert succeeded(recover({}), at("2026-01-22T19:00:00Z")) == (
+        "NoDataCollected", "Job succeeded but no goodput was computed; check spec.logProfileRef")
+
+
+def test_the_freeze_of_a_failed_job_counts_its_failure_as_an_interruption() -> None:
+    state = recover(running(warmupTimeSec="40.000000", nonWarmupTimeSec="1000.000000"))
+    assert failed(state, at("2026-01-22T18:30:00Z"), None) == ("JobFailed", "Referenced Job failed")
+    status = written(state)
+    assert (status["lostWorkTimeSec"], status["interruptionCount"], status["trainingTimeSec"]) == (
+        "330.000000", 1, "1230.000000")
+    assert status["pendingInterruption"]["reason"] == "JobFailed"
+    assert (status["priorWarmupTimeSec"], status["priorNonWarmupTimeSec"]) == ("40.000000", "1000.000000")
+    assert status["applicationStartTime"] is None
+    capped = recover({"startTime": "2026-01-22T18:00:00Z", "warmupBaseStep": 1})
+    failed(capped, at("2026-01-22T18:30:00Z"), at("2026-01-22T18:45:00Z"))
+    assert written(capped)["trainingTimeSec"] == "1800.000000"  # the termination is capped at the anchor
+
+
+def test_cre_s_state_recovery_case() -> None:
+    state = recover({"startTime": "2026-01-22T10:00:00Z", "currentStep": 180, "highestStep": 180,
+                     "lastCheckpointStep": 150, "checkpointSaveTimeSec": "12.000000", "lastNonWarmupStep": 180,
+                     "warmupBaseStep": 10})
+    assert (state.started, state.current_step, state.last_checkpoint_step, state.counted_checkpoint_step) == (
+        True, 180, 150, 150)
+    assert (state.last_non_warmup_step, state.warmup_base_step, state.pending, state.figures.saving) == (
+        180, 10, None, 12.0)
