@@ -195,15 +195,30 @@ class Gateway:
         """The end of a container's log through the API server's `pods/log`: its last `tail_lines` lines,
         of which the last `keep_bytes` are kept, the read bounded to `timeout_seconds` in all ("" when
         the pod has no node yet). A read that breaks off keeps what arrived."""
+        query = [("container", container), ("tailLines", tail_lines)]
+        return self._log(namespace, pod, query, timeout_seconds, -keep_bytes)
+
+    def read_log_since(self, namespace: str, pod: str, container: str, since: str, limit_bytes: int,
+                       timeout_seconds: float) -> str:
+        """A container's log from `since` (RFC 3339; "" for all of it), each line prefixed with the kubelet's
+        time (`timestamps=true`), its first `limit_bytes` bytes (the head: asked of the kubelet and cut here
+        too), the read bounded as `read_log`'s; `container` "" leaves the choice to the API server."""
+        query: list[tuple[str, Any]] = [("timestamps", "true"), ("limitBytes", limit_bytes)]
+        query += [("container", container)] if container else []
+        query += [("sinceTime", since)] if since else []
+        return self._log(namespace, pod, query, timeout_seconds, limit_bytes)
+
+    def _log(self, namespace: str, pod: str, query: list[tuple[str, Any]], timeout_seconds: float,
+             keep: int) -> str:
+        """`pods/log` read: its first `keep` bytes (the read stops there), or with `keep` below 0 its last."""
         deadline = time.monotonic() + timeout_seconds
-        resp = self._call("GET", LOG_PATH.format(namespace=namespace, pod=pod),
-                          query=[("container", container), ("tailLines", tail_lines)],
+        resp = self._call("GET", LOG_PATH.format(namespace=namespace, pod=pod), query=query,
                           timeout=timeout_seconds, accept="application/json, */*")
-        tail, ended = b"", False
+        kept, ended = b"", False
         try:
             for chunk in resp.stream(16384, decode_content=True):
-                tail = (tail + chunk)[-keep_bytes:]
-                if time.monotonic() > deadline:
+                kept = (kept + chunk)[keep:] if keep < 0 else (kept + chunk)[:keep]
+                if time.monotonic() > deadline or len(kept) == keep:
                     break
             else:
                 ended = True
@@ -211,7 +226,7 @@ class Gateway:
             pass  # what arrived is kept
         finally:
             finish(resp, ended)
-        return tail.decode(errors="replace")
+        return kept.decode(errors="replace")
 
     # -- transport -----------------------------------------------------------------------------
 

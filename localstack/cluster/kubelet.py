@@ -6,8 +6,9 @@ Protocol facts relied on (kube-apiserver 1.20): the API server proxies `GET .../
 `https://<node InternalIP>:<daemonEndpoints.kubeletEndpoint.Port>/containerLogs/<ns>/<pod>/<container>`
 without verifying the kubelet's certificate (no `--kubelet-certificate-authority`), with the query sorted
 (`limitBytes=…&previous=true&tailLines=…`), and passes the answer through unchanged: the kubelet applies
-`tailLines` and `limitBytes` itself. Plain HTTP is refused, hence TLS with a self-signed certificate for
-`IP:127.0.0.1`, made by `openssl`. What it answers: localstack/README.md#the-stand-in-kubelet.
+`sinceTime`, `tailLines`, `timestamps` and `limitBytes` itself. Plain HTTP is refused, hence TLS with a
+self-signed certificate for `IP:127.0.0.1`, made by `openssl`. What it answers:
+localstack/README.md#the-stand-in-kubelet.
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from functions.domain.gotime import RFC3339_NANO, Unparsed, parse, rfc3339
 from functions.runtime.errors import AlreadyExists
 from functions.runtime.gateway import Gateway
 from functions.runtime.resources import NODES
 
 LogKey = tuple[str, str, str]
+TimedLine = tuple[int, str]
+"""A log line as the kubelet keeps it: when it was written (nanoseconds since the epoch) and its text (with its
+newline)."""
 
 
 def tail(text: str, tail_lines: int | None, limit_bytes: int | None) -> bytes:
@@ -34,6 +39,18 @@ def tail(text: str, tail_lines: int | None, limit_bytes: int | None) -> bytes:
     if tail_lines is not None:
         text = "".join(text.splitlines(keepends=True)[-tail_lines:]) if tail_lines > 0 else ""
     data = text.encode()
+    return data[:limit_bytes] if limit_bytes is not None else data
+
+
+def served(lines: list[TimedLine], since: int | None, tail_lines: int | None, timestamps: bool,
+           limit_bytes: int | None) -> bytes:
+    """What a kubelet sends for a log kept with its times: the lines written at or after `since`, their last
+    `tail_lines`, each prefixed with its time (RFC 3339 with nanoseconds, as the kubelet writes it) when
+    `timestamps`, cut to the first `limit_bytes` bytes."""
+    chosen = [(at, text) for at, text in lines if since is None or at >= since]
+    if tail_lines is not None:
+        chosen = chosen[-tail_lines:] if tail_lines > 0 else []
+    data = "".join(f"{rfc3339(at)} {text}" if timestamps else text for at, text in chosen).encode()
     return data[:limit_bytes] if limit_bytes is not None else data
 
 
@@ -66,7 +83,7 @@ class StandInKubelet:
     Use as a context manager, or call start()/stop(). Nodes pointing at it: `register_node`."""
 
     def __init__(self) -> None:
-        self._logs: dict[LogKey, str] = {}
+        self._logs: dict[LogKey, list[TimedLine]] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -108,14 +125,27 @@ class StandInKubelet:
 
     # -- logs and nodes -----------------------------------------------------------------------
 
-    def set_log(self, namespace: str, pod: str, container: str, text: str) -> None:
-        """Register (or replace) the whole log of a container."""
+    def set_log(self, namespace: str, pod: str, container: str, text: str, at: int = 0) -> None:
+        """Register (or replace) the whole log of a container, every line written at `at` (ns; the epoch)."""
         with self._lock:
-            self._logs[(namespace, pod, container)] = text
+            self._logs[(namespace, pod, container)] = [(at, line) for line in text.splitlines(keepends=True)]
+
+    def write(self, namespace: str, pod: str, container: str, lines: list[TimedLine]) -> None:
+        """Lines the container writes, each with its time (ns since the epoch; a line without its newline gets
+        one), after what it wrote before."""
+        with self._lock:
+            self._logs.setdefault((namespace, pod, container), []).extend(
+                (at, text if text.endswith("\n") else text + "\n") for at, text in lines)
 
     def log_of(self, namespace: str, pod: str, container: str) -> str | None:
         with self._lock:
-            return self._logs.get((namespace, pod, container))
+            lines = self._logs.get((namespace, pod, container))
+        return None if lines is None else "".join(text for _, text in lines)
+
+    def lines_of(self, namespace: str, pod: str, container: str) -> list[TimedLine] | None:
+        with self._lock:
+            lines = self._logs.get((namespace, pod, container))
+        return None if lines is None else list(lines)
 
     def register_node(self, gateway: Gateway, name: str) -> None:
         """A Node whose status sends the API server's log reads to this kubelet."""
@@ -141,13 +171,17 @@ def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
                 return
             namespace, pod, container = parts[2:]
             query = parse_qs(url.query)
-            text = kubelet.log_of(namespace, pod, container)
+            lines = kubelet.lines_of(namespace, pod, container)
+            since = _time(query, "sinceTime")
             if query.get("previous") == ["true"]:
                 self._answer(404, f'previous terminated container "{container}" in pod "{pod}" not found\n')
-            elif text is None:
+            elif lines is None:
                 self._answer(404, f"container {namespace}/{pod}/{container} has no log on this node\n")
+            elif since == -1:
+                self._answer(400, f"sinceTime {query['sinceTime'][0]!r} is not an RFC 3339 time\n")
             else:
-                self._answer(200, tail(text, _number(query, "tailLines"), _number(query, "limitBytes")))
+                self._answer(200, served(lines, since, _number(query, "tailLines"),
+                                         query.get("timestamps") == ["true"], _number(query, "limitBytes")))
 
         def _not_found(self) -> None:
             self._answer(404, f"404 page not found: {self.command} {urlsplit(self.path).path}\n")
@@ -167,6 +201,16 @@ def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _time(query: dict[str, list[str]], key: str) -> int | None:
+    """An RFC 3339 time of the query as nanoseconds; None when absent, -1 when unreadable."""
+    if key not in query:
+        return None
+    try:
+        return parse(RFC3339_NANO, query[key][0])
+    except Unparsed:
+        return -1
 
 
 def _number(query: dict[str, list[str]], key: str) -> int | None:

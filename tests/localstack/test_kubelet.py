@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from functions.domain.gotime import RFC3339_NANO, parse
 from functions.runtime.errors import Forbidden, PermanentError
 from functions.runtime.gateway import Gateway
 from functions.runtime.resources import Resource
@@ -166,3 +167,37 @@ def test_a_service_account_with_pods_log_reads(cluster: LocalCluster, gateway: G
         assert wait_until(reads, timeout=10, interval=0.05)
     finally:
         reader.close()
+
+
+def at(text: str) -> int:
+    return parse(RFC3339_NANO, text)
+
+
+@pytest.fixture
+def timed_pod(cluster: LocalCluster, gateway: Gateway, namespace: str) -> str:
+    """Pod `t` on `gpu-node-1`, its container `trainer` having written three lines, a second apart."""
+    cluster.node("gpu-node-1")
+    create_pod(gateway, namespace, "t", {"app": "x"}, node="gpu-node-1", containers=("trainer",))
+    cluster.kubelet.write(namespace, "t", "trainer", [(at("2026-01-22T18:00:05.123456789Z"), "step 1"),
+                                                      (at("2026-01-22T18:00:06.5Z"), "step 2\n"),
+                                                      (at("2026-01-22T18:00:07Z"), "step 3")])
+    return "t"
+
+
+def test_a_log_read_with_the_kubelets_times(gateway: Gateway, namespace: str, timed_pod: str) -> None:
+    assert gateway.read_log_since(namespace, timed_pod, "trainer", "", 1 << 20, 5) == (
+        "2026-01-22T18:00:05.123456789Z step 1\n2026-01-22T18:00:06.5Z step 2\n2026-01-22T18:00:07Z step 3\n")
+
+
+def test_a_log_read_since_a_time_keeps_the_lines_written_then_or_after(gateway: Gateway, namespace: str,
+                                                                       timed_pod: str) -> None:
+    assert gateway.read_log_since(namespace, timed_pod, "trainer", "2026-01-22T18:00:06Z", 1 << 20, 5) == (
+        "2026-01-22T18:00:06.5Z step 2\n2026-01-22T18:00:07Z step 3\n")
+    assert gateway.read_log_since(namespace, timed_pod, "trainer", "2026-01-22T18:00:07Z", 1 << 20, 5) == (
+        "2026-01-22T18:00:07Z step 3\n")
+    assert gateway.read_log_since(namespace, timed_pod, "trainer", "2026-01-22T18:00:08Z", 1 << 20, 5) == ""
+
+
+def test_a_log_read_keeps_its_head_to_the_byte_limit(gateway: Gateway, namespace: str, timed_pod: str) -> None:
+    assert gateway.read_log_since(namespace, timed_pod, "trainer", "", 40, 5) == (
+        "2026-01-22T18:00:05.123456789Z step 1\n20")
