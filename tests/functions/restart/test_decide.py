@@ -16,8 +16,8 @@ from functions.domain.pods import Capture
 from functions.restart.decide import decide, failed_write, restart_write, verdict_write
 from functions.restart.observed import Failure, Observed, observe_failure, still_running
 from functions.runtime.codec import to_envelope
-from functions.runtime.plan import Delete, KubeEvent, WriteStatus
-from functions.runtime.resources import cre_jobs
+from functions.runtime.plan import Annotate, Delete, KubeEvent, WriteStatus
+from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 from tests.support.helpers import EARLIER, NOW, cond, job, trainjob
 from tests.support.world import phase_record
@@ -274,3 +274,32 @@ def test_a_name_held_by_another_attempts_trainjob_is_not_a_deleted_one(label: st
                                capture=Capture((), None)), Settings(), NOW)
         assert (plan.effects, plan.reply, plan.then) == ((), None, None)
         assert plan.reason == "stale: TrainJob llm-workload is not attempt 0 on a fresh read"
+
+
+@pytest.mark.parametrize(("annotations", "restarts", "annotated"), [
+    ({}, 1, True),
+    ({"crefn.dev/restart-not-before": "2026-11-30T11:30:00Z"}, 1, False),
+    ({}, 2, False),
+], ids=["grace-missing", "grace-recorded-after-the-trainjob", "an-earlier-attempts-restart"])
+def test_a_redelivered_restart_writes_the_grace_its_crash_left_unwritten(annotations: dict[str, str], restarts: int,
+                                                                          annotated: bool) -> None:
+    """A restart of attempt 0 committed (restartCount 1) without its grace annotation: the failure delivered
+    again writes it (not locked), then deletes the TrainJob; a grace written after the TrainJob's creation, or
+    an event about an attempt older than the one the Job restarted last, writes none."""
+    committed = job([cond("InProgress", "True", "WorkloadRestarting", "")], checkpoint=CKPT, restart_count=restarts,
+                    annotations=annotations)
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    observed = Observed(env, parse_phase_event(env), committed, trainjob(TJ_FAILED), evidence=True)
+    plan = decide(observed, Settings(), NOW)
+    grace = [(e.name, dict(e.annotations), e.resource_version) for e in plan.effects if isinstance(e, Annotate)]
+    assert grace == ([("llm", {"crefn.dev/restart-not-before": "2026-11-30T12:00:30Z"}, "")] if annotated else [])
+    assert plan.effects[-1] == Delete(TRAINJOBS, "ns", "llm-workload", "tj-uid")
+
+
+def test_a_trainjob_already_being_deleted_is_not_deleted_again() -> None:
+    """The restart of a failed attempt whose TrainJob is going (`deletionTimestamp` set): no Delete."""
+    failed = trainjob(TJ_FAILED)
+    failed["metadata"]["deletionTimestamp"] = "2026-11-30T11:59:00Z"
+    plan = restarting(Settings(), failed)
+    assert [type(e).__name__ for e in plan.effects] == ["Annotate", "WriteStatus"]
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.restarted"

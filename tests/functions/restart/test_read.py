@@ -184,6 +184,37 @@ def test_a_trainjob_held_by_a_finalizer_leaves_the_next_attempt_to_the_tick(worl
     assert w.job()["status"]["workloadRef"]["name"] == "llm-workload"
 
 
+def test_a_deleted_attempt_is_relaunched_with_the_replicated_jobs_its_training_runtime_names(
+        world: Callable[..., World]) -> None:
+    """The failed attempt's TrainJob is gone (its delete is the failure), so no runtime patch of it names the
+    next attempt's replicatedJobs: the restart reads the Job's TrainingRuntime, and the next attempt's patch
+    labels its `launcher` too (by its name alone, only `node` would be)."""
+    from functions.runtime.resources import TRAINING_RUNTIMES
+
+    w = world()
+    container = {"template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "image": "i"}]}}}}}
+    w.gw.create(TRAINING_RUNTIMES, w.ns, {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": {"name": "two-jobs"},
+        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "launcher", "replicas": 1, **container},
+                                                          {"name": "node", "replicas": 1, **container}]}}}})
+    w.checkpoint_evidence()
+    w.gw.create(w.jobs, w.ns, {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+                               "metadata": {"name": "llm", "labels": {"crefn.dev/managed": "true"}},
+                               "spec": {"workload": {"trainJob": {"runtimeRef": {
+                                   "name": "two-jobs", "kind": "TrainingRuntime"}}},
+                                        "checkpoint": {"pvcName": "llm-ckpt", "maxRestarts": 1}}})
+    w.settle()
+    assert (w.trainjob() or {})["metadata"]["labels"]["crefn.dev/attempt"] == "0"
+    w.gw.delete(TRAINJOBS, w.ns, "llm-workload")
+    w.settle()
+    assert w.job()["status"]["restartCount"] == 1
+    relaunched = w.trainjob() or {}
+    assert relaunched["metadata"]["labels"]["crefn.dev/attempt"] == "1"
+    (patch,) = relaunched["spec"]["runtimePatches"]
+    assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
+        "launcher", "node"]
+
+
 @pytest.mark.parametrize("grace", [30, 0], ids=["grace-30s", "no-grace"])
 def test_a_crash_between_the_restarts_writes_never_leaves_a_commit_without_its_grace(
         world: Callable[..., World], cluster: LocalCluster, functions: Callable[..., dict[str, str]],

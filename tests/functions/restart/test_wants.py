@@ -1,8 +1,14 @@
-"""What steers `restart`'s read: the delete of a TrainJob that had failed before is decided unread."""
+"""What steers `restart`'s read: the delete of a TrainJob that had failed before is decided unread; the
+GoodputMeasurements, the log tail and the training runtime are read only when they can change the decision."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+
+from events.emitted import WorkloadPhaseData
+from events.envelope import Envelope
 
 
 @pytest.mark.parametrize(("reason", "failed_before", "reported"), [
@@ -23,3 +29,83 @@ def test_a_delete_after_a_failure_is_decided_unread(reason: str, failed_before: 
                                                   name="llm-workload", namespace="ns", attempt=0),
                              observed_at=datetime(2026, 12, 2, tzinfo=UTC), failed_before=failed_before)
     assert reported_before(data) is reported
+
+
+RUNNING = [{"type": "InProgress", "status": "True", "reason": "WorkloadRunning", "message": "",
+            "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"}]
+RESTARTED = [{"type": "InProgress", "status": "True", "reason": "WorkloadRestarting", "message": "",
+              "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"}]
+TJ_FAILED = [{"type": "Failed", "status": "True", "reason": "JobsFailed", "message": "node-0 exit 137"}]
+LOGGED = {"failureLog": {"podName": "p", "nodeName": "n", "exitCode": 1, "reason": "Error", "tail": ""}}
+
+
+def failed_event(reason: str = "") -> tuple[Envelope, WorkloadPhaseData]:
+    """A `workload.phase` Failed event about attempt 0 and its data."""
+    from events.envelope import parse_phase_event
+    from functions.runtime.codec import to_envelope
+    from tests.support.world import phase_record
+
+    env = to_envelope(phase_record("ns", "llm", "Failed", reason=reason))
+    return env, parse_phase_event(env)
+
+
+@pytest.mark.parametrize(("conditions", "checkpoint", "restarts", "reason", "wanted"), [
+    (RUNNING, None, 0, "JobsFailed", (False, False)),
+    (RUNNING, {"pvcName": "p", "maxRestarts": 2}, 0, "JobsFailed", (True, True)),
+    (RESTARTED, {"pvcName": "p", "maxRestarts": 1}, 1, "JobsFailed", (True, False)),
+    (RESTARTED, {"pvcName": "p", "maxRestarts": 1}, 1, "WorkloadDeleted", (False, False)),
+], ids=["no-checkpoint", "restart-possible", "last-restart-recorded", "last-restart-recorded-its-own-delete"])
+def test_the_goodputs_are_read_only_when_they_can_change_the_decision(
+        conditions: list[dict[str, Any]], checkpoint: dict[str, Any] | None, restarts: int, reason: str,
+        wanted: tuple[bool, bool]) -> None:
+    """Read as checkpoint evidence when a restart is possible; for a restart recorded (its reset maybe left
+    undone), on every event but its TrainJob's delete; never for a failure that can only fail the Job."""
+    from functions.restart.observed import Observed
+    from functions.restart.wants import goodputs_wanted
+    from functions.runtime.settings import Settings
+    from tests.support.helpers import job
+
+    env, data = failed_event(reason)
+    state = job(conditions, checkpoint=checkpoint, restart_count=restarts, workload_ref=restarts == 0)
+    assert goodputs_wanted(Observed(env, data, state, None), Settings()) == wanted
+
+
+@pytest.mark.parametrize(("checkpoint", "status", "wanted"), [
+    ({"pvcName": "p", "maxRestarts": 2}, None, (True, False)),
+    (None, None, (True, True)),
+    (None, LOGGED, (True, False)),
+], ids=["restarted", "failed", "failed-with-a-log-already"])
+def test_the_log_tail_is_read_only_for_a_failure_that_fails_the_job_without_a_log(
+        checkpoint: dict[str, Any] | None, status: dict[str, Any] | None, wanted: tuple[bool, bool]) -> None:
+    """The attempt's pods are read for the current attempt's failure; the failed container's log tail only
+    when the Job fails and has no failure log yet (a restart records none)."""
+    from functions.restart.observed import Observed
+    from functions.restart.wants import capture_wanted
+    from functions.runtime.settings import Settings
+    from tests.support.helpers import job, trainjob
+
+    env, data = failed_event()
+    state = job(RUNNING, checkpoint=checkpoint, workload_ref=True, status=status)
+    observed = Observed(env, data, state, trainjob(TJ_FAILED), evidence=True)
+    assert capture_wanted(observed, Settings()) == wanted
+
+
+@pytest.mark.parametrize(("finalizers", "wanted"), [([], True), (["example.com/hold"], False)],
+                         ids=["name-free", "held-by-a-finalizer"])
+def test_the_runtime_is_not_read_while_a_finalizer_holds_the_next_attempts_name(finalizers: list[str],
+                                                                                wanted: bool) -> None:
+    """The Job's runtime edited since the failed attempt ran: the runtime names the next attempt's
+    replicatedJobs, but is read only when the restart launches it, not when a finalizer holds the failed
+    TrainJob (the tick launches it then, and reads the runtime itself)."""
+    from functions.restart.observed import Observed
+    from functions.restart.wants import runtime_wanted
+    from functions.runtime.settings import Settings
+    from tests.support.helpers import NOW, job, trainjob
+
+    env, data = failed_event()
+    edited = job(RUNNING, checkpoint={"pvcName": "p", "maxRestarts": 2}, workload_ref=True,
+                 spec={"workload": {"trainJob": {"runtimeRef": {"name": "t", "kind": "TrainingRuntime"}}}})
+    failed = trainjob(TJ_FAILED)
+    failed["metadata"]["finalizers"] = finalizers
+    observed = Observed(env, data, edited, failed, evidence=True)
+    assert runtime_wanted(observed, Settings(restart_grace_seconds=0), NOW) is wanted

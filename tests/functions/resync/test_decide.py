@@ -116,6 +116,15 @@ def test_the_finished_label_follows_the_job(state: JobState, trainjob: dict[str,
     assert label_of(state, trainjob) == expected
 
 
+def test_the_finished_label_is_written_on_the_jobs_own_trainjob_by_its_name() -> None:
+    """The TrainJob's label write names the TrainJob as read (not the Job), unlocked; the Job's is locked."""
+    state = labelled(tracked(SUCCEEDED), {})
+    writes = label_writes(Observed(state, state, trainjob_of(COMPLETE["status"])), Settings())
+    assert [(w.res.kind, w.namespace, w.name, dict(w.labels), w.resource_version) for w in writes
+            if isinstance(w, Label)] == [("Job", "ns", "llm", {"crefn.dev/finished": "true"}, "7"),
+                                         ("TrainJob", "ns", "llm-workload", {"crefn.dev/finished": "true"}, "")]
+
+
 @pytest.mark.parametrize(("now", "sweep"), [
     (datetime(2026, 12, 2, 11, 0, 0, tzinfo=UTC), True),
     (datetime(2026, 12, 2, 11, 0, 59, tzinfo=UTC), True),

@@ -4,7 +4,7 @@ driven by resync alone are the `resync` mode of tests/system/test_scenarios.py."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +16,7 @@ from functions.runtime.context import Context
 from functions.runtime.errors import Unavailable
 from functions.runtime.gateway import Gateway
 from functions.runtime.resources import TRAINJOBS as TRAINJOBS_LISTED
+from functions.runtime.resources import Resource
 from functions.runtime.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import CountingGateway
@@ -80,13 +81,14 @@ def test_bad_events_are_400(functions: Callable[..., dict[str, str]], namespace:
     assert answer.status == 400
 
 
-def in_step_job(gateway: Gateway, namespace: str, name: str) -> None:
-    """A Job whose status already shows its running TrainJob, as the event path leaves it."""
+def in_step_job(gateway: Gateway, namespace: str, name: str, managed: bool = True) -> None:
+    """A Job whose status already shows its running TrainJob, as the event path leaves it (`managed`: with
+    the label `crefn.dev/managed`)."""
     from functions.runtime.resources import TRAINJOBS
 
     job = gateway.create(JOBS, namespace, {
         "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
-        "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"}},
+        "metadata": {"name": name, "labels": {"crefn.dev/managed": "true"} if managed else {}},
         "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}})
     gateway.create(TRAINJOBS, namespace, {
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
@@ -188,6 +190,67 @@ def test_a_tick_lists_a_finished_job_no_more_and_the_sweep_does(cluster: LocalCl
         assert ours() == [("done", "WorkloadDeleted")]
         assert ((gateway.get(JOBS, namespace, "done") or {})["metadata"].get("labels") or {}).get(
             "crefn.dev/finished") is None
+    finally:
+        sink.close()
+        ctx.gateway.close()
+
+
+class PagedGateway(Gateway):
+    """The real gateway, its LISTs two objects a page: a sweep's LIST, from etcd, takes several pages."""
+
+    def pages(self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500,
+              field_selector: str = "", cached: bool = False) -> Iterator[dict[str, Any]]:
+        return super().pages(res, namespace, label_selector, 2, field_selector, cached)
+
+
+def drifted_jobs(gateway: Gateway, namespace: str, names: list[str], managed: bool = True) -> None:
+    """In-step Jobs whose TrainJobs are then gone: each one's tick sends its Failed/WorkloadDeleted phase."""
+    from functions.runtime.resources import TRAINJOBS
+
+    for name in names:
+        in_step_job(gateway, namespace, name, managed)
+        gateway.delete(TRAINJOBS, namespace, f"{name}-workload")
+
+
+def test_a_sweep_over_many_pages_counts_every_job_and_keeps_every_pages_results(cluster: LocalCluster,
+                                                                                 gateway: Gateway,
+                                                                                 namespace: str) -> None:
+    """The sweep lists from etcd page by page (two Jobs a page here): it counts the Jobs of every page and
+    reports what the Jobs of every page sent, not the last page's alone."""
+    from functions.resync import read as resync
+    from tests.support.helpers import Receiver
+
+    drifted_jobs(gateway, namespace, ["drift-0", "drift-1", "drift-2", "drift-3", "drift-4"])
+    sink = Receiver(default=202)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url),
+                  gateway=PagedGateway.connect(str(cluster.kubeconfig)))
+    try:
+        jobs, results = resync.resync_pages(ctx, sweep=True)
+        assert jobs >= 5  # every managed Job of the cluster, these five among them
+        assert sorted((r.job, r.event, r.error) for r in results if r.job.startswith(f"{namespace}/")) == [
+            (f"{namespace}/drift-{i}", "dev.crefn.workload.phase", "") for i in range(5)]
+    finally:
+        sink.close()
+        ctx.gateway.close()
+
+
+@pytest.mark.parametrize("manage_all", [False, True], ids=["labelled-only", "manage-all"])
+def test_a_tick_lists_the_unlabelled_jobs_only_with_manage_all(cluster: LocalCluster, gateway: Gateway,
+                                                              namespace: str, manage_all: bool) -> None:
+    """With `CREFN_MANAGE_ALL` every Job is managed: the tick lists those without `crefn.dev/managed` too."""
+    from functions.resync import read as resync
+    from tests.support.helpers import Receiver
+
+    drifted_jobs(gateway, namespace, ["labelled"])
+    drifted_jobs(gateway, namespace, ["unlabelled"], managed=False)
+    sink = Receiver(default=202)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink=sink.url, manage_all=manage_all),
+                  gateway=cluster.gateway())
+    try:
+        cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
+        _, results = resync.resync_pages(ctx, sweep=False)
+        assert sorted(r.job for r in results if r.job.startswith(f"{namespace}/")) == (
+            [f"{namespace}/labelled", f"{namespace}/unlabelled"] if manage_all else [f"{namespace}/labelled"])
     finally:
         sink.close()
         ctx.gateway.close()

@@ -122,3 +122,27 @@ def test_a_stale_running_event_after_the_workload_completed_writes_what_the_trai
 
 
 
+
+
+def test_a_stall_found_on_the_read_is_sent_to_the_restart_function_unwritten() -> None:
+    """A running attempt whose last step is an hour old (10 x 2.5 s + 2 x 60 s allowed): no write, the stall
+    sent as `workload.stalled` about the Job and the TrainJob as read."""
+    from functions.domain.measurement_objects import GoodputMeasurement
+    from functions.status.decide import Read, decide
+
+    goodput = GoodputMeasurement.model_validate({
+        "metadata": {"name": "llm-goodput", "namespace": "ns"},
+        "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "nemo"},
+        "status": {"lastStepTimestamp": "2026-11-30T11:00:00Z", "avgStepTimeSec": "2.5"}})
+    state = job(conditions=RUNNING_SHOWN_SET, workload_ref=True, spec={"stallMultiplier": 10},
+                status={"workloadStartTime": EARLIER})
+    record = phase_record("ns", "llm", "Running")
+    cause, data = to_envelope(record), parse_phase_event(to_envelope(record))
+    plan = decide(Read(cause, data, state, READ, PhaseResult(phase=Phase.RUNNING), (), goodput), Settings(), NOW)
+    assert plan.effects == () and plan.reply is not None and plan.reply.type == "dev.crefn.workload.stalled"
+    assert plan.reply.data.model_dump(mode="json", by_alias=True) == {
+        "job": {"name": "llm", "namespace": "ns"},
+        "workload": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-workload",
+                     "namespace": "ns", "uid": "tj-uid", "resourceVersion": "", "attempt": 0},
+        "mode": "training", "elapsedSeconds": 3600.0, "thresholdSeconds": 145.0,
+        "message": "Workload stalled: no training step within the configured threshold"}

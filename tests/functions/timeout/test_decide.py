@@ -10,12 +10,14 @@ import pytest
 from events.emitted import JobDeadlineData
 from events.types import EventType
 from functions.domain.jobs import Gone
+from functions.domain.pods import Capture, LogSource
+from functions.domain.redelivery import Announced
 from functions.runtime.codec import to_envelope
 from functions.runtime.plan import Delete, KubeEvent, WriteStatus
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 from functions.timeout.decide import Found, Observed, decide
-from tests.support.helpers import NOW, cond, job
+from tests.support.helpers import NOW, cond, job, pod
 
 RECORD = {"attributes": {"specversion": "1.0", "id": "d1", "source": "/crefn/resync", "type": "dev.crefn.job.deadline"},
           "data": {"job": {"name": "llm", "namespace": "ns"}, "attempt": 0, "elapsedSeconds": 7200.0,
@@ -62,3 +64,40 @@ def test_a_job_past_its_bound_fails_timed_out(trainjob: dict[str, Any] | None, d
         assert rest[-1] == Delete(TRAINJOBS, "ns", "llm-workload", "tj-uid")
     assert plan.reply is not None and plan.reply.type == EventType.JOB_CONDITION_CHANGED
     assert plan == decide(Found(CAUSE, DATA, observed.state, trainjob), Settings(), NOW)  # plain, comparable data
+
+
+@pytest.mark.parametrize(("capture", "log"), [
+    (Capture((pod(node="gpu-1", exits=[("node", -1, "")]),), LogSource("llm-workload-node-0-0", "gpu-1", "node", 0,
+                                                                       "Timeout"), "step 1200"),
+     {"podName": "llm-workload-node-0-0", "nodeName": "gpu-1", "exitCode": 0, "reason": "Timeout",
+      "tail": "step 1200"}),
+    (Capture((pod(phase="Pending"),), None), None),
+    (None, None),
+], ids=["a-pod-ran", "no-pod-ever-ran", "none-read"])
+def test_the_timeout_records_the_log_of_the_pod_that_ran(capture: Capture | None, log: dict[str, Any] | None) -> None:
+    """The failure log of a timeout is the trainer pod's (reason `Timeout`, exit code 0); with no pod that ever
+    ran, none is written (a failure would record `NoTerminatedContainer` there)."""
+    observed = bounded()
+    plan = decide(Found(CAUSE, DATA, observed.state, TRAINJOB, capture), Settings(), NOW)
+    write = plan.effects[0]
+    assert isinstance(write, WriteStatus) and write.status.get("failureLog") == log
+
+
+TIMED_OUT = [cond("Failed", "True", "JobTimedOut", "Job exceeded timeoutPerJob"),
+             cond("InProgress", "False", "NotApplicable"), cond("Succeeded", "False", "NotApplicable")]
+
+
+@pytest.mark.parametrize(("cause", "kinds", "replied"), [
+    ("d1", [Delete], True), ("another-tick", [], False),
+], ids=["its-own-event-recorded", "announced-by-another-event"])
+def test_a_timeout_delivered_again_makes_good_only_what_its_event_left(cause: str, kinds: list[type],
+                                                                       replied: bool) -> None:
+    """The Job timed out two hours ago and its Event is recorded: with this event's id, the TrainJob delete and
+    the reply again (not the Event); with another's, nothing."""
+    announced = {"metadata": {"name": "llm.0123456789abcdef", "annotations": {"crefn.dev/cause": cause}}}
+    state = job(TIMED_OUT, annotations={"crefn.dev/timeout-per-job": "1h"})
+    plan = decide(Found(CAUSE, DATA, state, TRAINJOB, announced=Announced(announced)), Settings(), NOW)
+    assert [type(e) for e in plan.effects] == kinds
+    assert (plan.reply is not None) is replied
+    if not replied:
+        assert plan.reason == "Job ns/llm: its Failed/JobTimedOut was announced by another event"

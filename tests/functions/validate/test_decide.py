@@ -148,3 +148,28 @@ def test_nothing_to_write(state: JobState | None, skip: str, reason: str) -> Non
 def test_observe_mode_still_answers() -> None:
     plan = decide(observed(awaiting(), [bandwidth("350")]), Settings(mode="observe"), NOW)
     assert plan.reply is not None  # apply skips the writes in observe mode; the verdict is still published
+
+
+@pytest.mark.parametrize(("status", "reason", "message", "event_type"), [
+    ("True", "ThresholdViolated", VIOLATED, "Warning"),
+    ("False", "ThresholdsMet", "All performance thresholds satisfied", "Normal"),
+], ids=["violated", "met"])
+def test_a_verdict_delivered_again_is_announced_as_the_job_stores_it(status: str, reason: str, message: str,
+                                                                     event_type: str) -> None:
+    """The check that wrote `ValidationFailed` an hour ago, delivered again with its Event missing: the Event
+    and `dev.crefn.job.validation` again, read off the stored condition (its status, reason and message) and
+    the Job's failedNodes; nothing written."""
+    from functions.domain.redelivery import Announced
+
+    nodes = [{"name": "gpu-a", "reason": "ThresholdViolation", "message": message}] if status == "True" else []
+    state = awaiting(conditions=[SUCCEEDED, cond("ValidationFailed", status, reason, message,
+                                                 ltt="2026-11-30T11:00:00Z")], failed_nodes=nodes)
+    found = Found(check_event(["validation"]), JobRef(name="llm", namespace="ns"), state, announced=Announced(None))
+    plan = decide(found, Settings(), NOW)
+    (event,) = plan.effects
+    assert isinstance(event, KubeEvent)
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == (event_type, reason, message)
+    assert plan.reply is not None and plan.reply.data.model_dump(mode="json", by_alias=True) == {
+        "job": {"name": "llm", "namespace": "ns"}, "failed": status == "True", "reason": reason, "message": message,
+        "failedNodes": nodes}
+    assert plan.reason == f"Job ns/llm: ValidationFailed={status}/{reason} delivered again"

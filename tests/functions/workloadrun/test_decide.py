@@ -163,3 +163,26 @@ def test_the_created_run_names_the_hardware_it_detected(detected: dict[str, str]
                   datetime(2026, 11, 30, 12, tzinfo=UTC))
     (write,) = [e for e in plan.effects if isinstance(e, WriteStatus)]
     assert {k: v for k, v in write.status.items() if k != "conditions"} == detected
+
+
+def test_each_create_of_a_build_says_how_the_run_fails_if_the_api_refuses_it() -> None:
+    """A generated object the API refuses for good (its schema, admission) fails the run `BuildFailed`,
+    naming the object and quoting the API on one line; then the run's Warning Event."""
+    from datetime import UTC, datetime
+
+    from functions.runtime.plan import Create, KubeEvent, WriteStatus
+    from functions.runtime.settings import Settings
+    from functions.workloadrun.decide import Translated, decide
+
+    plan = decide(Translated("WorkloadRun ml/wr", RUN, OBJECTS, (None, None)), Settings(),
+                  datetime(2026, 11, 30, 12, tzinfo=UTC))
+    creates = [e for e in plan.effects if isinstance(e, Create)]
+    assert [c.body["kind"] for c in creates] == ["TrainingRuntime", "Job"]
+    for create, kind in zip(creates, ("TrainingRuntime", "Job"), strict=True):
+        assert create.refused is not None
+        write, event = create.refused.follow('admission webhook "deny" denied the request:\n  jobs are frozen')
+        assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
+        message = f'{kind} wr was refused: admission webhook "deny" denied the request: jobs are frozen'
+        (failed,) = [c for c in write.status["conditions"] if c["status"] == "True"]
+        assert (failed["type"], failed["reason"], failed["message"]) == ("Failed", "BuildFailed", message)
+        assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "BuildFailed", message)

@@ -16,6 +16,7 @@ from functions.domain.translation import translate
 from functions.runtime.errors import NotFound
 from functions.runtime.gateway import Gateway
 from functions.runtime.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, TRAINJOBS, cre_jobs, cre_workloadruns
+from localstack.cluster.apiserver import LocalCluster
 from localstack.scenarios.demo import final_state
 from localstack.trainer import TrainerSimulator, wait_until
 from tests.support import paths
@@ -304,6 +305,55 @@ def test_a_condition_change_that_names_no_workloadrun_mirrors_nothing(functions:
         assert send(urls["workloadrun"], event).status == 202
         mirrored = run_condition(gateway, namespace, "InProgress")
         assert (mirrored == before) == (workload_run == ""), mirrored
+
+
+def test_a_resource_event_of_another_kind_is_refused_naming_what_it_is() -> None:
+    """An ApiServerSource event about neither a WorkloadRun nor a Job's delete is a bad event (400), whose answer
+    says what was expected and what came."""
+    from functions.runtime.codec import to_envelope
+    from functions.runtime.context import Context
+    from functions.runtime.errors import PermanentError
+    from functions.runtime.settings import Settings
+    from functions.workloadrun.read import read
+    from localstack.eventing.apisource import apiserver_record
+
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                "metadata": {"name": "llm-workload", "namespace": "ml"}, "spec": {"runtimeRef": {"name": "t"}}}
+    with pytest.raises(PermanentError) as refused:
+        read(to_envelope(apiserver_record("add", trainjob, TRAINJOBS, "https://kube")), Context(Settings()))
+    assert str(refused.value) == ("expected nvcre.nvidia.com/v1alpha1 WorkloadRun, got "
+                                  "trainer.kubeflow.org/v1alpha1/TrainJob")
+
+
+def test_a_condition_change_of_a_runs_job_with_no_condition_yet_mirrors_nothing(cluster: LocalCluster,
+                                                                                 gateway: Gateway,
+                                                                                 namespace: str) -> None:
+    """A condition-change event about the run's Job, which shows no condition yet on a fresh read (forged, or
+    reordered): nothing to mirror, and the answer says so."""
+    from events.emitted import ConditionSummary, JobConditionChangedData, JobRef
+    from events.envelope import to_outbound
+    from functions.domain.jobs import Skipped
+    from functions.runtime.codec import to_envelope, to_record
+    from functions.runtime.context import Context
+    from functions.runtime.settings import Settings
+    from functions.workloadrun.read import read
+
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    gateway.create(JOBS, namespace, {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+        "metadata": {"name": "wr-job", "ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1",
+                                                            "kind": "WorkloadRun", "name": "wr",
+                                                            "uid": run["metadata"]["uid"], "controller": True}]},
+        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "t"}}}}})
+    changed = JobConditionChangedData(job=JobRef(name="wr-job", namespace=namespace),
+                                      new=ConditionSummary(type="Succeeded", reason="WorkloadCompleted"))
+    event = to_outbound("dev.crefn.job.condition.changed", "status", namespace, "wr-job", changed, None,
+                        jobcondition="Succeeded")
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)), gateway=cluster.gateway())
+    try:
+        assert read(to_envelope(to_record(event)), ctx) == Skipped("the Job has no condition to mirror yet")
+    finally:
+        ctx.gateway.close()
 
 
 def test_a_generated_object_the_api_refuses_is_a_build_failure(functions: Callable[..., dict[str, str]],
