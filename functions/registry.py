@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from functions.runtime.plan import Outcome
     from functions.runtime.settings import Settings
 
-HANDLERS = ("phase", "launch", "measurements", "status", "restart", "timeout", "nodehealth", "validate", "resync",
-            "workloadrun", "alert", "parity")
+HANDLERS = ("phase", "launch", "measurements", "measure", "status", "restart", "timeout", "nodehealth", "validate",
+            "resync", "workloadrun", "alert", "parity")
 """Every event target, each the package `functions.<name>` (its FUNCTION, ACCEPTS and handle)."""
 
 

@@ -50,9 +50,9 @@ from tests.support.layout import is_pure
 from tests.support.lineage import MARK, kill_all, left_after
 from tests.support.world import LIFECYCLE, Relay, World, make_world, serve_relay
 
-SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-status", "crefn-restart",
-                    "crefn-timeout", "crefn-nodehealth", "crefn-validate", "crefn-resync", "crefn-workloadrun",
-                    "crefn-alert", "crefn-parity", "crefn-apiserversource")
+SERVICE_ACCOUNTS = ("crefn-phase", "crefn-launch", "crefn-measurements", "crefn-measure", "crefn-status",
+                    "crefn-restart", "crefn-timeout", "crefn-nodehealth", "crefn-validate", "crefn-resync",
+                    "crefn-workloadrun", "crefn-alert", "crefn-parity", "crefn-apiserversource")
 FUNCTION_USERS = (*(service_account_user(sa) for sa in SERVICE_ACCOUNTS), "nobody")
 SHARED_CLUSTER = os.environ.get("CREFN_TEST_CLUSTER", "")  # read before `hermetic_env` clears CREFN_*
 # `make mutation`: functions are served in this process (tests.support.inprocess), where the mutant is

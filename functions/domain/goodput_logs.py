@@ -164,3 +164,13 @@ def checkpoint_done(profile: Profile, reading: Reading, found: Mapping[str, str]
     step = go_int(found.get("step", "")) or (pending.step if pending else 0)
     window.checkpoints.append(Checkpoint(step, when, path or (pending.path if pending else ""), duration))
     window.pending_save, reading.full_save = None, False
+
+
+def merged(first: Window, last: Window) -> Window:
+    """Two workers' windows as CRE's `ReadMultiWorkerLogs` merges them: the run's life (start, restore,
+    checkpoints, a pending save) from worker-0, the steps from the last worker, whose last line time is the
+    window's (else worker-0's); no log interval (CRE's merged result does not carry it)."""
+    return Window(steps=last.steps, first_step=last.first_step, last_step=last.last_step,
+                  checkpoints=first.checkpoints, application_start=first.application_start, restore=first.restore,
+                  pending_save=first.pending_save,
+                  last_log_timestamp=last.last_log_timestamp or first.last_log_timestamp)

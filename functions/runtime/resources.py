@@ -67,6 +67,10 @@ def cre_goodput(group: str) -> Resource:
     return Resource(group, CRE_VERSION, "goodputmeasurements", "GoodputMeasurement")
 
 
+def cre_logprofiles(group: str) -> Resource:
+    return Resource(group, CRE_VERSION, "logprofiles", "LogProfile", namespaced=False)
+
+
 VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update"}
 
 

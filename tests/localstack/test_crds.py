@@ -75,8 +75,8 @@ def test_upstream_crds_load_without_empty_defaults(upstream_crds: Path) -> None:
 
 def test_fallback_crds_cover_the_kinds_the_code_uses() -> None:
     kinds = sorted(c["spec"]["names"]["kind"] for c in fallback_crds())
-    assert kinds == ["BandwidthMeasurement", "ClusterTrainingRuntime", "GoodputMeasurement", "Job", "TrainJob",
-                     "TrainingRuntime", "WorkloadRun"]
+    assert kinds == ["BandwidthMeasurement", "ClusterTrainingRuntime", "GoodputMeasurement", "Job", "LogProfile",
+                     "TrainJob", "TrainingRuntime", "WorkloadRun"]
     assert {c["spec"]["group"] for c in fallback_crds("cre.nvidia.com")} == {"cre.nvidia.com", "trainer.kubeflow.org"}
 
 
@@ -106,7 +106,25 @@ FIELDS = {
                            "spec.sampleInterval", "status.conditions[].type", "status.startTime",
                            "status.applicationStartTime", "status.lastStepTimestamp", "status.avgStepTimeSec",
                            "status.logInterval", "status.currentStep", "status.lastCheckpointStep", "status.result",
-                           "status.avgTFLOPSPerGPU"),
+                           "status.avgTFLOPSPerGPU", "status.applicationStopTime", "status.checkpointSaveTimeSec",
+                           "status.completionTime", "status.conditions[].reason", "status.conditions[].message",
+                           "status.conditions[].status", "status.conditions[].lastTransitionTime",
+                           "status.conditions[].observedGeneration", "status.highestStep", "status.interruptionCount",
+                           "status.lastCheckpointTime", "status.lastNonWarmupStep", "status.lostWorkTimeSec",
+                           "status.nonWarmupTimeSec", "status.pendingInterruption.tInterrupt",
+                           "status.pendingInterruption.tCheckpoint", "status.pendingInterruption.checkpointStep",
+                           "status.pendingInterruption.lastStep", "status.pendingInterruption.tCh",
+                           "status.pendingInterruption.reason", "status.priorNonWarmupTimeSec",
+                           "status.priorWarmupTimeSec", "status.rescheduleTimeSec", "status.resumeTimeSec",
+                           "status.trainingTimeSec", "status.warmupBaseStep", "status.warmupTimeSec"),
+    "LogProfile": ("spec.timestamp.layout", "spec.patterns.trainingStep.regex", "spec.patterns.trainingStep.example",
+                   "spec.patterns.trainingStep.units", "spec.patterns.checkpointSave.regex",
+                   "spec.patterns.checkpointDone.regex", "spec.patterns.checkpointRestore.regex",
+                   "spec.patterns.checkpointLoaded.regex", "spec.patterns.applicationStart.regex",
+                   "spec.patterns.warmupStep.regex", "spec.patterns.bandwidthResult.regex",
+                   "spec.patterns.networkTransport.regex", "spec.workerStrategy.type",
+                   "spec.workerStrategy.replicatedJobName", "spec.containerName", "spec.warmupSteps",
+                   "spec.logInterval"),
     "BandwidthMeasurement": ("spec.jobRef.name", "spec.logProfileRef", "spec.sampleInterval", "spec.testType",
                              "status.conditions[].type", "status.results[].busBW", "status.results[].algBW"),
 }

@@ -320,10 +320,10 @@ def test_doctor_passes_every_check_against_the_stack_and_names_each_fault(tmp_pa
             for name in ("goodput", "jobs", "nodes", "pods", "trainjobs", "workloadruns")]
         assert [c for c in checks if c.startswith("✓ Service ")] == [
             f"✓ Service crefn-{name}: Ready, mode manage" for name in (
-                "alert", "launch", "measurements", "metrics", "nodehealth", "parity", "phase", "restart", "resync",
-                "status", "timeout", "validate", "workloadrun")]
+                "alert", "launch", "measure", "measurements", "metrics", "nodehealth", "parity", "phase", "restart",
+                "resync", "status", "timeout", "validate", "workloadrun")]
         assert checks[-2:] == [
-            "✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) beside 13 functions "
+            "✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) beside 14 functions "
             "in manage mode",
             "✓ Measurements (nvcre.nvidia.com): no running or ended managed Job has a measurement to look at"]
 
@@ -346,7 +346,7 @@ def test_doctor_passes_every_check_against_the_stack_and_names_each_fault(tmp_pa
                 "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
                     "metadata": {"labels": labels},
                     "spec": {"containers": [{"name": "manager", "image": "nvcr.io/nvidia/cre:0.6.0"}]}}}})
-            want.append("✗ CRE's controller: cre-system/cre-cluster-readiness-engine-manager runs while 13 functions "
+            want.append("✗ CRE's controller: cre-system/cre-cluster-readiness-engine-manager runs while 14 functions "
                         "run in manage mode: both would write the same Jobs — kubectl -n cre-system scale deployment "
                         "cre-cluster-readiness-engine-manager --replicas=0, or set CREFN_MODE=observe")
             assert failed_checks(kubeconfig, want) == want

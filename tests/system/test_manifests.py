@@ -389,7 +389,7 @@ def serving_flags_needed(service: dict[str, Any]) -> set[str]:
 @pytest.mark.parametrize("install", SHIPPED)
 def test_no_install_needs_a_serving_feature_flag(install: str) -> None:
     services = by_name(RENDERED[install], KSERVICE)
-    assert len(services) == 13
+    assert len(services) == 14
     assert {name: serving_flags_needed(s) for name, s in services.items() if serving_flags_needed(s)} == {}
 
 

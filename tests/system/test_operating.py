@@ -43,7 +43,7 @@ def test_the_tenant_namespaces_of_your_own_replace_the_examples(tmp_path: Path) 
     closed = render("installs/closed")
     bindings = [d for d in docs if d["kind"] == "RoleBinding"]
     per_tenant = len([d for d in closed if d["kind"] == "RoleBinding"]) // 2  # the examples' team-a and team-b
-    assert per_tenant == 13
+    assert per_tenant == 14
     assert sorted({b["metadata"]["namespace"] for b in bindings}) == ["ml-infra", "ml-team"]
     assert len(bindings) == 2 * per_tenant
     assert all(b["metadata"]["labels"] == {"app.kubernetes.io/part-of": "cre-functions"} and

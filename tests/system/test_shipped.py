@@ -70,7 +70,7 @@ CASES = [("base", name) for name in sorted(SERVICES)] + [
 
 
 def test_every_pod_of_base_is_started_here() -> None:
-    assert len(SERVICES) == 14 and SERVICES["crefn-dead-letters"]["kind"] == "Deployment"
+    assert len(SERVICES) == 15 and SERVICES["crefn-dead-letters"]["kind"] == "Deployment"
 
 
 @pytest.mark.parametrize(("install", "name"), CASES)

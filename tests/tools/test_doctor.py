@@ -40,8 +40,8 @@ BROKERS = KINDS[("eventing.knative.dev/v1", "Broker")]
 CRE_JOBS = cre_jobs("nvcre.nvidia.com")
 GOODPUT = cre_goodput("nvcre.nvidia.com")
 BANDWIDTH = Resource("nvcre.nvidia.com", "v1alpha1", "bandwidthmeasurements", "BandwidthMeasurement")
-SERVICES = ("alert", "launch", "measurements", "metrics", "nodehealth", "parity", "phase", "restart", "resync",
-            "status", "timeout", "validate", "workloadrun")
+SERVICES = ("alert", "launch", "measure", "measurements", "metrics", "nodehealth", "parity", "phase", "restart",
+            "resync", "status", "timeout", "validate", "workloadrun")
 
 
 def ready(*types: str, status: str = "True", reason: str = "", message: str = "") -> dict[str, Any]:
@@ -106,7 +106,7 @@ def test_a_healthy_install_passes_every_check(cluster: LocalCluster, namespace: 
     assert [line for line in lines if line.startswith("✓ Service ")] == [
         f"✓ Service crefn-{name}: Ready, mode manage" for name in SERVICES]
     assert lines[-2:] == [
-        "✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) beside 13 functions in "
+        "✓ CRE's controller: none running (app.kubernetes.io/name=cluster-readiness-engine) beside 14 functions in "
         "manage mode",
         "✓ Measurements (nvcre.nvidia.com): no running or ended managed Job has a measurement to look at"]
     as_json = json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace",
@@ -183,7 +183,7 @@ def test_cre_s_controller_beside_functions_in_manage_mode_fails_and_in_observe_m
     code, lines = checked(cluster, namespace)
     assert code == 1
     assert [line for line in lines if line.startswith("✗")] == [
-        f"✗ CRE's controller: {namespace}/{cre_manager} runs while 13 functions run in manage mode: both would write "
+        f"✗ CRE's controller: {namespace}/{cre_manager} runs while 14 functions run in manage mode: both would write "
         f"the same Jobs — kubectl -n {namespace} scale deployment {cre_manager} --replicas=0, or set "
         "CREFN_MODE=observe"]
     settings = installed["ConfigMap"][0]
