@@ -4,10 +4,10 @@
 # IMAGE (registry/name:tag or registry/name@sha256:...), the functions' image set to it.
 #   bash scripts/compose.sh OUT [COMPONENTS] [IMAGE] && kubectl apply -k OUT
 # The components are listed in ORDER, whatever order they are given in: a component patches what the ones before it
-# added (legacy-group moves namespaced's cluster-wide reads to CRE's old group; oidc gives the Broker's EventPolicy,
+# added (legacy-group moves namespaced's cluster-wide reads and logprofiles' profiles to CRE's old group; oidc gives the Broker's EventPolicy,
 # observe adds its Trigger to it; kafka redirects every Trigger's dead letters, observe's too). legacy-group and observe do not compose (observe's read-only roles name CRE's group).
 set -euo pipefail
-ORDER="manage-all namespaced legacy-group oidc observe monitoring kafka"
+ORDER="manage-all logprofiles namespaced legacy-group oidc observe monitoring kafka"
 out=${1:?usage: compose.sh OUT [COMPONENTS] [IMAGE]}
 asked=" ${2//,/ } "
 image=${3:-}

@@ -13,7 +13,7 @@ a launch decides (SPEC §3, §5). Pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,7 +48,8 @@ def condition_for(phase: Phase, name: str, message: str) -> ConditionSummary:
 
 def decide_status(state: JobState, phase: Phase, name: str, message: str, now: datetime, group: str,
                   function: str, pods: Sequence[Pod] = (), goodput: GoodputMeasurement | None = None,
-                  cause: str = "") -> tuple[ConditionWrite, ConditionSummary | None] | Stall | None:
+                  cause: str = "", cadence: timedelta = timedelta(0),
+                  ) -> tuple[ConditionWrite, ConditionSummary | None] | Stall | None:
     """The write for a phase of the current attempt (with the attempt's pods and the Job's
     GoodputMeasurement for a Running one) and the True exclusive condition after it; the stall of a
     stalled workload (nothing to write); None when nothing would change. `cause`: the deciding event's id,
@@ -57,7 +58,7 @@ def decide_status(state: JobState, phase: Phase, name: str, message: str, now: d
         new = condition_for(phase, name, message)
         write = condition_write(state, new, now, group, function, cause=cause)
         return None if write is None else (write, new)
-    running = decide_running(state, pods, name, now, goodput)
+    running = decide_running(state, pods, name, now, goodput, cadence)
     if running.stall is not None:
         return running.stall
     if running.condition is not None:

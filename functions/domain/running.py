@@ -44,7 +44,7 @@ def running_condition(name: str) -> ConditionSummary:
 
 
 def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetime,
-                   goodput: GoodputMeasurement | None = None) -> Running:
+                   goodput: GoodputMeasurement | None = None, cadence: timedelta = timedelta(0)) -> Running:
     status = state.job.status
     since = status.scheduling_blocked_since
     if blocked := blocked_pods(pods):
@@ -64,6 +64,6 @@ def decide_running(state: JobState, pods: Sequence[Pod], name: str, now: datetim
     if start is None:
         start = now
         fields["workloadStartTime"] = rfc3339(now)
-    if stall := decide_stall(state.job, goodput, start, resumed, now):
+    if stall := decide_stall(state.job, goodput, start, resumed, now, cadence):
         return Running(None, stall=stall)
     return Running(running_condition(name), fields)

@@ -29,6 +29,7 @@ from functions.domain.measurement_objects import is_reset, reset_goodput
 from functions.domain.pods import Capture, failure_info, failure_log_field
 from functions.domain.redelivery import restate
 from functions.domain.running import decide_running
+from functions.domain.stall import producer_cadence
 from functions.restart.observed import Failure, Observed, failed_message, observe_failure, still_running, verdict_of
 from functions.restart.relaunch import Relaunch, own_patch_jobs, relaunches
 from functions.restart.wants import is_failure, reported_before, reset_pending, why_not_its_workload
@@ -111,7 +112,8 @@ def decide_stalled(observed: Observed, data: WorkloadStalledData, state: JobStat
     """A stall, decided again on the fresh reads: restarted like a failure, else `Failed`/`WorkloadStalled`."""
     if not still_running(data.workload.uid, observed.trainjob) or observed.capture is None:
         return nothing(f"stale: TrainJob {data.workload.name} is not running on a fresh read")
-    stall = decide_running(state, observed.capture.pods, data.workload.name, now, observed.goodput).stall
+    stall = decide_running(state, observed.capture.pods, data.workload.name, now, observed.goodput,
+                           producer_cadence(settings)).stall
     if stall is None:
         return nothing(f"{state.where}: TrainJob {data.workload.name} is not stalled on a fresh read")
     if not (decision := decide_restart(state, observed.evidence, settings.require_checkpoint_evidence)).restart:

@@ -25,7 +25,7 @@ from functions.domain.jobs import Gone, JobState, condition_changed, why_not_cur
 from functions.domain.measurement_objects import GoodputMeasurement
 from functions.domain.phases import decide_status
 from functions.domain.redelivery import Announced, restate
-from functions.domain.stall import Stall
+from functions.domain.stall import Stall, producer_cadence
 from functions.runtime.plan import Plan, nothing
 from functions.runtime.settings import Settings
 from functions.status.wants import first_phase_decided, succeeded
@@ -100,7 +100,7 @@ def decide_read(observed: Read, settings: Settings, now: datetime) -> Plan:
         return nothing(f"{state.where}: TrainJob {workload.name} has failed on a fresh read{said}: "
                        "the restart function decides")
     decided = decide_status(state, result.phase, workload.name, result.message, now, settings.cre_group, FUNCTION,
-                            observed.pods, observed.goodput, observed.cause.id)
+                            observed.pods, observed.goodput, observed.cause.id, producer_cadence(settings))
     if decided is None:
         return nothing(f"{state.where}: nothing changed: TrainJob {workload.name} is {result.phase.value}{said}")
     if isinstance(decided, Stall):

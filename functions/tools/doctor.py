@@ -274,7 +274,8 @@ def measurements(gw: Gateway, services: list[Service], group: str, jobs_namespac
         _, named = cre_running(gw, selector)
     except CrefnError as e:
         return Check(name, False, f"cannot read: {one_line(str(e), 200)}", "run as a user who may read them")
-    return Check(name, True, measured.summary(looked), measured.fix(named), warning=True)
+    producing = any(s.name == "crefn-measure" and s.found and s.mode == "manage" for s in services)
+    return Check(name, True, measured.summary(looked), measured.fix(named, producing), warning=True)
 
 
 def main(kubeconfig: str | None, namespace: str, cre_group: str, cre_controller: str, output: str,

@@ -13,7 +13,8 @@ from events.types import Phase
 from functions.domain.measurement_objects import GoodputMeasurement
 from functions.domain.phases import decide_status
 from functions.domain.running import decide_running
-from functions.domain.stall import Stall, decide_stall
+from functions.domain.stall import Stall, decide_stall, producer_cadence
+from functions.runtime.settings import Settings
 from tests.support.helpers import NOW, cond, job, pod
 from tests.support.stall import STARTUP_MESSAGE, TRAINING_MESSAGE, S, at
 
@@ -142,3 +143,25 @@ def test_status_returns_the_stall_for_running_and_never_for_pending() -> None:
     assert isinstance(stalled, Stall) and stalled.message == TRAINING_MESSAGE
     pending = decide_status(state, Phase.PENDING, *args)
     assert isinstance(pending, tuple) and pending[1] is not None and pending[1].reason == "WorkloadPending"
+
+
+def test_a_producer_sampling_once_a_minute_widens_a_shorter_intervals_slack() -> None:
+    """The functions' `measure` samples once a tick: a `30s` measurement's step can be a minute late to its status,
+    so its slack is 2 x 60 s, not CRE's 2 x 30 s (no false stall); a longer interval keeps its own."""
+    running = job(RUNNING, spec={"stallMultiplier": 10})
+    late = goodput("30s", lastStepTimestamp=at(-120 * S), **STEPPING)
+    assert decide_stall(running.job, late, None, None, NOW) == Stall("training", 120, 85, TRAINING_MESSAGE)
+    assert decide_stall(running.job, late, None, None, NOW, timedelta(seconds=60)) is None
+    stalled = goodput("30s", lastStepTimestamp=at(-146 * S), **STEPPING)
+    assert decide_stall(running.job, stalled, None, None, NOW, timedelta(seconds=60)) == Stall(
+        "training", 146, 145, TRAINING_MESSAGE)
+    slow = goodput("2m", lastStepTimestamp=at(-266 * S), **STEPPING)
+    assert decide_stall(running.job, slow, None, None, NOW, timedelta(seconds=60)) == Stall(
+        "training", 266, 265, TRAINING_MESSAGE)
+    starting = goodput("30s", applicationStartTime=at(-1300 * S))
+    assert decide_stall(running.job, starting, None, None, NOW, timedelta(seconds=60)) is None  # 1200 + 2 x 60
+
+
+def test_the_functions_produce_the_measurements_in_manage_mode_only() -> None:
+    assert producer_cadence(Settings()) == timedelta(seconds=60)
+    assert producer_cadence(Settings(mode="observe")) == timedelta(0)

@@ -226,7 +226,7 @@ def settings_of(docs: list[dict[str, Any]]) -> dict[str, str]:
 def test_every_service_reads_the_settings_configmap_of_its_own_install(install: str) -> None:
     docs = RENDERED[install]
     workloads = [d for d in docs if pod_spec(d)]
-    assert len(workloads) == (13 if "kafka" in INSTALLS.get(install, ()) else 14)  # the functions, the recorder
+    assert len(workloads) == (14 if "kafka" in INSTALLS.get(install, ()) else 15)  # the functions, the recorder
     for doc in workloads:
         assert config_maps_named(doc) == {settings_name(docs)}, doc["metadata"]["name"]
     assert SETTINGS.fullmatch(settings_name(docs))
@@ -303,10 +303,12 @@ def test_every_function_has_its_own_bound_role(install: str) -> None:
                 assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
 
 
-def test_resync_is_pinged_and_resync_and_launch_are_bound_to_the_broker() -> None:
+def test_resync_and_measure_are_pinged_and_resync_and_launch_are_bound_to_the_broker() -> None:
     docs = RENDERED["base"]
-    ping = of_kind(docs, "PingSource")[0]
-    assert ping["spec"]["sink"]["ref"]["name"] == "crefn-resync"
+    pinged = {p["metadata"]["name"]: (p["spec"]["schedule"], p["spec"]["sink"]["ref"]["name"])
+              for p in of_kind(docs, "PingSource")}
+    assert pinged == {"crefn-resync": ("*/1 * * * *", "crefn-resync"),
+                      "crefn-measure": ("*/1 * * * *", "crefn-measure")}
     bindings = {b["spec"]["subject"]["name"]: b["spec"]["sink"]["ref"] for b in of_kind(docs, "SinkBinding")}
     broker = {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker", "name": "crefn"}
     assert bindings == {"crefn-resync": broker, "crefn-launch": broker, "crefn-restart": broker}
@@ -440,7 +442,7 @@ def test_components_change_what_they_say() -> None:
 
 # -- components that compose: an install is base plus components, in scripts/compose.sh's order
 
-ORDER = ("manage-all", "namespaced", "legacy-group", "oidc", "observe", "monitoring", "kafka")
+ORDER = ("manage-all", "logprofiles", "namespaced", "legacy-group", "oidc", "observe", "monitoring", "kafka")
 """The order scripts/compose.sh lists components in (a component patches what those before it added)."""
 NOT_COMPOSING = frozenset({"legacy-group", "observe"})
 """observe's read-only roles name CRE's group: legacy-group's patches of the roles do not reach them."""
@@ -475,6 +477,9 @@ def broken_promises(components: tuple[str, ...], docs: list[dict[str, Any]]) -> 
     if "legacy-group" in components and (settings["CREFN_CRE_GROUP"] != "cre.nvidia.com" or
                                          "nvcre.nvidia.com" in json.dumps(docs)):
         broken.append("legacy-group: nvcre.nvidia.com is still named")
+    if "logprofiles" in components and sorted(p["metadata"]["name"] for p in of_kind(docs, "LogProfile")) != [
+            "megatron-bridge", "megatron-training", "nccl-bandwidth", "nccl-loopback"]:
+        broken.append("logprofiles: not CRE's four LogProfiles")
     if "monitoring" in components and {m["metadata"]["name"] for m in of_kind(docs, "PodMonitor")} != {
             "crefn-functions", "crefn-metrics"} | {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}:
         broken.append("monitoring: not a PodMonitor for each kind of pod")
@@ -581,8 +586,8 @@ def test_docs_rbac_matrix_matches_the_roles() -> None:
 # -- the components that narrow the rights: observe (no write), namespaced (writes in the tenant namespaces only)
 
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
-BOUND_PER_NAMESPACE = ("phase", "launch", "status", "restart", "timeout", "measurements", "nodehealth", "validate",
-                       "resync", "workloadrun", "alert", "parity", "apiserversource")
+BOUND_PER_NAMESPACE = ("phase", "launch", "status", "restart", "timeout", "measurements", "measure", "nodehealth",
+                       "validate", "resync", "workloadrun", "alert", "parity", "apiserversource")
 """The accounts namespaced binds in each tenant namespace: every one of base but metrics (a LIST of Jobs)."""
 
 
@@ -617,7 +622,7 @@ def test_namespaced_binds_every_function_in_each_tenant_namespace_and_only_reads
         {name: rights_of(role) for name, role in by_name(base, "ClusterRole").items()}
     cluster_wide = {b["metadata"]["name"]: b for b in of_kind(docs, "ClusterRoleBinding")}
     assert set(cluster_wide) == {"crefn-metrics", "crefn-launch-cluster", "crefn-restart-cluster",
-                                 "crefn-resync-cluster",
+                                 "crefn-resync-cluster", "crefn-measure-cluster",
                                  "crefn-nodehealth-cluster", "crefn-apiserversource-cluster",
                                  "crefn-workloadrun-cluster"}
     for binding in cluster_wide.values():

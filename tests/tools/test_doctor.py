@@ -242,12 +242,13 @@ def test_measurements_that_no_longer_move_are_a_warning_naming_who_should_move_t
                rf"bandwidth \(Job ended 20m\d+s ago, not completed\); GoodputMeasurement {namespace}/stopped-goodput "
                r"\(Job running, not updated for 25m\d+s\)")
 
+    # the functions in manage mode, their measure the producer: the fix says where to look
     code, lines = checked(cluster, namespace)
     assert code == 0, "\n".join(lines)
     assert re.fullmatch(
-        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — nothing writes them while CRE's manager is stopped: "
-        r"restarts that need checkpoint evidence are refused, stalls and thresholds go quiet; scale CRE's manager "
-        r"back up, or see docs/switching.md#what-stops-with-cres-manager", lines[-1]), lines[-1]
+        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — the functions' measure writes the GoodputMeasurements "
+        r"\(not yet the BandwidthMeasurements\): read its log \(crefn-measure\), and the measured pods' \(a workload "
+        r"that logs nothing leaves its measurement still\)", lines[-1]), lines[-1]
     assert all(line.startswith("✓ ") for line in lines[:-1]), lines
     as_json = json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace",
                                 namespace, "-o", "json").stdout)
@@ -271,6 +272,13 @@ def test_measurements_that_no_longer_move_are_a_warning_naming_who_should_move_t
         rf"! Measurements \(nvcre.nvidia.com\): {stopped} — CRE's manager runs \({namespace}/cre-manager\): read "
         r"its log, and the measured pods' \(a workload that logs nothing leaves its measurement still\)",
         lines[-1]), lines[-1]
+
+    # neither: the functions observe and CRE's manager is stopped
+    code, lines = checked(cluster, namespace)
+    assert re.fullmatch(
+        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — nothing writes them while CRE's manager is stopped: "
+        r"restarts that need checkpoint evidence are refused, stalls and thresholds go quiet; scale CRE's manager "
+        r"back up, or see docs/switching.md#what-stops-with-cres-manager", lines[-1]), lines[-1]
 
     # the producer writes again: the measurements move
     gateway.patch(GOODPUT, namespace, "stopped-goodput", {"status": {"applicationStopTime": at(0)}}, status=True)
