@@ -145,7 +145,7 @@ def test_in_a_clone_without_upstream_crds_the_demo_ends_as_expected(tmp_path: Pa
     env["CREFN_UPSTREAM_CRDS"] = str(tmp_path / "nothing-here")
     result = run([sys.executable, "-m", "localstack", "dev", "--out", str(tmp_path / "out"), "--ping-interval",
                   "2"], text=True, env=env, timeout=280)
-    assert (f"installed 7 CRDs: the project's fallback CRDs (no CRD found in {tmp_path / 'nothing-here'})"
+    assert (f"installed 8 CRDs: the project's fallback CRDs (no CRD found in {tmp_path / 'nothing-here'})"
             in result.stdout), result.stdout[-3000:] + result.stderr[-3000:]
     assert result.returncode == 0, result.stdout[-3000:]
     assert result.stdout.rstrip().endswith("demo ended as expected")

@@ -73,7 +73,7 @@ def test_a_new_settings_configmap_starts_every_function_again_in_its_mode(
         assert held == {**settings_of(render("installs/default")), **settings}  # the install's, the stack's merged
         assert held["CREFN_MODE"] == "manage" and held["CREFN_CEL_BUDGET_SECONDS"] == "1"
         logs = {t: f.log_path for t, f in stack.functions.items() if f.log_path}
-        assert sorted(logs) == sorted(TARGETS) and len(logs) == 12
+        assert sorted(logs) == sorted(TARGETS) and len(logs) == 13
         assert {t: modes(log) for t, log in logs.items()} == {t: ["manage"] for t in logs}
         urls = {t: f.url for t, f in stack.functions.items()}
         assert 'mode="manage"' in build_info(urls["phase"])
