@@ -4,10 +4,23 @@ the shared domain, the runtime and the tools. Pure: the domain and every module 
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-from functions.registry import HANDLERS
 from tests.support.paths import REPO
+
+
+def registered(root: Path = REPO) -> tuple[str, ...]:
+    """`functions.registry.HANDLERS`, read from its source: importing it would import `functions`, which the
+    process `make mutation` forks its mutants' runs from must not have loaded (tests/mutation/constants.py)."""
+    for node in ast.parse((root / "functions" / "registry.py").read_text()).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and "HANDLERS" in ast.unparse(node).split("=", 1)[0]:
+            assert node.value is not None
+            return tuple(ast.literal_eval(node.value))
+    raise LookupError("functions/registry.py names no HANDLERS")
+
+
+HANDLERS = registered()
 
 ROOMS = ("runtime", "domain", "tools")
 """The folders of `functions/` that are not a function's."""
