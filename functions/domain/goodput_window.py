@@ -78,3 +78,24 @@ def terminated_at(pod: Mapping[str, Any], container: str) -> int | None:
                 if ended := when(((status.get(key) or {}).get("terminated") or {}).get("finishedAt")):
                     return ended
     return None
+
+
+PHASE_RANK = {"Succeeded": 0, "Running": 1, "Failed": 2}
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+
+
+def replicated_pod(pods: Iterable[dict[str, Any]], replicated_job: str) -> dict[str, Any] | None:
+    """The pod a BandwidthMeasurement reads (CRE's `GetReplicatedJobPod`): of the replicatedJob, the lowest
+    completion index, then Succeeded before Running before Failed before the rest, the latest restart attempt, the
+    newest, by name."""
+    def key(pod: Mapping[str, Any]) -> tuple[int, int, int, int, str]:
+        index, attempt = labels(pod).get(INDEX, ""), labels(pod).get(RESTART_ATTEMPT, "")
+        created = when((pod.get("metadata") or {}).get("creationTimestamp")) or 0
+        return (int(index) if index.isascii() and index.isdigit() else 0,
+                PHASE_RANK.get((pod.get("status") or {}).get("phase", ""), 3),
+                -(int(attempt) if attempt.isascii() and attempt.isdigit() else 0), -created,
+                str((pod.get("metadata") or {}).get("name", "")))
+
+    chosen = sorted((p for p in pods if labels(p).get(REPLICATED_JOB) == replicated_job), key=key)
+    return chosen[0] if chosen else None

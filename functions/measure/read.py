@@ -1,12 +1,12 @@
-"""`measure`: a PingSource tick samples the GoodputMeasurement of every managed Job, as CRE's GoodputMeasurement
-controller does every `sampleInterval` (here: every tick, a minute).
+"""`measure`: a PingSource tick samples the Goodput- and BandwidthMeasurement of every managed Job, as CRE's two
+controllers do every `sampleInterval` (here: every tick, a minute), each concurrently through `run_each`.
 
-Per measurement (concurrently, through `functions.runtime.apply.run_each`): the Job its `spec.jobRef` names, read
-fresh; its LogProfile (cluster-scoped, compiled as CRE compiles it); the pods of the Job's current workload
-(`jobset.sigs.k8s.io/jobset-name=<workloadRef.name>`, of its current attempt, by completion index): worker-0, and
-for a `Multi` profile the last worker too, each read while Running (`functions.runtime.logreads`) and parsed
-(`functions.domain.goodput_logs`) from the read position (`functions.domain.goodput_window.since`).
-decide: `functions.measure.decide.decide`. The answer is 202, or 503 when a measurement could not be sampled.
+A GoodputMeasurement: the Job its `spec.jobRef` names, read fresh; its LogProfile (cluster-scoped, compiled as CRE
+compiles it); the workload's pods (`jobset.sigs.k8s.io/jobset-name`, the Job's attempt, by completion index):
+worker-0's log window, and the last worker's for a `Multi` profile (`functions.runtime.logreads`), from the read
+position (`functions.domain.goodput_window.read_from`); decide: `functions.measure.decide`. A BandwidthMeasurement:
+its Job (gone: None), the profile's parser and replicatedJob, that pod's whole log; decide:
+`functions.measure.bandwidth`. The answer is 202, or 503 when a measurement could not be sampled.
 """
 
 from __future__ import annotations
@@ -14,24 +14,39 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 from events.envelope import Envelope
 from events.types import ApiServerType
 from functions.domain.goodput_logs import Window, merged, parse_window
-from functions.domain.goodput_window import ordered, read_from, terminated_at, verdict_of
+from functions.domain.goodput_window import ordered, read_from, replicated_pod, terminated_at, verdict_of
 from functions.domain.jobs import JobState, Skipped, is_managed
 from functions.domain.logprofile import Profile, ProfileError, goodput_profile
+from functions.domain.nccl import BandwidthParser, ParserError, bandwidth_parser
+from functions.measure.bandwidth import BandwidthSample, decide_bandwidth
 from functions.measure.decide import FUNCTION, Observed, Sample, decide, ns_of
 from functions.runtime.apply import Each, run_each
 from functions.runtime.context import Context
 from functions.runtime.errors import CrefnError, PermanentError, Unavailable, one_line
-from functions.runtime.logreads import list_goodputs, read_goodput, read_log_window, read_logprofile, read_workload_pods
+from functions.runtime.logreads import (
+    Unpageable,
+    list_bandwidths,
+    list_goodputs,
+    read_bandwidth,
+    read_goodput,
+    read_log_all,
+    read_log_window,
+    read_logprofile,
+    read_workload_pods,
+)
 from functions.runtime.logs import fields
-from functions.runtime.plan import Outcome
+from functions.runtime.plan import Outcome, Plan
 from functions.runtime.reads import read_job
+from functions.runtime.settings import Settings
 
 ACCEPTS = frozenset({ApiServerType.PING.value})
+Sampled = Observed | BandwidthSample
 CONCURRENCY = 8
 log = logging.getLogger("crefn")
 
@@ -95,24 +110,100 @@ def sampled(ctx: Context, measurement: dict[str, Any], state: JobState, verdict:
     return Sample(measurement, state, verdict, anchor, profile, window=window, terminated=terminated)
 
 
-def reads(ctx: Context, listed: dict[str, Any]) -> Callable[[], Observed]:
-    """A listed measurement's reads, as `run` takes them: the list's copy first; after a conflict, read again."""
-    done: list[Observed] = []
+def reads(ctx: Context, listed: dict[str, Any]) -> Callable[[], Sampled]:
+    """A listed measurement's reads, as `run` takes them: the list's copy first; after a conflict, read again
+    (a GoodputMeasurement, or a BandwidthMeasurement, by its kind)."""
+    goodput = listed.get("kind") == "GoodputMeasurement"
+    again, one = (read_goodput, read_one) if goodput else (read_bandwidth, read_bandwidth_one)
+    done: list[Sampled] = []
 
-    def next_read() -> Observed:
+    def next_read() -> Sampled:
         meta = listed["metadata"]
-        again = read_goodput(ctx, meta["namespace"], meta["name"]) if done else listed
-        done.append(read_one(ctx, again) if again is not None else Skipped(
-            f"GoodputMeasurement {meta['namespace']}/{meta['name']} is gone"))
+        current = again(ctx, meta["namespace"], meta["name"]) if done else listed
+        done.append(one(ctx, current) if current is not None else Skipped(
+            f"{listed.get('kind')} {meta['namespace']}/{meta['name']} is gone"))
         return done[-1]
     return next_read
+
+
+def read_parser(ctx: Context, name: str) -> tuple[BandwidthParser | None, str, str]:
+    """The LogProfile's bandwidth parser, its replicatedJob (`node` without one), or CRE's cause."""
+    try:
+        raw = read_logprofile(ctx, name)
+    except CrefnError as e:
+        return None, "", f"getting LogProfile {name}: {one_line(str(e), 300)}"
+    if raw is None:
+        return None, "", f'getting LogProfile {name}: logprofiles.{ctx.settings.cre_group} "{name}" not found'
+    try:
+        parser = bandwidth_parser(raw)
+    except ParserError as e:
+        return None, "", f"creating parser from LogProfile {name}: {e}"
+    strategy = (raw.get("spec") or {}).get("workerStrategy") or {}
+    return parser, str(strategy.get("replicatedJobName") or "node"), ""
+
+
+def read_bandwidth_one(ctx: Context, measurement: dict[str, Any]) -> BandwidthSample | Skipped:
+    meta, spec = measurement["metadata"], measurement.get("spec") or {}
+    name = str((spec.get("jobRef") or {}).get("name") or "")
+    if not name:
+        return Skipped(f"BandwidthMeasurement {meta['namespace']}/{meta['name']} names no Job")
+    state = read_job(ctx, meta["namespace"], name)
+    if state is not None and not is_managed(state.job.metadata.labels, ctx.settings):
+        return Skipped(f"BandwidthMeasurement {meta['namespace']}/{meta['name']}: Job {name!r} is not managed")
+    if state is None:
+        return BandwidthSample(measurement, None)
+    verdict, anchor = verdict_of(state.conditions)
+    parser, replicated, problem = read_parser(ctx, str(spec.get("logProfileRef") or ""))
+    if parser is None or verdict not in ("InProgress", "Succeeded", "Failed"):
+        return BandwidthSample(measurement, state, verdict, anchor, problem=problem)
+    try:
+        lines = launcher_log(ctx, state, verdict, replicated, container_of(ctx, spec))
+    except CrefnError as e:
+        if verdict == "InProgress":
+            raise  # no sample this time: the tick is answered for retry, as CRE requeues
+        return BandwidthSample(measurement, state, verdict, anchor, parser, str(e), isinstance(e, Unpageable))
+    return BandwidthSample(measurement, state, verdict, anchor, parser, lines=lines)
+
+
+def container_of(ctx: Context, spec: Mapping[str, Any]) -> str:
+    raw = read_logprofile(ctx, str(spec.get("logProfileRef") or "")) or {}
+    return str((raw.get("spec") or {}).get("containerName") or "")
+
+
+def launcher_log(ctx: Context, state: JobState, verdict: str, replicated: str, container: str) -> list[str] | None:
+    """The whole log of the replicatedJob's pod: while the Job runs, once it runs (else None); once it ended, of the
+    finished pod (else an error in CRE's words)."""
+    ref = state.job.status.workload_ref
+    if ref is None:
+        if verdict == "InProgress":
+            return None
+        raise PermanentError(f"job {state.ref.name} has no workload reference")
+    pod = replicated_pod(read_workload_pods(ctx, state.ref.namespace, ref.name), replicated)
+    phase = str(((pod or {}).get("status") or {}).get("phase", ""))
+    if verdict == "InProgress":
+        return read_log_all(ctx, pod, container) if pod and phase in ("Running", "Succeeded") else None
+    if pod is None:
+        raise PermanentError(f"no pod of replicated job {replicated} found for workload {ref.name}")
+    if phase not in ("Succeeded", "Failed"):
+        raise PermanentError(f"pod {pod['metadata']['name']} has not finished ({phase})")
+    try:
+        return read_log_all(ctx, pod, container)
+    except CrefnError as e:
+        raise type(e)(f"reading log of pod {pod['metadata']['name']}: {e}") from None
+
+
+def decide_one(observed: Sampled, settings: Settings, now: datetime) -> Plan:
+    if isinstance(observed, BandwidthSample):
+        return decide_bandwidth(observed, settings.cre_group, now)
+    return decide(observed, settings, now)
 
 
 def handle(env: Envelope, ctx: Context) -> Outcome:
     if env.type != ApiServerType.PING:
         raise PermanentError(f"unknown event type {env.type!r} for this function")
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        each = run_each(ctx, list_goodputs(ctx), lambda listed: reads(ctx, listed), decide, map_each=pool.map)
+        each = run_each(ctx, [*list_goodputs(ctx), *list_bandwidths(ctx)], lambda listed: reads(ctx, listed),
+                        decide_one, map_each=pool.map)
     failed = [e for e in each if e.error is not None]
     text = f"measure: {len(each)} measurements, {len(failed)} failed"
     log.info(text, extra=fields(function=FUNCTION, measurements=len(each), failed=len(failed),

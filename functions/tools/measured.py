@@ -140,9 +140,8 @@ def fix(cre_manager: str, functions_produce: bool = False) -> str:
     """What to do about still measurements: who should move them, the functions' `measure` (running in manage
     mode) or CRE's manager (`ns/name, …` when it runs)."""
     if functions_produce:
-        return ("the functions' measure writes the GoodputMeasurements (not yet the BandwidthMeasurements): read its "
-                "log (crefn-measure), and the measured pods' (a workload that logs nothing leaves its measurement "
-                "still)")
+        return ("the functions' measure writes them: read its log (crefn-measure), and the measured pods' (a workload "
+                "that logs nothing leaves its measurement still)")
     if cre_manager:
         return (f"CRE's manager runs ({cre_manager}): read its log, and the measured pods' (a workload that logs "
                 "nothing leaves its measurement still)")

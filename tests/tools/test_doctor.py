@@ -246,9 +246,9 @@ def test_measurements_that_no_longer_move_are_a_warning_naming_who_should_move_t
     code, lines = checked(cluster, namespace)
     assert code == 0, "\n".join(lines)
     assert re.fullmatch(
-        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — the functions' measure writes the GoodputMeasurements "
-        r"\(not yet the BandwidthMeasurements\): read its log \(crefn-measure\), and the measured pods' \(a workload "
-        r"that logs nothing leaves its measurement still\)", lines[-1]), lines[-1]
+        rf"! Measurements \(nvcre.nvidia.com\): {stopped} — the functions' measure writes them: read its log "
+        r"\(crefn-measure\), and the measured pods' \(a workload that logs nothing leaves its measurement still\)",
+        lines[-1]), lines[-1]
     assert all(line.startswith("✓ ") for line in lines[:-1]), lines
     as_json = json.loads(doctor("--kubeconfig", str(cluster.kubeconfig), "-n", namespace, "--jobs-namespace",
                                 namespace, "-o", "json").stdout)

@@ -14,12 +14,15 @@ import pytest
 
 from functions.domain.gotime import RFC3339_NANO, parse
 from functions.runtime.client import send
+from functions.runtime.context import Context
 from functions.runtime.gateway import Gateway
-from functions.runtime.resources import EVENTS, cre_goodput, cre_jobs, cre_logprofiles
+from functions.runtime.logreads import read_log_all
+from functions.runtime.resources import EVENTS, Resource, cre_goodput, cre_jobs, cre_logprofiles
+from functions.runtime.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
-from localstack.cluster.pods import create_pod, set_running
+from localstack.cluster.pods import create_pod, set_running, terminate
 from localstack.manifests import service_account_user
-from tests.support.logprofiles import megatron_training
+from tests.support.logprofiles import megatron_training, nccl_bandwidth
 
 GROUP = "nvcre.nvidia.com"
 JOBS, GOODPUT, PROFILES = cre_jobs(GROUP), cre_goodput(GROUP), cre_logprofiles(GROUP)
@@ -158,3 +161,86 @@ def test_observe_mode_writes_nothing(measure: Callable[..., str], gateway: Gatew
                           [(at(second(now)), megatron(now.strftime("%Y-%m-%d %H:%M:%S.%f"), 10, "6000.0"))])
     assert send(measure(CREFN_MODE="observe"), PING).status == 202
     assert status_of(gateway, namespace) == {}
+
+
+BANDWIDTH = Resource(GROUP, "v1alpha1", "bandwidthmeasurements", "BandwidthMeasurement")
+NCCL = ["NCCL INFO Using network IB",
+        "         8             2     float     sum      -1    58.31    0.00    0.00       0    58.40    0.00    0.00"
+        "       0",
+        "1073741824     268435456     float     sum      -1  1558.51  688.95  1291.78       0  1557.77  689.28  1292.40"
+        "       0"]
+
+
+def nccl_job(gateway: Gateway, cluster: LocalCluster, namespace: str, verdict: str, phase: str) -> dict[str, Any]:
+    """A managed Job whose NCCL test ran in its workload's launcher pod (JobSet's labels), the pod `phase`, with its
+    BandwidthMeasurement (made for the Job: the job-uid annotation)."""
+    reason = {"InProgress": "WorkloadRunning", "Succeeded": "WorkloadCompleted"}[verdict]
+    running_job(gateway, cluster, namespace, verdict, reason)
+    create_pod(gateway, namespace, "llm-workload-launcher-0-0", {
+        "jobset.sigs.k8s.io/jobset-name": "llm-workload", "jobset.sigs.k8s.io/replicatedjob-name": "launcher",
+        "batch.kubernetes.io/job-completion-index": "0"}, node="gpu-node-1", containers=("launcher",))
+    set_running(gateway, namespace, "llm-workload-launcher-0-0", ("launcher",))
+    if phase == "Succeeded":
+        terminate(gateway, namespace, "llm-workload-launcher-0-0", {"launcher": (0, "Completed")})
+    now = datetime.now(UTC)
+    cluster.kubelet.write(namespace, "llm-workload-launcher-0-0", "launcher",
+                          [(at(second(now - timedelta(seconds=30 - i))), line) for i, line in enumerate(NCCL)])
+    job = gateway.get(JOBS, namespace, "llm")
+    assert job is not None
+    gateway.create(BANDWIDTH, namespace, {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "BandwidthMeasurement",
+        "metadata": {"name": "llm-bandwidth", "annotations": {f"{GROUP}/job-uid": job["metadata"]["uid"]}},
+        "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "nccl-bandwidth"}})
+    return job
+
+
+@pytest.fixture
+def nccl_profile(gateway: Gateway) -> str:
+    if gateway.get(PROFILES, None, "nccl-bandwidth") is None:
+        gateway.create(PROFILES, None, nccl_bandwidth())
+    return "nccl-bandwidth"
+
+
+def bandwidth_status(gateway: Gateway, namespace: str) -> dict[str, Any]:
+    found = gateway.get(BANDWIDTH, namespace, "llm-bandwidth")
+    assert found is not None
+    return dict(found.get("status") or {})
+
+
+def test_a_running_nccl_test_is_sampled_then_its_succeeded_log_read_in_full_is_final(
+        measure: Callable[..., str], gateway: Gateway, cluster: LocalCluster, namespace: str,
+        nccl_profile: str) -> None:
+    nccl_job(gateway, cluster, namespace, "InProgress", "Running")
+    assert send(measure(), PING).status == 202
+    status = bandwidth_status(gateway, namespace)
+    assert (status["results"], status["transport"]) == (
+        [{"sizeBytes": 8, "algBW": "0.00", "busBW": "0.00", "samples": 1},
+         {"sizeBytes": 1073741824, "algBW": "688.95", "busBW": "1291.78", "samples": 1}], ["IB"])
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Measuring", "True", "JobRunning")]
+    terminate(gateway, namespace, "llm-workload-launcher-0-0", {"launcher": (0, "Completed")})
+    conditions = [{"type": t, "status": "True" if t == "Succeeded" else "False",
+                   "reason": "WorkloadCompleted" if t == "Succeeded" else "NotApplicable", "message": "",
+                   "lastTransitionTime": "2026-01-22T18:40:00Z"} for t in ("InProgress", "Succeeded", "Failed")]
+    gateway.patch(JOBS, namespace, "llm", {"status": {"conditions": conditions}}, status=True)
+    assert send(measure(), PING).status == 202
+    final = bandwidth_status(gateway, namespace)
+    assert (final["results"], final["completionTime"]) == (status["results"], "2026-01-22T18:40:00Z")
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in final["conditions"]] == [
+        ("Measuring", "False", "JobSucceeded", "Job succeeded"), ("Complete", "True", "JobSucceeded", "Job succeeded")]
+
+
+def test_a_log_is_read_in_full_page_by_page(gateway: Gateway, cluster: LocalCluster, namespace: str) -> None:
+    """CRE's `ReadAll` with pages of 200 bytes: each page from the second of its last complete line, the lines of
+    that second already read skipped, a line cut by the limit read again whole."""
+    cluster.node("gpu-node-1")
+    create_pod(gateway, namespace, "p", {"app": "x"}, node="gpu-node-1")
+    base = datetime.now(UTC).replace(microsecond=0)
+    lines = [(at(second(base + timedelta(seconds=i // 3))) + i, f"line {i:02d} " + "x" * 30) for i in range(20)]
+    cluster.kubelet.write(namespace, "p", "node", lines)
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig)))
+    try:
+        read = read_log_all(ctx, {"metadata": {"namespace": namespace, "name": "p"}}, "node", page=200)
+    finally:
+        ctx.gateway.close()
+    assert [line.split(" ", 1)[1] for line in read] == [text for _, text in lines]
