@@ -47,3 +47,19 @@ def test_the_kubelet_prefix() -> None:
     assert at is not None and rfc3339(at) == "2026-08-06T16:30:31.128034512Z" and rest == "  1073741824"
     assert kubelet_time(" [2026-02-15 20:20:55.067342] iteration") == (None, " [2026-02-15 20:20:55.067342] iteration")
     assert kubelet_time("2026-01-22T18:00:05Z") == (None, "2026-01-22T18:00:05Z")  # no space after it
+
+
+@pytest.mark.parametrize(("month", "days"), [(1, 31), (2, 28), (3, 31), (4, 30), (5, 31), (6, 30), (7, 31), (8, 31),
+                                             (9, 30), (10, 31), (11, 30), (12, 31)])
+def test_each_months_last_day(month: int, days: int) -> None:
+    assert rfc3339(parse("2006-01-02", f"2026-{month:02d}-{days:02d}")) == f"2026-{month:02d}-{days:02d}T00:00:00Z"
+    with pytest.raises(Unparsed):
+        parse("2006-01-02", f"2026-{month:02d}-{days + 1:02d}")
+
+
+def test_a_leap_years_february() -> None:
+    assert rfc3339(parse("2006-01-02", "2028-02-29")) == "2028-02-29T00:00:00Z"
+    for year in ("2100", "2027"):
+        with pytest.raises(Unparsed):
+            parse("2006-01-02", f"{year}-02-29")
+    assert rfc3339(parse("2006-01-02", "2000-02-29")) == "2000-02-29T00:00:00Z"
