@@ -136,3 +136,29 @@ def test_nothing_for_a_job_not_running_or_skipped() -> None:
     assert decide(Sample(gm(), job([]), ""), SETTINGS, NOW).reason == (
         "GoodputMeasurement ns/llm-goodput: its Job is not running")
     assert decide(Skipped("why"), SETTINGS, NOW).reason == "why"
+
+
+def test_the_final_sample_drops_what_was_logged_after_the_terminal_condition() -> None:
+    """CRE's `goodput-final-sample/terminal-cap-drops-post-anchor-entries`."""
+    anchor = at("2026-01-22T10:05:00Z")
+    steps = [Step(global_step=30, timestamp=at("2026-01-22T10:00:05Z")),
+             Step(global_step=40, timestamp=at("2026-01-22T10:06:00Z"))]
+    seen = Window(steps=steps, first_step=steps[0], last_step=steps[1], last_log_timestamp=steps[1].timestamp)
+    status = {"startTime": "2026-01-22T10:00:00Z", "warmupBaseStep": 1}
+    observed = Sample(gm(status), job([cond("Failed", "True", "WorkloadFailed")]), "Failed", anchor=anchor,
+                      profile=PROFILE, window=seen)
+    written = only_write(decide(observed, SETTINGS, NOW)).status
+    assert (written["currentStep"], written["applicationStopTime"]) == (30, "2026-01-22T10:05:00Z")
+
+
+def test_the_final_sample_never_moves_persisted_progress_back() -> None:
+    """CRE's `goodput-final-sample/terminal-merge-never-regresses-persisted-progress`."""
+    status = {"startTime": "2026-01-22T10:00:00Z", "warmupBaseStep": 1, "currentStep": 90, "highestStep": 90,
+              "lastStepTimestamp": "2026-01-22T10:04:00Z", "avgStepTimeSec": "2.000000"}
+    step = Step(global_step=30, timestamp=at("2026-01-22T10:00:05Z"), step_timing=9.0)
+    seen = Window(steps=[step], first_step=step, last_step=step, last_log_timestamp=step.timestamp)
+    observed = Sample(gm(status), job([cond("Succeeded", "True", "WorkloadCompleted")]), "Succeeded",
+                      anchor=at("2026-01-22T10:05:00Z"), profile=PROFILE, window=seen)
+    written = only_write(decide(observed, SETTINGS, NOW)).status
+    assert (written["currentStep"], written["highestStep"], written["lastStepTimestamp"],
+            written["avgStepTimeSec"]) == (90, 90, "2026-01-22T10:04:00Z", "2.000000")
