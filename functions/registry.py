@@ -40,7 +40,7 @@ def _target(name: str) -> Target:
 
 class Targets(Mapping[str, Target]):
     """name → Target, importing a function's folder only when its target is looked up: a served
-    function loads its own folder and what it needs, not the other eleven."""
+    function loads its own folder and what it needs, not the other twelve."""
 
     def __getitem__(self, name: str) -> Target:
         if name not in HANDLERS:
