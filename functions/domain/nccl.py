@@ -30,10 +30,13 @@ class Row:
 
 @dataclass(frozen=True)
 class BandwidthParser:
-    """A LogProfile's two bandwidth patterns, compiled."""
+    """A LogProfile's two bandwidth patterns, compiled, and where they read: the replicatedJob's pod (`node` when
+    the profile names none: CRE's fallback) and its container ("": the pod's only one)."""
 
     result: Pattern
     transport: Pattern | None
+    replicated_job: str = "node"
+    container: str = ""
 
 
 def bandwidth_parser(raw: Mapping[str, Any]) -> BandwidthParser:
@@ -57,7 +60,9 @@ def bandwidth_parser(raw: Mapping[str, Any]) -> BandwidthParser:
             raise ParserError(f"compiling networkTransport regex: {e}") from None
         if "transport" not in transport.names:
             raise ParserError("networkTransport regex must have named group: transport")
-    return BandwidthParser(compiled, transport)
+    spec = raw.get("spec") or {}
+    return BandwidthParser(compiled, transport, str((spec.get("workerStrategy") or {}).get("replicatedJobName") or
+                                                    "node"), str(spec.get("containerName") or ""))
 
 
 def strip_kubelet_time(line: str) -> str:

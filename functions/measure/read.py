@@ -126,20 +126,18 @@ def reads(ctx: Context, listed: dict[str, Any]) -> Callable[[], Sampled]:
     return next_read
 
 
-def read_parser(ctx: Context, name: str) -> tuple[BandwidthParser | None, str, str]:
-    """The LogProfile's bandwidth parser, its replicatedJob (`node` without one), or CRE's cause."""
+def read_parser(ctx: Context, name: str) -> tuple[BandwidthParser | None, str]:
+    """The LogProfile's bandwidth parser, or CRE's cause."""
     try:
         raw = read_logprofile(ctx, name)
     except CrefnError as e:
-        return None, "", f"getting LogProfile {name}: {one_line(str(e), 300)}"
+        return None, f"getting LogProfile {name}: {one_line(str(e), 300)}"
     if raw is None:
-        return None, "", f'getting LogProfile {name}: logprofiles.{ctx.settings.cre_group} "{name}" not found'
+        return None, f'getting LogProfile {name}: logprofiles.{ctx.settings.cre_group} "{name}" not found'
     try:
-        parser = bandwidth_parser(raw)
+        return bandwidth_parser(raw), ""
     except ParserError as e:
-        return None, "", f"creating parser from LogProfile {name}: {e}"
-    strategy = (raw.get("spec") or {}).get("workerStrategy") or {}
-    return parser, str(strategy.get("replicatedJobName") or "node"), ""
+        return None, f"creating parser from LogProfile {name}: {e}"
 
 
 def read_bandwidth_one(ctx: Context, measurement: dict[str, Any]) -> BandwidthSample | Skipped:
@@ -153,11 +151,11 @@ def read_bandwidth_one(ctx: Context, measurement: dict[str, Any]) -> BandwidthSa
     if state is None:
         return BandwidthSample(measurement, None)
     verdict, anchor = verdict_of(state.conditions)
-    parser, replicated, problem = read_parser(ctx, str(spec.get("logProfileRef") or ""))
+    parser, problem = read_parser(ctx, str(spec.get("logProfileRef") or ""))
     if parser is None or verdict not in ("InProgress", "Succeeded", "Failed"):
         return BandwidthSample(measurement, state, verdict, anchor, problem=problem)
     try:
-        lines = launcher_log(ctx, state, verdict, replicated, container_of(ctx, spec))
+        lines = launcher_log(ctx, state, verdict, parser)
     except CrefnError as e:
         if verdict == "InProgress":
             raise  # no sample this time: the tick is answered for retry, as CRE requeues
@@ -165,12 +163,7 @@ def read_bandwidth_one(ctx: Context, measurement: dict[str, Any]) -> BandwidthSa
     return BandwidthSample(measurement, state, verdict, anchor, parser, lines=lines)
 
 
-def container_of(ctx: Context, spec: Mapping[str, Any]) -> str:
-    raw = read_logprofile(ctx, str(spec.get("logProfileRef") or "")) or {}
-    return str((raw.get("spec") or {}).get("containerName") or "")
-
-
-def launcher_log(ctx: Context, state: JobState, verdict: str, replicated: str, container: str) -> list[str] | None:
+def launcher_log(ctx: Context, state: JobState, verdict: str, parser: BandwidthParser) -> list[str] | None:
     """The whole log of the replicatedJob's pod: while the Job runs, once it runs (else None); once it ended, of the
     finished pod (else an error in CRE's words)."""
     ref = state.job.status.workload_ref
@@ -178,6 +171,7 @@ def launcher_log(ctx: Context, state: JobState, verdict: str, replicated: str, c
         if verdict == "InProgress":
             return None
         raise PermanentError(f"job {state.ref.name} has no workload reference")
+    replicated, container = parser.replicated_job, parser.container
     pod = replicated_pod(read_workload_pods(ctx, state.ref.namespace, ref.name), replicated)
     phase = str(((pod or {}).get("status") or {}).get("phase", ""))
     if verdict == "InProgress":

@@ -80,3 +80,12 @@ def test_aggregation_per_size_in_order_of_first_appearance() -> None:
     assert merged == [{"sizeBytes": 8, "algBW": "0.01", "busBW": "0.01", "samples": 2},
                       {"sizeBytes": 1024, "algBW": "2.33", "busBW": "1.67", "samples": 3},
                       {"sizeBytes": 4096, "algBW": "9.99", "busBW": "9.98", "samples": 1}]
+
+
+def test_where_the_parser_reads_the_profiles_replicated_job_and_container_else_node() -> None:
+    shipped = bandwidth_parser(nccl_bandwidth())
+    assert (shipped.replicated_job, shipped.container) == ("launcher", "")
+    spec = nccl_bandwidth()
+    del spec["spec"]["workerStrategy"]
+    spec["spec"]["containerName"] = "nccl"
+    assert (bandwidth_parser(spec).replicated_job, bandwidth_parser(spec).container) == ("node", "nccl")
