@@ -126,7 +126,11 @@ FIELDS = {
                    "spec.workerStrategy.replicatedJobName", "spec.containerName", "spec.warmupSteps",
                    "spec.logInterval"),
     "BandwidthMeasurement": ("spec.jobRef.name", "spec.logProfileRef", "spec.sampleInterval", "spec.testType",
-                             "status.conditions[].type", "status.results[].busBW", "status.results[].algBW"),
+                             "status.conditions[].type", "status.conditions[].status", "status.conditions[].reason",
+                             "status.conditions[].message", "status.conditions[].lastTransitionTime",
+                             "status.conditions[].observedGeneration", "status.results[].busBW",
+                             "status.results[].algBW", "status.results[].sizeBytes", "status.results[].samples",
+                             "status.transport", "status.startTime", "status.completionTime"),
 }
 """What the functions and the local stack read or write, per kind (`[]`: each item of a list)."""
 
