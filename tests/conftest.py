@@ -95,6 +95,9 @@ def _recorded_init(self: Gateway, *args: Any, **kwargs: Any) -> None:
 
 Gateway.__init__ = _recorded_init  # type: ignore[method-assign]
 
+SHARED_IN_PROCESS: list[InProcessFunction] = []
+"""The functions `serve` runs in this process for the whole session (`make mutation`): their gateways, made by
+the first test that calls them, serve the tests after it, and are closed with them at the session's end."""
 BROKERS: list[LocalBroker] = []
 """Every local Broker made in this test process and not yet closed after its test (`closes_its_gateways`)."""
 _broker_init = LocalBroker.__init__
@@ -119,8 +122,9 @@ def closes_its_gateways() -> Iterator[None]:
     yield
     while len(BROKERS) > brokers:
         BROKERS.pop().close()
+    shared = {id(f._ctx._gateway) for f in SHARED_IN_PROCESS if f._ctx is not None and f._ctx._gateway is not None}
     while len(CONNECTED) > mark:
-        if (gateway := CONNECTED.pop()()) is not None:
+        if (gateway := CONNECTED.pop()()) is not None and id(gateway) not in shared:
             gateway.close()
 
 
@@ -355,8 +359,11 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Se
         key = (target, tuple(sorted(env.items())))
         if key not in running:
             log = Path(logs) / f"{target}-{len(running)}.log"
-            running[key] = (InProcessFunction(target, env, log) if IN_PROCESS_ONLY
-                            else ServedFunction(target, env, log)).start()
+            served = (InProcessFunction(target, env, log) if IN_PROCESS_ONLY
+                      else ServedFunction(target, env, log)).start()
+            if isinstance(served, InProcessFunction):
+                SHARED_IN_PROCESS.append(served)
+            running[key] = served
         return running[key]
 
     yield start
