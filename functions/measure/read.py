@@ -78,8 +78,16 @@ def window_of(ctx: Context, pods: list[dict[str, Any]], profile: Profile, since:
     return merged(read(pods[0]), read(last))
 
 
+def complete(measurement: Mapping[str, Any]) -> bool:
+    """Frozen: `Complete` True. Read no further (a tick lists every measurement of the cluster's history)."""
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in (measurement.get("status") or {}).get("conditions") or ())
+
+
 def read_one(ctx: Context, measurement: dict[str, Any]) -> Observed:
     meta, spec = measurement["metadata"], measurement.get("spec") or {}
+    if complete(measurement):
+        return Skipped(f"GoodputMeasurement {meta['namespace']}/{meta['name']} is complete")
     name = str((spec.get("jobRef") or {}).get("name") or "")
     state = read_job(ctx, meta["namespace"], name) if name else None
     if state is None or not is_managed(state.job.metadata.labels, ctx.settings):
@@ -143,8 +151,8 @@ def read_parser(ctx: Context, name: str) -> tuple[BandwidthParser | None, str]:
 def read_bandwidth_one(ctx: Context, measurement: dict[str, Any]) -> BandwidthSample | Skipped:
     meta, spec = measurement["metadata"], measurement.get("spec") or {}
     name = str((spec.get("jobRef") or {}).get("name") or "")
-    if not name:
-        return Skipped(f"BandwidthMeasurement {meta['namespace']}/{meta['name']} names no Job")
+    if complete(measurement) or not name:
+        return Skipped(f"BandwidthMeasurement {meta['namespace']}/{meta['name']} is complete or names no Job")
     state = read_job(ctx, meta["namespace"], name)
     if state is not None and not is_managed(state.job.metadata.labels, ctx.settings):
         return Skipped(f"BandwidthMeasurement {meta['namespace']}/{meta['name']}: Job {name!r} is not managed")
