@@ -16,8 +16,7 @@ from typing import Any
 
 from functions.domain.goodput_state import when
 from functions.domain.gotime import NS
-from functions.domain.stall import DEFAULT_SAMPLE_INTERVAL
-from functions.runtime.durations import parse_go_duration
+from functions.domain.stall import interval_of
 
 LOOKBACK = 30 * 60 * NS
 INDEX = "batch.kubernetes.io/job-completion-index"
@@ -26,12 +25,7 @@ ATTEMPT = "crefn.dev/attempt"
 
 def interval_ns(measurement: Mapping[str, Any]) -> int:
     """The measurement's `spec.sampleInterval` in nanoseconds (60 s when unset or unreadable)."""
-    text = str((measurement.get("spec") or {}).get("sampleInterval") or "")
-    try:
-        interval = parse_go_duration(text) if text else DEFAULT_SAMPLE_INTERVAL
-    except ValueError:
-        interval = DEFAULT_SAMPLE_INTERVAL
-    return int(interval.total_seconds() * NS)
+    return int(interval_of(str((measurement.get("spec") or {}).get("sampleInterval") or "")).total_seconds() * NS)
 
 
 def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:

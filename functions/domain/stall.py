@@ -43,10 +43,15 @@ class Stall:
 
 def sample_interval(gm: GoodputMeasurement) -> timedelta:
     """The measurement's `spec.sampleInterval` (a Go duration), 60 s when unset or unreadable."""
-    if not gm.spec.sample_interval:
+    return interval_of(gm.spec.sample_interval)
+
+
+def interval_of(text: str) -> timedelta:
+    """A `spec.sampleInterval` as written (a Go duration), 60 s when unset or unreadable."""
+    if not text:
         return DEFAULT_SAMPLE_INTERVAL
     try:
-        return parse_go_duration(gm.spec.sample_interval)
+        return parse_go_duration(text)
     except ValueError:
         return DEFAULT_SAMPLE_INTERVAL
 

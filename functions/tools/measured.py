@@ -20,13 +20,12 @@ from events.types import MANAGED_LABEL, Reason
 from functions.domain.conditions import TERMINAL, parse_rfc3339, true_exclusive
 from functions.domain.gotext import go_duration
 from functions.domain.measurement_objects import bandwidth_measurements
-from functions.runtime.durations import parse_go_duration
+from functions.domain.stall import interval_of
 from functions.runtime.gateway import Gateway
 from functions.runtime.resources import cre_goodput, cre_jobs
 
 SAMPLES = 10
 FLOOR = timedelta(minutes=10)
-DEFAULT_SAMPLE_INTERVAL = timedelta(seconds=60)  # CRE's default `sampleInterval`
 MOVED = ("applicationStopTime", "lastStepTimestamp", "startTime")
 NAMED = 3
 """How many still measurements the line names (the rest are counted)."""
@@ -57,12 +56,7 @@ class Looked:
 def still_after(raw: Mapping[str, Any]) -> timedelta:
     """How long a measurement may stay unmoved: ten of its `spec.sampleInterval` (60 s when unset or
     unreadable), at least 10 minutes."""
-    text = str((raw.get("spec") or {}).get("sampleInterval") or "")
-    try:
-        interval = parse_go_duration(text) if text else DEFAULT_SAMPLE_INTERVAL
-    except ValueError:
-        interval = DEFAULT_SAMPLE_INTERVAL
-    return max(FLOOR, SAMPLES * interval)
+    return max(FLOOR, SAMPLES * interval_of(str((raw.get("spec") or {}).get("sampleInterval") or "")))
 
 
 def since(conditions: Iterable[Mapping[str, Any]], types: Iterable[str]) -> datetime | None:
