@@ -20,12 +20,11 @@ from typing import Any
 from functions.domain.conditions import parse_rfc3339
 from functions.domain.goodput_state import stamp
 from functions.domain.jobs import JobState
-from functions.domain.kubeevents import digest_name, event_about
 from functions.domain.measurement_objects import bandwidth_measurements, job_uid_of
 from functions.domain.nccl import BandwidthParser, aggregate, rows, transports
-from functions.measure.decide import FUNCTION, RUNNING, condition, ns_of
+from functions.measure.decide import RUNNING, condition, is_complete, ns_of, warning
 from functions.runtime.durations import positive_duration
-from functions.runtime.plan import Effect, Plan, WriteStatus, nothing
+from functions.runtime.plan import Plan, WriteStatus, nothing
 
 GRACE = timedelta(minutes=2)
 """CRE's `defaultFinalReadGracePeriod`."""
@@ -102,18 +101,10 @@ def where(observed: BandwidthSample) -> str:
     return f"BandwidthMeasurement {meta['namespace']}/{meta['name']}"
 
 
-def warning(observed: BandwidthSample, reason: str, message: str, now: datetime) -> Effect:
-    meta = observed.measurement["metadata"]
-    regarding = {"apiVersion": str(observed.measurement.get("apiVersion", "")), "kind": "BandwidthMeasurement",
-                 "name": meta["name"], "namespace": meta["namespace"], "uid": str(meta.get("uid", ""))}
-    name = digest_name(meta["name"], str(meta.get("uid", "")), reason, str(now.replace(second=0, microsecond=0)))
-    return event_about(regarding, name, reason, message, True, now, FUNCTION)
-
-
 def decide_bandwidth(observed: BandwidthSample, group: str, now: datetime) -> Plan:
     measurement = observed.measurement
     status = measurement.get("status") or {}
-    if any(c.get("type") == "Complete" and c.get("status") == "True" for c in status.get("conditions") or ()):
+    if is_complete(measurement):
         return nothing(f"{where(observed)} is complete")
     job = observed.job
     uid = None if job is None else job_uid_of(measurement, group)
@@ -149,7 +140,7 @@ def succeeded(observed: BandwidthSample, job: JobState, group: str, at: int, now
                                PENDING, now, int(meta.get("generation") or 0))
         retrying = f"Final log read failed, retrying: {observed.problem}"
         return Plan((write(observed, {"conditions": conditions}, group),
-                     warning(observed, "FinalReadPending", retrying, now)),
+                     warning(observed.measurement, "FinalReadPending", retrying, now)),
                     reason=f"{where(observed)}: final read pending: {observed.problem}")
     message = f"Job succeeded but its log could not be read in full ({observed.problem}); {tail(status)}"
     return complete(observed, group, "LogsUnavailable", message, at, now)
@@ -165,7 +156,8 @@ def running(observed: BandwidthSample, group: str, now: datetime) -> Plan:
         conditions = condition(list(status.get("conditions") or ()), "Measuring", "False", "LogProfileNotFound",
                                text, now, generation)
         return Plan((write(observed, {"conditions": conditions}, group),
-                     warning(observed, "LogProfileNotFound", text, now)), reason=f"{where(observed)}: {text}")
+                     warning(observed.measurement, "LogProfileNotFound", text, now)),
+                    reason=f"{where(observed)}: {text}")
     if observed.lines is None:
         return nothing(f"{where(observed)}: no launcher to read")
     found, names = rows(observed.parser, observed.lines), transports(observed.parser, observed.lines)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from functions.domain.conditions import rfc3339
+from functions.domain.conditions import decide_independent
 from functions.domain.goodput_logs import Window
 from functions.domain.goodput_sample import RESTARTED, failed, interrupt, merge, restarted, succeeded
 from functions.domain.goodput_state import State, recover, stamp, written
@@ -25,7 +25,7 @@ from functions.domain.gotime import NS
 from functions.domain.jobs import JobState, Skipped
 from functions.domain.kubeevents import digest_name, event_about
 from functions.domain.logprofile import Profile
-from functions.runtime.plan import Plan, WriteStatus, nothing
+from functions.runtime.plan import KubeEvent, Plan, WriteStatus, nothing
 from functions.runtime.resources import cre_goodput
 from functions.runtime.settings import Settings
 
@@ -61,13 +61,26 @@ def ns_of(now: datetime) -> int:
 
 def condition(found: Sequence[Mapping[str, Any]], type_: str, status: str, reason: str, message: str, now: datetime,
               generation: int) -> list[dict[str, Any]]:
-    """The conditions with `type_` set (its lastTransitionTime kept unless its status flips), the others kept."""
-    before = next((c for c in found if c.get("type") == type_), None)
-    since = before["lastTransitionTime"] if before and before.get("status") == status and \
-        before.get("lastTransitionTime") else rfc3339(now)
-    new = {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": since,
-           "observedGeneration": generation}
-    return [*(dict(c) for c in found if c.get("type") != type_), new]
+    """The conditions with `type_` set (its lastTransitionTime kept unless its status flips), the others kept:
+    `functions.domain.conditions.decide_independent`, the whole list when nothing changes."""
+    current = [dict(c) for c in found]
+    return decide_independent(current, generation, type_, status == "True", reason, message, now) or current
+
+
+def is_complete(measurement: Mapping[str, Any]) -> bool:
+    """Frozen: the measurement's `Complete` is True; nothing is written on it again (ADR-072)."""
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in (measurement.get("status") or {}).get("conditions") or ())
+
+
+def warning(measurement: Mapping[str, Any], reason: str, message: str, now: datetime) -> KubeEvent:
+    """A Warning Event regarding the measurement, named for it, the reason and the minute: a tick delivered again
+    records none twice."""
+    meta = measurement["metadata"]
+    regarding = {"apiVersion": str(measurement.get("apiVersion", "")), "kind": str(measurement.get("kind", "")),
+                 "name": meta["name"], "namespace": meta["namespace"], "uid": str(meta.get("uid", ""))}
+    name = digest_name(meta["name"], str(meta.get("uid", "")), reason, str(now.replace(second=0, microsecond=0)))
+    return event_about(regarding, name, reason, message, True, now, FUNCTION)
 
 
 def write(observed: Sample, status: Mapping[str, Any], group: str) -> WriteStatus:
@@ -107,7 +120,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     where = f"GoodputMeasurement {meta['namespace']}/{meta['name']}"
     found = list(status.get("conditions") or ())
     generation = int(meta.get("generation") or 0)
-    if any(c.get("type") == "Complete" and c.get("status") == "True" for c in found):
+    if is_complete(measurement):
         return nothing(f"{where} is complete")
     state = recover(status)
     group = settings.cre_group
@@ -126,12 +139,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         ref = str((measurement.get("spec") or {}).get("logProfileRef", ""))
         text = f'LogProfile "{ref}" could not be resolved: {observed.profile_error}'
         conditions = condition(found, "Measuring", "False", "LogProfileNotFound", text, now, generation)
-        regarding = {"apiVersion": str(measurement.get("apiVersion", "")), "kind": "GoodputMeasurement",
-                     "name": meta["name"], "namespace": meta["namespace"], "uid": str(meta.get("uid", ""))}
-        event = event_about(regarding, digest_name(meta["name"], str(meta.get("uid", "")), "LogProfileNotFound",
-                                                   str(now.replace(second=0, microsecond=0))),
-                            "LogProfileNotFound", text, True, now, FUNCTION)
-        return Plan((write(observed, {"conditions": conditions}, group), event), reason=f"{where}: {text}")
+        return Plan((write(observed, {"conditions": conditions}, group),
+                     warning(measurement, "LogProfileNotFound", text, now)), reason=f"{where}: {text}")
     at = ns_of(now)
     workload = observed.job.job.status.workload_ref is not None
     if restarted(state, workload, observed.job.job.status.restart_count):

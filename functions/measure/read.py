@@ -25,7 +25,7 @@ from functions.domain.jobs import JobState, Skipped, is_managed
 from functions.domain.logprofile import Profile, ProfileError, goodput_profile
 from functions.domain.nccl import BandwidthParser, ParserError, bandwidth_parser
 from functions.measure.bandwidth import BandwidthSample, decide_bandwidth
-from functions.measure.decide import FUNCTION, Observed, Sample, decide, ns_of
+from functions.measure.decide import FUNCTION, Observed, Sample, decide, is_complete, ns_of
 from functions.runtime.apply import Each, run_each
 from functions.runtime.context import Context
 from functions.runtime.errors import CrefnError, PermanentError, Unavailable, one_line
@@ -51,14 +51,23 @@ CONCURRENCY = 8
 log = logging.getLogger("crefn")
 
 
-def read_profile(ctx: Context, name: str) -> tuple[Profile | None, str]:
-    """The LogProfile compiled, or why it cannot be: CRE's causes."""
+def fetch_profile(ctx: Context, name: str, getting: str) -> tuple[dict[str, Any] | None, str]:
+    """The LogProfile as read, or why it cannot be, in the words of the controller that reads it (`getting`:
+    "failed to get" for CRE's goodput controller, "getting" for its bandwidth one)."""
     try:
         raw = read_logprofile(ctx, name)
     except CrefnError as e:
-        return None, f"failed to get LogProfile {name}: {one_line(str(e), 300)}"
+        return None, f"{getting} LogProfile {name}: {one_line(str(e), 300)}"
     if raw is None:
-        return None, f'failed to get LogProfile {name}: logprofiles.{ctx.settings.cre_group} "{name}" not found'
+        return None, f'{getting} LogProfile {name}: logprofiles.{ctx.settings.cre_group} "{name}" not found'
+    return raw, ""
+
+
+def read_profile(ctx: Context, name: str) -> tuple[Profile | None, str]:
+    """The LogProfile compiled for the goodput parser, or why it cannot be: CRE's causes."""
+    raw, cause = fetch_profile(ctx, name, "failed to get")
+    if raw is None:
+        return None, cause
     try:
         return goodput_profile(raw), ""
     except ProfileError as e:
@@ -78,15 +87,9 @@ def window_of(ctx: Context, pods: list[dict[str, Any]], profile: Profile, since:
     return merged(read(pods[0]), read(last))
 
 
-def complete(measurement: Mapping[str, Any]) -> bool:
-    """Frozen: `Complete` True. Read no further (a tick lists every measurement of the cluster's history)."""
-    return any(c.get("type") == "Complete" and c.get("status") == "True"
-               for c in (measurement.get("status") or {}).get("conditions") or ())
-
-
 def read_one(ctx: Context, measurement: dict[str, Any]) -> Observed:
     meta, spec = measurement["metadata"], measurement.get("spec") or {}
-    if complete(measurement):
+    if is_complete(measurement):
         return Skipped(f"GoodputMeasurement {meta['namespace']}/{meta['name']} is complete")
     name = str((spec.get("jobRef") or {}).get("name") or "")
     state = read_job(ctx, meta["namespace"], name) if name else None
@@ -136,12 +139,9 @@ def reads(ctx: Context, listed: dict[str, Any]) -> Callable[[], Sampled]:
 
 def read_parser(ctx: Context, name: str) -> tuple[BandwidthParser | None, str]:
     """The LogProfile's bandwidth parser, or CRE's cause."""
-    try:
-        raw = read_logprofile(ctx, name)
-    except CrefnError as e:
-        return None, f"getting LogProfile {name}: {one_line(str(e), 300)}"
+    raw, cause = fetch_profile(ctx, name, "getting")
     if raw is None:
-        return None, f'getting LogProfile {name}: logprofiles.{ctx.settings.cre_group} "{name}" not found'
+        return None, cause
     try:
         return bandwidth_parser(raw), ""
     except ParserError as e:
@@ -151,7 +151,7 @@ def read_parser(ctx: Context, name: str) -> tuple[BandwidthParser | None, str]:
 def read_bandwidth_one(ctx: Context, measurement: dict[str, Any]) -> BandwidthSample | Skipped:
     meta, spec = measurement["metadata"], measurement.get("spec") or {}
     name = str((spec.get("jobRef") or {}).get("name") or "")
-    if complete(measurement) or not name:
+    if is_complete(measurement) or not name:
         return Skipped(f"BandwidthMeasurement {meta['namespace']}/{meta['name']} is complete or names no Job")
     state = read_job(ctx, meta["namespace"], name)
     if state is not None and not is_managed(state.job.metadata.labels, ctx.settings):
