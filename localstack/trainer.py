@@ -31,13 +31,14 @@ ACTIONS = ("resume", "suspend", "run", "block", "fail", "complete", "delete")
 STAMP = "2026-01-01T00:00:00Z"
 
 
-def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str, kubelet: StandInKubelet | None = None) -> None:
-    """One action on a TrainJob, and on its attempt's pods when `kubelet` is given (the deleted
-    TrainJob's pods are left, as no garbage collector runs on the local API server)."""
+def apply_action(gw: Gateway, trainjob: dict[str, Any], action: str, kubelet: StandInKubelet | None = None,
+                 clock: Callable[[], int] = time.time_ns) -> None:
+    """One action on a TrainJob, and on its attempt's pods when `kubelet` is given, their logs written at `clock`
+    (ns; the deleted TrainJob's pods are left, as no garbage collector runs on the local API server)."""
     meta = trainjob["metadata"]
     ns, name = meta["namespace"], meta["name"]
     if kubelet is not None:
-        apply_pods(gw, kubelet, trainjob, action)
+        apply_pods(gw, kubelet, trainjob, action, clock)
     if action == "delete":
         gw.delete(TRAINJOBS, ns, name, uid=meta["uid"])
         return

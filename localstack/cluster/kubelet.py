@@ -18,6 +18,8 @@ import ssl
 import subprocess
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,13 @@ LogKey = tuple[str, str, str]
 TimedLine = tuple[int, str]
 """A log line as the kubelet keeps it: when it was written (nanoseconds since the epoch) and its text (with its
 newline)."""
+LineSource = Callable[[int], list[TimedLine]]
+"""A container still writing: the lines it has written by a time (ns), in order."""
+
+
+def _ended(line: TimedLine) -> TimedLine:
+    at, text = line
+    return at, text if text.endswith("\n") else text + "\n"
 
 
 def tail(text: str, tail_lines: int | None, limit_bytes: int | None) -> bytes:
@@ -52,6 +61,19 @@ def served(lines: list[TimedLine], since: int | None, tail_lines: int | None, ti
         chosen = chosen[-tail_lines:] if tail_lines > 0 else []
     data = "".join(f"{rfc3339(at)} {text}" if timestamps else text for at, text in chosen).encode()
     return data[:limit_bytes] if limit_bytes is not None else data
+
+
+def fed(lines: list[str], now: int) -> list[TimedLine]:
+    """Lines given to the stand-in, each with its time: the RFC 3339 time it begins with (followed by a space, as a
+    kubelet prints it with `timestamps=true`), taken off the line; else `now` (ns)."""
+    timed = []
+    for line in lines:
+        stamp, _, rest = line.partition(" ")
+        try:
+            timed.append((parse(RFC3339_NANO, stamp), rest))
+        except Unparsed:
+            timed.append((now, line))
+    return timed
 
 
 def self_signed_context() -> ssl.SSLContext:
@@ -84,6 +106,7 @@ class StandInKubelet:
 
     def __init__(self) -> None:
         self._logs: dict[LogKey, list[TimedLine]] = {}
+        self._sources: dict[LogKey, LineSource] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -128,24 +151,40 @@ class StandInKubelet:
     def set_log(self, namespace: str, pod: str, container: str, text: str, at: int = 0) -> None:
         """Register (or replace) the whole log of a container, every line written at `at` (ns; the epoch)."""
         with self._lock:
+            self._sources.pop((namespace, pod, container), None)
             self._logs[(namespace, pod, container)] = [(at, line) for line in text.splitlines(keepends=True)]
 
     def write(self, namespace: str, pod: str, container: str, lines: list[TimedLine]) -> None:
         """Lines the container writes, each with its time (ns since the epoch; a line without its newline gets
         one), after what it wrote before."""
         with self._lock:
-            self._logs.setdefault((namespace, pod, container), []).extend(
-                (at, text if text.endswith("\n") else text + "\n") for at, text in lines)
+            self._logs.setdefault((namespace, pod, container), []).extend(map(_ended, lines))
+
+    def follow(self, namespace: str, pod: str, container: str, source: LineSource) -> None:
+        """A container that goes on writing: each read serves, after what it wrote before, the lines `source` says
+        it has written by then (the wall clock), until `halt`."""
+        with self._lock:
+            self._logs.setdefault((namespace, pod, container), [])
+            self._sources[(namespace, pod, container)] = source
+
+    def halt(self, namespace: str, pod: str, container: str, at: int) -> None:
+        """The followed container stops writing at `at` (ns): what it wrote by then is its log from now on."""
+        with self._lock:
+            source = self._sources.pop((namespace, pod, container), None)
+            if source is not None:
+                self._logs.setdefault((namespace, pod, container), []).extend(map(_ended, source(at)))
 
     def log_of(self, namespace: str, pod: str, container: str) -> str | None:
-        with self._lock:
-            lines = self._logs.get((namespace, pod, container))
+        lines = self.lines_of(namespace, pod, container)
         return None if lines is None else "".join(text for _, text in lines)
 
     def lines_of(self, namespace: str, pod: str, container: str) -> list[TimedLine] | None:
+        """The container's log as served now (None when it has none)."""
         with self._lock:
-            lines = self._logs.get((namespace, pod, container))
-        return None if lines is None else list(lines)
+            lines, source = self._logs.get((namespace, pod, container)), self._sources.get((namespace, pod, container))
+        if lines is None:
+            return None
+        return [*lines, *map(_ended, source(time.time_ns()))] if source is not None else list(lines)
 
     def register_node(self, gateway: Gateway, name: str) -> None:
         """A Node whose status sends the API server's log reads to this kubelet."""
@@ -183,10 +222,23 @@ def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
                 self._answer(200, served(lines, since, _number(query, "tailLines"),
                                          query.get("timestamps") == ["true"], _number(query, "limitBytes")))
 
+        def do_POST(self) -> None:
+            """The stand-in's own feed (no kubelet has one): the body's lines appended to the container's log, each
+            at the RFC 3339 time it begins with (as `timestamps=true` prints them), else at the time it arrives."""
+            parts = [unquote(p) for p in urlsplit(self.path).path.split("/")]
+            if len(parts) != 5 or parts[:2] != ["", "containerLogs"]:
+                self._not_found()
+                return
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode(errors="replace")
+            namespace, pod, container = parts[2:]
+            lines = fed(body.splitlines(), time.time_ns())
+            kubelet.write(namespace, pod, container, lines)
+            self._answer(200, f"{len(lines)} lines appended to {namespace}/{pod}/{container}\n")
+
         def _not_found(self) -> None:
             self._answer(404, f"404 page not found: {self.command} {urlsplit(self.path).path}\n")
 
-        do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _not_found
+        do_PUT = do_PATCH = do_DELETE = do_HEAD = _not_found
 
         def _answer(self, status: int, body: str | bytes) -> None:
             data = body.encode() if isinstance(body, str) else body

@@ -13,16 +13,21 @@ How they are named and placed: localstack/README.md#the-pods-of-an-attempt.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import re
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events.types import ATTEMPT_LABEL, CONTROLLER_MANAGER
+from functions.domain.goodput_window import INDEX, REPLICATED_JOB, RESTART_ATTEMPT
 from functions.domain.translation import ANCESTOR
 from functions.runtime.errors import AlreadyExists, NotFound
 from functions.runtime.gateway import Gateway
+from functions.runtime.logreads import JOBSET
 from functions.runtime.resources import PODS, Resource
-from localstack.cluster.kubelet import StandInKubelet
+from localstack.cluster.kubelet import StandInKubelet, TimedLine
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 STAMP = "2026-01-01T00:00:00Z"
@@ -103,12 +108,18 @@ def terminate(gw: Gateway, namespace: str, name: str, exits: dict[str, tuple[int
 # -- the pods of a TrainJob's attempt ----------------------------------------------------------------
 
 LAUNCHER = "launcher"
-RUNNING_LOG = (
-    "[2026-01-01 00:00:05] INFO  rank 0: initialized NCCL, world size 16 (2 nodes x 8 GPUs)\n"
-    "[2026-01-01 00:00:09] INFO  loaded checkpoint: none, starting at step 0\n"
-    "[2026-01-01 00:00:41] INFO  step 10/1000 loss=2.8141 lr=1.00e-05 tokens/s=51234\n"
-    "[2026-01-01 00:01:17] INFO  step 20/1000 loss=2.5012 lr=2.00e-05 tokens/s=51876\n"
-)
+CHECKPOINT_DIR = "/ckpt"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MS = 1_000_000
+STARTUP, STEP, SAVE = 500 * MS, 100 * MS, 50 * MS
+"""How long the stand-in workload takes to start (to its first step), per training step (Megatron's `elapsed time
+per iteration`) and to save a checkpoint: time runs fast here, so that the attempts of a demo that lasts seconds
+train, save and are measured as a day's run would be."""
+LOGGED_EVERY, SAVED_EVERY = 10, 20
+"""Steps between two logged iterations (`megatron-training`'s `logInterval`) and between two checkpoint saves."""
+WORLD = ("using world size: 16, data-parallel size: 2, context-parallel size: 1, hierarchical context-parallel "
+         "sizes: None, tensor-model-parallel size: 8, pipeline-model-parallel size: 1")
+SAVED = re.compile(r"scheduled an async checkpoint save at iteration\s+(\d+)")
 OOM_LINE = (
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
     "79.10 GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process has 77.86 GiB memory in use. "
@@ -116,21 +127,60 @@ OOM_LINE = (
     "unallocated. If reserved but unallocated memory is large try setting "
     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
 )
-OOM_LOG = RUNNING_LOG + (
-    "[2026-01-01 00:01:53] INFO  step 30/1000 loss=2.3377 lr=3.00e-05 tokens/s=51702\n"
-    "Traceback (most recent call last):\n"
-    '  File "/workspace/train.py", line 212, in <module>\n'
-    "    main()\n"
-    '  File "/workspace/train.py", line 188, in main\n'
-    "    loss.backward()\n"
-    '  File "/usr/local/lib/python3.10/dist-packages/torch/_tensor.py", line 581, in backward\n'
-    "    torch.autograd.backward(\n"
-    f"{OOM_LINE}\n"
+TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "/workspace/pretrain_gpt.py", line 212, in <module>',
+    "    pretrain(train_valid_test_datasets_provider, model_provider)",
+    '  File "/workspace/megatron/training/training.py", line 1408, in train_step',
+    "    loss.backward()",
+    '  File "/usr/local/lib/python3.12/dist-packages/torch/_tensor.py", line 581, in backward',
+    "    torch.autograd.backward(",
+    OOM_LINE,
 )
-COMPLETE_LOG = RUNNING_LOG + (
-    "[2026-01-01 02:41:30] INFO  step 1000/1000 loss=1.2208 lr=1.00e-04 tokens/s=51911\n"
-    "[2026-01-01 02:41:52] INFO  saved checkpoint step 1000; training complete\n"
-)
+
+
+def megatron_time(at: int) -> str:
+    """A Megatron log line's time (CRE's `megatron-training` profile: `2006-01-02 15:04:05.999999`, UTC)."""
+    return (EPOCH + timedelta(microseconds=at // 1000)).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+@dataclass(frozen=True)
+class Megatron:
+    """The log of a Megatron workload (what CRE's `megatron-training` LogProfile reads) started at `start` (ns),
+    resumed from the checkpoint of step `restored` (0: none), as a function of time: its start (`using world size:
+    …`), the checkpoint it loads, then a step every STEP from STARTUP on, every LOGGED_EVERY-th logged, every
+    SAVED_EVERY-th saved (`saving checkpoint at iteration N`, then `scheduled an async checkpoint save` SAVE
+    later)."""
+
+    start: int
+    restored: int = 0
+
+    def lines(self, until: int) -> list[TimedLine]:
+        """What it has written by `until` (ns), in order."""
+        written = [(self.start, WORLD)]
+        if self.restored:
+            written.append((self.start + STARTUP // 2, f"Loading checkpoint from {CHECKPOINT_DIR}/iter_"
+                                                       f"{self.restored:07d}"))
+        steps = LOGGED_EVERY
+        while (at := self.start + STARTUP + steps * STEP) <= until:
+            step = self.restored + steps
+            written.append((at, f"[{megatron_time(at)}] iteration {step:>8}/    5000 | consumed samples: "
+                                f"{step * 512:>10} | elapsed time per iteration (ms): {STEP / MS:.1f} | throughput "
+                                "per GPU (TFLOP/s/GPU): 402.5 | learning rate: 3.000000E-04 | lm loss: 2.814100E+00 "
+                                "| loss scale: 1.0 |"))
+            if steps % SAVED_EVERY == 0:
+                written += [(at + MS, f"[{megatron_time(at + MS)}] saving checkpoint at iteration {step} to "
+                                      f"{CHECKPOINT_DIR}"),
+                            (at + MS + SAVE, f"[{megatron_time(at + MS + SAVE)}] scheduled an async checkpoint save "
+                                             f"at iteration {step} to {CHECKPOINT_DIR}")]
+            steps += LOGGED_EVERY
+        return [(at, text) for at, text in written if at <= until]
+
+
+def last_saved(lines: list[TimedLine] | None) -> int:
+    """The step of the last checkpoint a log saved (0: none)."""
+    found = [int(m.group(1)) for _, text in lines or [] if (m := SAVED.search(text))]
+    return found[-1] if found else 0
 
 
 @dataclass(frozen=True)
@@ -150,10 +200,17 @@ def _dig(obj: Any, *keys: str) -> Any:
     return obj
 
 
+def jobset_labels(trainjob: str, replicated_job: str) -> dict[str, str]:
+    """What JobSet labels the first pod of a replicatedJob with (JobSet is named as its TrainJob; no JobSet restart
+    here: a failed attempt is a new TrainJob)."""
+    return {JOBSET: trainjob, REPLICATED_JOB: replicated_job, INDEX: "0", RESTART_ATTEMPT: "0"}
+
+
 def attempt_pods(trainjob: dict[str, Any]) -> list[AttemptPod]:
     """The pods of a TrainJob: one per replicatedJob of its `crefn.dev/controller` runtime patch (none
     without one), named `<trainjob>-<replicatedJob>-0-0-a<attempt>`, the i-th on `gpu-node-<i+1>`;
-    container `node`, or `launcher` in the launcher."""
+    container `node`, or `launcher` in the launcher; labelled as the pod template and as JobSet labels the pods
+    it makes (`JOBSET_LABELS`)."""
     patch = next((p for p in _dig(trainjob, "spec", "runtimePatches") or []
                   if isinstance(p, dict) and p.get("manager") == CONTROLLER_MANAGER), None)
     replicated = _dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
@@ -165,18 +222,22 @@ def attempt_pods(trainjob: dict[str, Any]) -> list[AttemptPod]:
         attempt = labels.get(ATTEMPT_LABEL) or trainjob_labels.get(ATTEMPT_LABEL) or "0"
         pods.append(AttemptPod(
             name=f"{trainjob['metadata']['name']}-{rjob['name']}-0-0-a{attempt}",
-            container="node" if worker else LAUNCHER, labels={**labels, **(ANCESTOR if worker else {})},
+            container="node" if worker else LAUNCHER,
+            labels={**labels, **(ANCESTOR if worker else {}),
+                    **jobset_labels(trainjob["metadata"]["name"], rjob["name"])},
             node=f"gpu-node-{index + 1}", worker=worker))
     return pods
 
 
-def apply_pods(gw: Gateway, kubelet: StandInKubelet, trainjob: dict[str, Any], action: str) -> None:
-    """The attempt's pods after a Trainer action (see `localstack.trainer`):
+def apply_pods(gw: Gateway, kubelet: StandInKubelet, trainjob: dict[str, Any], action: str,
+               clock: Callable[[], int] = time.time_ns) -> None:
+    """The attempt's pods after a Trainer action (see `localstack.trainer`), their logs written at `clock` (ns):
     - `block`: pods without a node, `PodScheduled=False/Unschedulable` with the scheduler's message;
-    - `run`: pods on their nodes (created there, or bound when unscheduled), Running, a short log each;
+    - `run`: pods on their nodes (created there, or bound when unscheduled), Running, each logging as a Megatron
+      workload (`Megatron`) from then on, resumed from the last checkpoint the attempt before saved;
     - `fail`: as `run`, then the first worker's container terminated 137/OOMKilled (pod Failed) with a
       trainer log ending in a CUDA out-of-memory error; the other pods keep running;
-    - `complete`: as `run`, then every container terminated 0 (pods Succeeded);
+    - `complete`: as `run`, then every container terminated 0 (pods Succeeded), the log ending in the last steps;
     - `suspend`: the pods are deleted (a suspended Job's are), at once;
     - `resume`, `delete`: nothing (the pods of a deleted TrainJob stay: no garbage collector runs here).
     Pods that have ended are left as they are."""
@@ -208,11 +269,24 @@ def apply_pods(gw: Gateway, kubelet: StandInKubelet, trainjob: dict[str, Any], a
         elif not _dig(current, "spec", "nodeName"):
             bind(gw, namespace, pod.name, pod.node)
         set_running(gw, namespace, pod.name, (pod.container,))
-        kubelet.set_log(namespace, pod.name, pod.container, RUNNING_LOG)
+        if kubelet.lines_of(namespace, pod.name, pod.container) is None:
+            before = kubelet.lines_of(namespace, earlier(pod), pod.container)
+            kubelet.follow(namespace, pod.name, pod.container, Megatron(clock(), last_saved(before)).lines)
         if action == "complete":
+            now = clock()
+            kubelet.halt(namespace, pod.name, pod.container, now)
+            kubelet.write(namespace, pod.name, pod.container, [(now, f"[after training is done] datetime: "
+                                                                     f"{megatron_time(now)[:19]}")])
             terminate(gw, namespace, pod.name, {pod.container: (0, "Completed")})
-            kubelet.set_log(namespace, pod.name, pod.container, COMPLETE_LOG)
     failing = next((pod for pod in pods if pod.worker), None)
     if action == "fail" and failing is not None and failing.name not in ended:
+        now = clock()
+        kubelet.halt(namespace, failing.name, failing.container, now)
+        kubelet.write(namespace, failing.name, failing.container, [(now, line) for line in TRACEBACK])
         terminate(gw, namespace, failing.name, {failing.container: (137, "OOMKilled")})
-        kubelet.set_log(namespace, failing.name, failing.container, OOM_LOG)
+
+
+def earlier(pod: AttemptPod) -> str:
+    """The name of the same pod of the attempt before (the one this attempt's workload resumes from)."""
+    stem, _, attempt = pod.name.rpartition("-a")
+    return f"{stem}-a{int(attempt) - 1}" if attempt.isdigit() and int(attempt) > 0 else ""

@@ -77,6 +77,33 @@ def test_stand_in_answers(kubelet: StandInKubelet, what: str, path: str, status:
     assert get(kubelet, path) == (status, "text/plain; charset=utf-8", body)
 
 
+def post(kubelet: StandInKubelet, path: str, body: str) -> tuple[int, str]:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    request = urllib.request.Request(f"https://127.0.0.1:{kubelet.port}{path}", data=body.encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_lines_posted_are_appended_at_the_time_they_begin_with(kubelet: StandInKubelet) -> None:
+    """The stand-in's feed: `curl --data-binary @log https://…/containerLogs/NS/POD/CONTAINER` (what a user of
+    `cre-fn dev --keep` gives the stand-in pods to log); a line without a leading RFC 3339 time is stamped on
+    arrival, so it is served after a `sinceTime` of the past."""
+    body = ("2026-01-22T18:30:00.5Z [2026-01-22 18:30:00.500000] iteration 10/ 100 | loss 1\n"
+            "2026-01-22T18:31:00+01:00 an hour earlier, by its offset\n"
+            "no time here\n")
+    assert post(kubelet, "/containerLogs/ml/w-0/node", body) == (200, "3 lines appended to ml/w-0/node\n")
+    status, _, served = get(kubelet, "/containerLogs/ml/w-0/node?sinceTime=2026-01-22T18%3A00%3A00Z&timestamps=true")
+    assert status == 200
+    assert served.splitlines()[0] == "2026-01-22T18:30:00.5Z [2026-01-22 18:30:00.500000] iteration 10/ 100 | loss 1"
+    assert len(served.splitlines()) == 2 and served.splitlines()[1].endswith(" no time here")  # 17:31Z is before
+    assert get(kubelet, "/containerLogs/ml/w-0/node?sinceTime=2026-01-22T18%3A30%3A01Z")[2] == "no time here\n"
+    assert post(kubelet, "/pods/ml", "x\n") == (404, "404 page not found: POST /pods/ml\n")
+
+
 def test_its_certificate_names_ip_127_0_0_1(kubelet: StandInKubelet, tmp_path: Path) -> None:
     """Verified against itself with hostname checking: the certificate carries the SAN `IP:127.0.0.1`."""
     ca = tmp_path / "kubelet.crt"
