@@ -34,6 +34,8 @@ from localstack.scenarios.demo import (
     demo_job,
     drive,
     failing_job,
+    measured_complete,
+    measurement_of,
     placed_nodes,
     summary,
 )
@@ -93,13 +95,15 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
                          "TrainJob starts suspended")
             timeline.say(f"demo: Job {demo_ns}/{DEMO_FAILING_JOB}, no checkpoint: its OOMKilled pod fails it; no "
                          "group-nodes annotation: its failed nodes are where its pods were placed")
-            create_job(stack.gateway, demo_ns, demo_job(group), evidence=True, group=group)
+            create_job(stack.gateway, demo_ns, demo_job(group), evidence=False, group=group)
             create_job(stack.gateway, demo_ns, failing_job(group), evidence=False, group=group)
             drive(stack, demo_ns, {DEMO_JOB: DEMO_SCRIPT, DEMO_FAILING_JOB: DEMO_FAILING_SCRIPT}, timeline, timeout,
                   hold=min(ping_interval + 2, 30))  # a tick after the 1 s grace says WorkloadSchedulingBlocked
             if stack.alertmanager is not None:  # let Alertmanager send the pretrain Job's resolved notifications
                 wait_until(lambda: "firing" not in {v for (_, j, _), v in timeline.notified.items() if j == DEMO_JOB},
                            20, interval=0.5)
+            measured = measurement_of(stack, demo_ns, DEMO_JOB)  # frozen by measure's next tick after the verdict
+            wait_until(lambda: bool(measured().get("completionTime")), 2 * ping_interval + 10, interval=0.5)
             failed = summary(stack, demo_ns, DEMO_FAILING_JOB, timeline, overall=False)
             state = summary(stack, demo_ns, DEMO_JOB, timeline)
             expected = ("Succeeded", "WorkloadCompleted", 1)
@@ -108,12 +112,16 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
             log = (job.get("status") or {}).get("failureLog") or {}
             placed = placed_nodes(stack.gateway, demo_ns, DEMO_FAILING_JOB, group)
             attributed = [(n["name"], n["reason"]) for n in (job.get("status") or {}).get("failedNodes") or []]
+            figures = measured()
             ok = (state == expected and trainjobs == 2 and not stack.broker.dead
+                  and int(figures.get("lastCheckpointStep") or 0) >= 20 and figures.get("interruptionCount") == 1
+                  and measured_complete(figures)
                   and failed == ("Failed", "WorkloadFailed", 0) and log.get("reason") == "OOMKilled"
                   and "CUDA out of memory" in str(log.get("tail"))
                   and bool(placed) and attributed == [(n, "WorkloadFailed") for n in placed])
-            want = (f"{DEMO_JOB} {expected} with 2 TrainJobs, {DEMO_FAILING_JOB} Failed with an OOMKilled failure log "
-                    "and its placed nodes as failedNodes")
+            want = (f"{DEMO_JOB} {expected} with 2 TrainJobs and its measurement complete (JobSucceeded) with a "
+                    f"checkpoint and one interruption, {DEMO_FAILING_JOB} Failed with an OOMKilled failure log and its "
+                    "placed nodes as failedNodes")
             print(f"\ndemo {'ended as expected' if ok else f'did NOT end as expected (want {want})'}", file=out)
             code = 0 if ok else 1
         if keep:
@@ -123,6 +131,8 @@ def run(out_dir: Path, demo: bool = True, keep: bool = False, replay_file: Path 
             if stack.prometheus is not None:
                 print(f"PROMETHEUS={stack.prometheus.url}", file=out)
             print(f"BROKER={stack.broker.url}", file=out, flush=True)
+            # the stand-in pods' logs: POST lines to KUBELET/containerLogs/NS/POD/CONTAINER (localstack/README.md)
+            print(f"KUBELET=https://127.0.0.1:{stack.cluster.kubelet.port}", file=out, flush=True)
             print("the stack stays up; Ctrl-C stops everything", file=out, flush=True)
             with contextlib.suppress(KeyboardInterrupt):  # leaving the stack stops every process (`start_stack`)
                 until_interrupted()

@@ -13,6 +13,7 @@ install's Knative objects, their status kept as Knative's controllers would (`lo
 from __future__ import annotations
 
 import contextlib
+import functools
 import resource
 import socket
 import threading
@@ -27,13 +28,13 @@ from functions.registry import METRICS, TARGETS
 from functions.runtime.client import send
 from functions.runtime.errors import AlreadyExists, Unavailable
 from functions.runtime.gateway import Gateway
-from functions.runtime.resources import NAMESPACES, Resource
+from functions.runtime.resources import NAMESPACES, Resource, cre_logprofiles
 from localstack.cluster.apiserver import LocalCluster
 from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests
 from localstack.eventing.chaos import Chaos
 from localstack.knative import Endpoint, Reconciler, missing_crds, write_objects
-from localstack.manifests import NAMESPACE, render, service_account_user
+from localstack.manifests import NAMESPACE, compose, render, service_account_user
 from localstack.observability.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.observability.prometheus import LocalPrometheus, PrometheusError, find_prometheus
 from localstack.processes import stop_together
@@ -278,6 +279,25 @@ def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
                 gw.create(res, None, doc)
 
 
+@functools.cache
+def shipped_logprofiles() -> tuple[dict[str, Any], ...]:
+    """CRE's LogProfiles as the `logprofiles` component ships them (base and the component, rendered once)."""
+    return tuple(d for d in compose(["logprofiles"]) if d["kind"] == "LogProfile")
+
+
+def apply_logprofiles(gw: Gateway, group: str) -> int:
+    """CRE's LogProfiles for `group` (as the legacy-group component moves them), those missing created: what an
+    install without CRE adds the `logprofiles` component for, so that `measure` finds the profiles its
+    measurements name. How many were created."""
+    made = 0
+    for doc in shipped_logprofiles():
+        body = {**doc, "apiVersion": f"{group}/{doc['apiVersion'].split('/', 1)[1]}"}
+        with contextlib.suppress(AlreadyExists):
+            gw.create(cre_logprofiles(group), None, body)
+            made += 1
+    return made
+
+
 def endpoints_of(served: list[ServedFunction], broker: LocalBroker) -> dict[str, Endpoint]:
     """What serves each Knative Service of the install here: a function's process, the Broker's recorder."""
     found = {f"crefn-{f.target}": Endpoint(f.url, running(f), f.env) for f in served}
@@ -380,6 +400,8 @@ def start_stack(out_dir: Path, timeline: Timeline, settings: dict[str, str], pin
                          and d["metadata"]["name"].startswith("crefn-parity")]
             if owned or install == "installs/default":  # a cluster given (the test suite's, shared) keeps base's roles
                 apply_rbac(gw, docs)
+            if made := apply_logprofiles(gw, group):  # no CRE here: its chart's profiles come with the functions
+                say(f"      CRE's LogProfiles of knative/components/logprofiles: {made} created, for measure to read")
             served = {**settings_of(docs), **settings}  # the install's settings, the stack's merged in
             watcher_gw = cluster.gateway()
             stack.callback(watcher_gw.close)

@@ -1,27 +1,37 @@
 """The demo of `python -m localstack dev` (`make run`): two Jobs the Trainer simulator drives, and the summary that
-says whether they ended as expected. The CRE group is the `CREFN_CRE_GROUP` setting, as for the
-functions.
+says whether they ended as expected. The CRE group is the `CREFN_CRE_GROUP` setting, as for the functions. No CRE
+component runs: the GoodputMeasurement's status is the functions' own.
 
-- `llama-pretrain` (checkpoint, 2 restarts): its TrainJob starts suspended, is resumed, its pods cannot
-  be scheduled (the Trainer holds the next step until the Job says `WorkloadSchedulingBlocked`, which
-  the resync tick brings once the 1 s grace is over), are scheduled, one is OOMKilled → checkpoint
-  restart → the next attempt completes: Succeeded, one restart.
-- `llama-eval` (no checkpoint, no group-nodes annotation: no Workflow placed it): runs, one pod is
-  OOMKilled → Failed, with the failure log (pod, node, exit code, the end of the container's log read
-  through the API server) and its failedNodes attributed from the nodes its pods were placed on (CRE's
-  `DiscoverPlacedNodesForJob`).
+- `llama-pretrain` (checkpoint, 2 restarts, measured by CRE's `megatron-training` LogProfile): suspended, resumed,
+  its pods unschedulable (held until the Job says `WorkloadSchedulingBlocked`), scheduled, training (held until
+  `measure` has read a checkpoint from the pods' Megatron log: the evidence a restart needs), OOMKilled →
+  checkpoint restart → the next attempt resumes and completes: Succeeded, one restart, the measurement frozen.
+- `llama-eval` (no checkpoint, no group-nodes annotation): runs, one pod is OOMKilled → Failed, with the failure
+  log (pod, node, exit code, the end of the container's log) and its failedNodes from where its pods were placed
+  (CRE's `DiscoverPlacedNodesForJob`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from events.types import CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, Reason, group_nodes_annotation, job_label
+from events.types import (
+    CRE_GROUP_DEFAULT,
+    CRE_VERSION,
+    MANAGED_LABEL,
+    Reason,
+    group_nodes_annotation,
+    job_label,
+)
 from functions.domain.conditions import true_exclusive
+from functions.domain.goodput_state import when
+from functions.domain.gotime import NS
+from functions.runtime.errors import AlreadyExists
 from functions.runtime.gateway import Gateway
 from functions.runtime.resources import NAMESPACES, PODS, cre_goodput, cre_jobs
 from functions.tools.replay import read_recording
@@ -38,16 +48,19 @@ DEMO_FAILING_SCRIPT: Script = {0: ["run", "fail"]}
 
 def create_job(gw: Gateway, namespace: str, body: dict[str, Any], evidence: bool,
                group: str = CRE_GROUP_DEFAULT) -> None:
-    """Create the namespace if needed, the Job, and with `evidence` a GoodputMeasurement with a checkpoint."""
+    """Create the namespace if needed, the Job, and with `evidence` a GoodputMeasurement with a checkpoint planted
+    (what a measurement controller wrote before: a recording reproduced, the bench's Jobs, which log nothing)."""
     if gw.get(NAMESPACES, None, namespace) is None:
         gw.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     gw.create(cre_jobs(group), namespace, body)
     if evidence:
         name = body["metadata"]["name"]
         goodput = cre_goodput(group)
-        gw.create(goodput, namespace, {"apiVersion": f"{group}/{CRE_VERSION}", "kind": "GoodputMeasurement",
-                                       "metadata": {"name": f"{name}-goodput"},
-                                       "spec": {"jobRef": {"kind": "Job", "name": name}, "logProfileRef": "default"}})
+        with contextlib.suppress(AlreadyExists):  # the Job's own, which `measurements` may have made already
+            gw.create(goodput, namespace, {"apiVersion": f"{group}/{CRE_VERSION}", "kind": "GoodputMeasurement",
+                                           "metadata": {"name": f"{name}-goodput"},
+                                           "spec": {"jobRef": {"kind": "Job", "name": name},
+                                                    "logProfileRef": "default"}})
         gw.patch(goodput, namespace, f"{name}-goodput", {"status": {"lastCheckpointStep": 4200}}, status=True)
 
 
@@ -57,6 +70,7 @@ def demo_job(group: str) -> dict[str, Any]:
                          # the nodes CRE's Workflow places the Job on (what failedNodes attributes)
                          "annotations": {group_nodes_annotation(group): "gpu-node-11, gpu-node-07"}},
             "spec": {"checkpoint": {"pvcName": f"{DEMO_JOB}-ckpt", "maxRestarts": 2},
+                     "goodputMeasurement": {"logProfileRef": "megatron-training"},
                      "schedulingStallGraceSeconds": 1,
                      "workload": {"trainJob": {
                          "runtimeRef": {"name": "torch-distributed"}, "suspend": True,
@@ -86,33 +100,54 @@ def final_state(job: dict[str, Any]) -> tuple[str, str, int]:
 
 
 def drive(stack: Stack, namespace: str, scripts: dict[str, Script], timeline: Timeline, timeout: float,
-          hold: float = 0.0) -> None:
+          hold: float = 0.0, measured_within: float = 60.0, trained_for: float = 10.0) -> None:
     """One Trainer simulator per Job; a Job whose pods were just blocked holds its Trainer until it
     says so (the grace is over and a resync tick re-drove it), for at most `hold` seconds, so the demo
-    shows the condition."""
+    shows the condition; a Job with a GoodputMeasurement holds the action after `run` until its workload has trained
+    `trained_for` seconds and the measurement names a checkpoint it saved, for at most `measured_within` seconds: a
+    real workload trains for hours between two samples of the functions' `measure`, and far longer than a restart
+    takes (what its goodput measures), this one for seconds."""
     jobs = cre_jobs(stack.group)
+    ran: dict[tuple[str, int], float] = {}  # (Job, attempt) → when its pods were set running (wall clock)
 
     def read(job: str) -> dict[str, Any]:
         return stack.gateway.get(jobs, namespace, job) or {}
 
+    def training(job: dict[str, Any]) -> bool:
+        """Measured, its attempt's pods running, and either trained less than `trained_for` or no checkpoint they
+        saved in its measurement yet."""
+        status = job.get("status") or {}
+        since = ran.get((job.get("metadata", {}).get("name", ""), int(status.get("restartCount") or 0)))
+        if not (job.get("spec") or {}).get("goodputMeasurement") or since is None:
+            return False
+        return time.time() - since < trained_for or not measured_since(stack, namespace, job["metadata"]["name"],
+                                                                        since)
+
     def quiet_for(job: str) -> Callable[[], bool]:
-        held_since: list[float] = []
+        held_since: dict[str, float] = {}
+
+        def holding(why: str, held: bool, limit: float) -> bool:
+            if not held:
+                held_since.pop(why, None)
+                return False
+            return time.monotonic() - held_since.setdefault(why, time.monotonic()) < limit
 
         def quiet() -> bool:
-            status = read(job).get("status") or {}
+            current = read(job)
+            status = current.get("status") or {}
             cond = true_exclusive(status.get("conditions") or [])
-            held = bool(status.get("schedulingBlockedSince")) and (
+            blocked = bool(status.get("schedulingBlockedSince")) and (
                 cond is None or cond.reason != Reason.WORKLOAD_SCHEDULING_BLOCKED)
-            if not held:
-                held_since.clear()
-            elif not held_since:
-                held_since.append(time.monotonic())
-            waiting = held and time.monotonic() - held_since[0] < hold
+            waiting = holding("blocked", blocked, hold) or holding("measured", training(current), measured_within)
             return not waiting and stack.quiet()
         return quiet
 
     def said(job: str) -> Callable[[int, str], None]:
-        return lambda attempt, action: timeline.say(f"-- Trainer: {action} TrainJob of {job}, attempt {attempt}")
+        def on_action(attempt: int, action: str) -> None:
+            if action == "run":
+                ran[(job, attempt)] = time.time()
+            timeline.say(f"-- Trainer: {action} TrainJob of {job}, attempt {attempt}")
+        return on_action
 
     trainers = [TrainerSimulator(stack.gateway, namespace, job, script, quiet_for(job), cre_group=stack.group,
                                  kubelet=stack.cluster.kubelet, on_action=said(job)).start()
@@ -158,6 +193,12 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
               f"on node {log.get('nodeName')}; last lines:", file=timeline.out)
         for line in str(log.get("tail") or "").splitlines()[-4:]:
             print(f"     | {line}", file=timeline.out)
+    measured = stack.gateway.get(cre_goodput(stack.group), namespace, f"{job}-goodput")
+    if measured is not None:
+        print(f"   GoodputMeasurement {job}-goodput (written by the functions' measure from the pods' logs):",
+              file=timeline.out)
+        for line in measurement_lines(measured.get("status") or {}):
+            print(f"     {line}", file=timeline.out)
     events = stack.gateway.request("GET", f"/api/v1/namespaces/{namespace}/events",
                                    query=[("fieldSelector", f"involvedObject.name={job}")]).get("items") or []
     print("   Kubernetes Events (kubectl describe):", file=timeline.out)
@@ -177,6 +218,38 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
     print(f"   event log: {stack.out_dir / 'events.jsonl'} (replay: python -m localstack dev --replay FILE)",
           file=timeline.out)
     return state
+
+
+def measured_since(stack: Stack, namespace: str, job: str, since: float) -> bool:
+    """Whether the Job's GoodputMeasurement names a checkpoint saved after `since` (seconds since the epoch; the
+    status keeps whole seconds, and a workload saves its first checkpoint seconds after it starts)."""
+    at = when((measurement_of(stack, namespace, job)()).get("lastCheckpointTime"))
+    return at is not None and at / NS > since
+
+
+def measurement_of(stack: Stack, namespace: str, job: str) -> Callable[[], dict[str, Any]]:
+    """A reader of the status of the Job's GoodputMeasurement (empty while there is none)."""
+    def read() -> dict[str, Any]:
+        found = stack.gateway.get(cre_goodput(stack.group), namespace, f"{job}-goodput") or {}
+        return dict(found.get("status") or {})
+    return read
+
+
+def measured_complete(status: dict[str, Any]) -> bool:
+    """Whether a GoodputMeasurement's status is frozen with a goodput: `Complete=True/JobSucceeded`."""
+    return bool(status.get("completionTime")) and any(
+        (c.get("type"), c.get("status"), c.get("reason")) == ("Complete", "True", "JobSucceeded")
+        for c in status.get("conditions") or [])
+
+
+def measurement_lines(status: dict[str, Any]) -> list[str]:
+    """A GoodputMeasurement's figures, then its conditions."""
+    keys = ("currentStep", "lastCheckpointStep", "interruptionCount", "lostWorkTimeSec", "rescheduleTimeSec",
+            "resumeTimeSec", "checkpointSaveTimeSec", "result", "completionTime")
+    figures = ", ".join(f"{k} {status[k]}" for k in keys if k in status) or "no status"
+    conditions = [f"{c['type']}={c['status']}/{c.get('reason', '')}: {c.get('message', '')}"
+                  for c in status.get("conditions") or []]
+    return [figures, *conditions]
 
 
 def count_trainjobs(event_log: Path, job: str, group: str) -> int:

@@ -49,7 +49,7 @@ def reproduce(stack: Stack, records: list[dict[str, Any]], timeline: Timeline, t
         script = script_from_recording(records, name, stack.group)
         timeline.say(f"replay: Job {namespace}/{name}, Trainer script {json.dumps(script)}")
         create_job(stack.gateway, namespace, restore_job(first), evidence=restarted, group=stack.group)
-        drive(stack, namespace, {name: script}, timeline, timeout)
+        drive(stack, namespace, {name: script}, timeline, timeout, measured_within=0.0)  # the recording's pace
         got = summary(stack, namespace, name, timeline)
         want = final_state(last)
         same = got == want

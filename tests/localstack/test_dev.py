@@ -56,6 +56,10 @@ def test_demo_then_replay_reproduces_the_final_status(cluster: LocalCluster, gat
     resumed = text.index(f"== Job {ns}/llama-pretrain: pods scheduled again at")
     assert blocked < said < resumed
     assert "failureLog: OOMKilled (exit 137) in pod llama-eval-workload-node-0-0-a0" in text
+    # no CRE here: the checkpoint evidence of the restart is the functions' measure reading the pods' Megatron log
+    assert "GoodputMeasurement llama-pretrain-goodput (written by the functions' measure from the pods' logs):" in text
+    assert "Complete=True/JobSucceeded: Referenced Job completed successfully" in text
+    assert re.search(r"lastCheckpointStep [1-9]\d*, interruptionCount 1, .*result 0\.\d{6}", text)
     # CRE's groupNodeNames → DiscoverPlacedNodesForJob: no group-nodes annotation, the nodes its pods ran on
     assert "no group-nodes annotation: failedNodes are the nodes its pods were placed on (gpu-node-1)" in text
     assert ("failed node gpu-node-1 (WorkloadFailed): Workload TrainJob/llama-eval-workload failed: jobset node-0 "
