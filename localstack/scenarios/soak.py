@@ -28,12 +28,15 @@ from typing import Any, TextIO
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
 from functions.domain.attempts import workload_name
 from functions.domain.conditions import true_exclusive
+from functions.domain.goodput_state import when
 from functions.runtime.client import send
 from functions.runtime.errors import AlreadyExists, CrefnError
 from functions.runtime.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
 from functions.tools.paritytable import Table
 from functions.tools.replay import read_recording
 from localstack.background import Background
+from localstack.cluster.kubelet import StandInKubelet
+from localstack.cluster.pods import SAVED
 from localstack.eventing.chaos import Chaos, ChaosError
 from localstack.serving import wait_for_port
 from localstack.stack import Stack, start_stack
@@ -43,9 +46,10 @@ from localstack.trainer import apply_action
 NAMESPACE = "soak"
 GROUP = CRE_GROUP_DEFAULT
 DEFAULT_CHAOS = "drop=0.05,dup=0.2,reorder=0.2,delay=0-300ms"
-PARITY = {"CREFN_PARITY_SETTLE_SECONDS": "20", "CREFN_PARITY_RECHECK_SECONDS": "6"}
-"""`parity` beside the functions, in observe mode: a difference that holds 20 s, nothing changed, is a divergence;
-the tick (every 3 s) checks a Job made terminal twice more."""
+PARITY = {"CREFN_PARITY_SETTLE_SECONDS": "30", "CREFN_PARITY_RECHECK_SECONDS": "6"}
+"""`parity` beside the functions, in observe mode: a difference that holds 30 s, nothing changed, is a divergence
+(a function killed on a busy machine is back in seconds, and the Broker's retries back off meanwhile); the tick
+(every 3 s) checks a Job made terminal twice more."""
 MALFORMED = 3
 
 
@@ -81,28 +85,22 @@ class Counts:
 
 
 def job_body(name: str, lifecycle: Lifecycle) -> dict[str, Any]:
+    """The Job; one with a checkpoint is measured by CRE's `megatron-training` profile: its checkpoint evidence is
+    what the functions' `measure` reads from its pods' logs."""
     spec: dict[str, Any] = {"workload": {"trainJob": {
         "runtimeRef": {"name": "torch-distributed"}, "suspend": lifecycle.suspended,
         "trainer": {"image": "pytorch:25.01", "numNodes": 1}}}}
     if lifecycle.checkpoint is not None:
         spec["checkpoint"] = {"pvcName": f"{name}-ckpt", "maxRestarts": lifecycle.checkpoint}
+        spec["goodputMeasurement"] = {"logProfileRef": "megatron-training"}
     return {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "Job",
             "metadata": {"name": name, "labels": {MANAGED_LABEL: "true"}}, "spec": spec}
 
 
 def create(stack: Stack, name: str, lifecycle: Lifecycle) -> None:
-    """The Job (and its checkpoint evidence); again after an API server restart, what exists is kept."""
-    gw = stack.gateway
+    """The Job; again after an API server restart, what exists is kept."""
     with contextlib.suppress(AlreadyExists):  # a create whose answer was lost when the API server died
-        gw.create(cre_jobs(GROUP), NAMESPACE, job_body(name, lifecycle))
-    if lifecycle.checkpoint is not None:
-        goodput = cre_goodput(GROUP)
-        with contextlib.suppress(AlreadyExists):
-            gw.create(goodput, NAMESPACE, {"apiVersion": f"{GROUP}/{CRE_VERSION}", "kind": "GoodputMeasurement",
-                                           "metadata": {"name": f"{name}-goodput"},
-                                           "spec": {"jobRef": {"kind": "Job", "name": name},
-                                                    "logProfileRef": "default"}})
-        gw.patch(goodput, NAMESPACE, f"{name}-goodput", {"status": {"lastCheckpointStep": 100}}, status=True)
+        stack.gateway.create(cre_jobs(GROUP), NAMESPACE, job_body(name, lifecycle))
 
 
 def retrying(what: Any, attempts: int = 60) -> Any:
@@ -116,20 +114,35 @@ def retrying(what: Any, attempts: int = 60) -> Any:
 
 
 class Driver(Background):
-    """The Trainer for every Job at once: one LIST of the TrainJobs per step, and each TrainJob's next
-    action once its previous one is `step` seconds old."""
+    """The Trainer for every Job at once, with the attempts' pods and their logs (the stand-in kubelet): one LIST of
+    the TrainJobs and one of the GoodputMeasurements per step, and each TrainJob's next action once its previous
+    one is `step` seconds old. A measured Job's action after `run` waits, at most `measured_within` seconds, for
+    its measurement to name a checkpoint the running attempt saved: a real workload trains for hours between two
+    samples of the functions' `measure`, this one for seconds."""
 
-    def __init__(self, stack: Stack, scripts: dict[str, Lifecycle], counts: Counts, step: float = 1.0) -> None:
+    def __init__(self, stack: Stack, scripts: dict[str, Lifecycle], counts: Counts, step: float = 1.0,
+                 measured_within: float = 90.0) -> None:
         super().__init__()
         self.stack, self.scripts, self.counts, self.step = stack, scripts, counts, step
+        self.measured_within = measured_within
         self.progress: dict[tuple[str, int], int] = {}
         self.last: dict[tuple[str, int], float] = {}
+        self.ran: dict[tuple[str, int], int] = {}  # when the attempt's pods were set running (ns, wall clock)
+
+    def unmeasured(self, job: str, attempt: int, steps: list[str], index: int, measured: dict[str, int]) -> bool:
+        """Whether the action after `run` still waits: no checkpoint saved since in the measurement (its times are
+        whole seconds; the workload saves its first checkpoint 2.5 s after it starts)."""
+        return (self.scripts[job].checkpoint is not None and index > 0 and steps[index - 1] == "run"
+                and measured.get(f"{job}-goodput", 0) <= self.ran.get((job, attempt), 0)
+                and time.monotonic() - self.last.get((job, attempt), 0.0) < self.measured_within)
 
     def _run(self) -> None:
         label = job_label(GROUP)
         while not self._stop.wait(0.3):
             try:
                 trainjobs = self.stack.gateway.list_all(TRAINJOBS, NAMESPACE)
+                measured = {m["metadata"]["name"]: (when((m.get("status") or {}).get("lastCheckpointTime")) or 0)
+                            for m in self.stack.gateway.list_all(cre_goodput(GROUP), NAMESPACE)}
             except CrefnError:
                 self.counts.driver_errors += 1
                 continue
@@ -143,15 +156,18 @@ class Driver(Background):
                 steps = self.scripts[job].script.get(attempt, [])
                 key = (job, attempt)
                 index = self.progress.get(key, 0)
-                if index >= len(steps) or now - self.last.get(key, 0.0) < self.step:
+                if index >= len(steps) or now - self.last.get(key, 0.0) < self.step or \
+                        self.unmeasured(job, attempt, steps, index, measured):
                     continue
                 try:
-                    apply_action(self.stack.gateway, tj, steps[index])
+                    apply_action(self.stack.gateway, tj, steps[index], self.stack.cluster.kubelet)
                 except CrefnError:
                     self.counts.driver_errors += 1
                     continue
                 self.progress[key] = index + 1
                 self.last[key] = now
+                if steps[index] == "run":
+                    self.ran[key] = time.time_ns()
                 self.counts.actions += 1
 
 
@@ -241,10 +257,14 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
                     timeline.say(f"soak: {i}/{jobs} Jobs created")
             for i in range(MALFORMED):
                 send(stack.broker.url, malformed(i))
-            quiet_at = quiescence(stack, jobs, timeout, timeline, killer)
+            quiet_at = quiescence(stack, jobs, timeout, timeline, killer,
+                                  sum(o.checkpoint is not None for o in scripts.values()))
             driver.stop()
             final = {j["metadata"]["name"]: j for j in retrying(lambda: stack.gateway.list_all(cre_jobs(GROUP),
                                                                                               NAMESPACE))}
+            measurements = {m["metadata"]["name"]: m for m in retrying(
+                lambda: stack.gateway.list_all(cre_goodput(GROUP), NAMESPACE))}
+            saved = saved_steps(stack.cluster.kubelet, scripts)
             creates = created(stack.cluster.audited("create", "trainjobs"), read_recording(out_dir / "events.jsonl"))
             lost = stack.broker.dead_letters_lost
             fates = stack.broker.fates.counts if stack.broker.fates else None
@@ -252,9 +272,10 @@ def run(jobs: int = 200, seed: int = 1, chaos: str = DEFAULT_CHAOS, kill_every: 
             restarts = dict(stack.supervisor.restarts) if stack.supervisor else {}
     dead = read_recording(out_dir / "dead-letters.jsonl")  # what the recorder put on disk, read back
     parity = Table().add(read_recording(out_dir / "events.jsonl"))
-    violations = check(scripts, final, creates, dead, lost) + parity_violations(parity)
+    violations = (check(scripts, final, creates, dead, lost) + measured_violations(scripts, measurements, saved)
+                  + parity_violations(parity))
     table(out, scripts, final, counts, fates, outcomes, dead, restarts, quiet_at - started if quiet_at else None,
-          violations, parity)
+          violations, parity, measurements)
     return 1 if violations or quiet_at is None else 0
 
 
@@ -268,24 +289,27 @@ class QuietDeliveries(Timeline):
         pass
 
 
-def quiescence(stack: Stack, jobs: int, timeout: float, timeline: Timeline, killer: Killer) -> float | None:
-    """Wait until every Job is terminal and the Broker idle for 3 s (the killer stops once all are
-    terminal and it has killed the kube-apiserver, so a quick run still meets that kill); the time it
-    happened, or None on timeout."""
+def quiescence(stack: Stack, jobs: int, timeout: float, timeline: Timeline, killer: Killer,
+               measured: int = 0) -> float | None:
+    """Wait until every Job is terminal, the `measured` Jobs' measurements complete (frozen by `measure` after the
+    verdict) and the Broker idle for 3 s (the killer stops once all are terminal and it has killed the
+    kube-apiserver, so a quick run still meets that kill); the time it happened, or None on timeout."""
     deadline = time.monotonic() + timeout
     last_report = 0.0
     while time.monotonic() < deadline:
         try:
             done = sum(terminal(j) for j in stack.gateway.list_all(cre_jobs(GROUP), NAMESPACE))
+            frozen = sum(bool((m.get("status") or {}).get("completionTime"))
+                         for m in stack.gateway.list_all(cre_goodput(GROUP), NAMESPACE))
         except CrefnError:
             time.sleep(1)
             continue
         if time.monotonic() - last_report > 10:
-            timeline.say(f"soak: {done}/{jobs} Jobs terminal")
+            timeline.say(f"soak: {done}/{jobs} Jobs terminal, {frozen}/{measured} measurements complete")
             last_report = time.monotonic()
         if done == jobs and killer.apiserver_killed:
             killer.stop()
-            if stack.broker.wait_idle(timeout=60, quiet=3.0):
+            if frozen >= measured and stack.broker.wait_idle(timeout=60, quiet=3.0):
                 return time.monotonic()
         time.sleep(1)
     killer.stop()
@@ -344,9 +368,44 @@ def check(scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], creat
     return violations
 
 
+def measured_violations(scripts: dict[str, Lifecycle], measurements: dict[str, dict[str, Any]],
+                        saved: dict[str, list[int]]) -> list[str]:
+    """Each measured Job's GoodputMeasurement, written by the functions alone (nothing else writes it here): complete;
+    its `lastCheckpointStep` one its last attempt's worker saved (`saved`: the Job → the steps its last attempt's
+    log saved), none lost or taken from another attempt; each restart counted as one interruption, and a failure
+    that ended the Job as one more (CRE's `JobFailed`): none counted twice, whatever the chaos did to the ticks."""
+    violations = []
+    for name, lifecycle in scripts.items():
+        if lifecycle.checkpoint is None:
+            continue
+        status = (measurements.get(f"{name}-goodput") or {}).get("status") or {}
+        step = status.get("lastCheckpointStep")
+        if step not in saved.get(name, []):
+            violations.append(f"{name} ({lifecycle.name}): lastCheckpointStep {step}, not a checkpoint its last "
+                              f"attempt saved ({saved.get(name, [])})")
+        want = lifecycle.expected[2] + (lifecycle.expected[0] == "Failed")
+        if status.get("interruptionCount") != want:
+            violations.append(f"{name} ({lifecycle.name}): interruptionCount {status.get('interruptionCount')}, "
+                              f"expected {want}")
+        if not status.get("completionTime"):
+            violations.append(f"{name} ({lifecycle.name}): its measurement was never completed")
+    return violations
+
+
+def saved_steps(kubelet: StandInKubelet, scripts: dict[str, Lifecycle]) -> dict[str, list[int]]:
+    """The steps the last attempt's worker of each measured Job saved, as its log says."""
+    found = {}
+    for name, lifecycle in scripts.items():
+        if lifecycle.checkpoint is not None:
+            pod = f"{workload_name(name)}-node-0-0-a{lifecycle.expected[2]}"
+            found[name] = [int(m.group(1)) for _, text in kubelet.lines_of(NAMESPACE, pod, "node") or []
+                           if (m := SAVED.search(text))]
+    return found
+
+
 def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str, Any]], counts: Counts, fates: Any,
           outcomes: list[Any], dead: list[dict[str, Any]], restarts: dict[str, int], quiescence_s: float | None,
-          violations: list[str], parity: Table) -> None:
+          violations: list[str], parity: Table, measurements: dict[str, dict[str, Any]]) -> None:
     per_lifecycle = Counter(o.name for o in scripts.values())
     ok = Counter(o.name for n, o in scripts.items() if n in final and state_of(final[n]) == o.expected)
     print("\nsoak summary", file=out)
@@ -354,6 +413,7 @@ def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str,
     for o in LIFECYCLES:
         print(f"{o.name:<22} {per_lifecycle[o.name]:>6} {ok[o.name]:>12}", file=out)
     retries = sum(1 for o in outcomes if o.attempt)
+    complete = sum(bool((m.get("status") or {}).get("completionTime")) for m in measurements.values())
     function_kills = sum(v for k, v in counts.kills.items() if k != "kube-apiserver")
     rows = [("deliveries", len(outcomes)), ("retried deliveries", retries),
             ("duplicated (chaos)", fates.duplicated if fates else 0),
@@ -363,6 +423,7 @@ def table(out: TextIO, scripts: dict[str, Lifecycle], final: dict[str, dict[str,
             ("restarts by the supervisor", sum(restarts.values())), ("Trainer actions", counts.actions),
             ("dead letters (on disk)", len(dead)),
             ("parity checks, differing", f"{len(parity.checks)}, {len(parity.differing())}"),
+            ("measured Jobs, complete", f"{sum(o.checkpoint is not None for o in scripts.values())}, {complete}"),
             ("time to quiescence (s)", round(quiescence_s, 1) if quiescence_s is not None else "timed out")]
     for label, value in rows:
         print(f"{label:<28} {value:>10}", file=out)

@@ -80,3 +80,30 @@ def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
     assert on_disk and all(d["attributes"]["id"].startswith("soak-malformed-") for d in on_disk)
     assert all(d["attributes"]["knativeerrorcode"] == "400" for d in on_disk)
     assert f"{'dead letters (on disk)':<28} {len(on_disk):>10}" in text  # the figure is the file's count
+
+
+def measured(step: int | None, interruptions: int, complete: bool = True) -> dict[str, Any]:
+    status: dict[str, Any] = {"interruptionCount": interruptions}
+    if step is not None:
+        status["lastCheckpointStep"] = step
+    if complete:
+        status["completionTime"] = "2026-12-06T10:00:00Z"
+    return {"status": status}
+
+
+def test_each_measured_job_ends_complete_at_a_checkpoint_of_its_last_attempt_each_interruption_counted_once() -> None:
+    """A restart is one interruption; a failure that ends the Job one more (CRE's `JobFailed`)."""
+    scripts = {"a": BY_NAME["fail then succeed"], "b": BY_NAME["succeed"], "c": BY_NAME["budget spent"],
+               "d": BY_NAME["no checkpoint"]}
+    saved = {"a": [60, 80], "b": [20], "c": [60]}
+    assert soak.measured_violations(scripts, {"a-goodput": measured(80, 1), "b-goodput": measured(20, 0),
+                                              "c-goodput": measured(60, 2)}, saved) == []
+    violations = soak.measured_violations(
+        scripts, {"a-goodput": measured(40, 2), "b-goodput": measured(20, 0, complete=False)}, saved)
+    assert violations == [
+        "a (fail then succeed): lastCheckpointStep 40, not a checkpoint its last attempt saved ([60, 80])",
+        "a (fail then succeed): interruptionCount 2, expected 1",
+        "b (succeed): its measurement was never completed",
+        "c (budget spent): lastCheckpointStep None, not a checkpoint its last attempt saved ([60])",
+        "c (budget spent): interruptionCount None, expected 2",
+        "c (budget spent): its measurement was never completed"]
