@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from events.types import CRE_GROUP_DEFAULT
 from functions.registry import METRICS, TARGETS
 from functions.runtime.client import send
@@ -34,7 +36,7 @@ from localstack.eventing.apisource import WatchSource
 from localstack.eventing.broker import LocalBroker, triggers_from_manifests
 from localstack.eventing.chaos import Chaos
 from localstack.knative import Endpoint, Reconciler, missing_crds, write_objects
-from localstack.manifests import NAMESPACE, compose, render, service_account_user
+from localstack.manifests import KNATIVE, NAMESPACE, render, service_account_user
 from localstack.observability.alertmanager import AlertmanagerError, LocalAlertmanager, find_alertmanager, start_webhook
 from localstack.observability.prometheus import LocalPrometheus, PrometheusError, find_prometheus
 from localstack.processes import stop_together
@@ -281,8 +283,15 @@ def apply_rbac(gw: Gateway, docs: list[dict[str, Any]]) -> None:
 
 @functools.cache
 def shipped_logprofiles() -> tuple[dict[str, Any], ...]:
-    """CRE's LogProfiles as the `logprofiles` component ships them (base and the component, rendered once)."""
-    return tuple(d for d in compose(["logprofiles"]) if d["kind"] == "LogProfile")
+    """CRE's LogProfiles as the `logprofiles` component ships them: its resources with its labels (read, not built:
+    a kustomize build on a busy machine delays the stack's start by seconds; tests/system/test_manifests.py renders
+    the component itself)."""
+    component = KNATIVE / "components" / "logprofiles"
+    kustomization = yaml.safe_load((component / "kustomization.yaml").read_text())
+    labels = {k: v for entry in kustomization.get("labels") or [] for k, v in (entry.get("pairs") or {}).items()}
+    docs = [d for name in kustomization["resources"] for d in yaml.safe_load_all((component / name).read_text()) if d]
+    return tuple({**d, "metadata": {**d["metadata"], "labels": {**(d["metadata"].get("labels") or {}), **labels}}}
+                 for d in docs if d["kind"] == "LogProfile")
 
 
 def apply_logprofiles(gw: Gateway, group: str) -> int:

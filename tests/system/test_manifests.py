@@ -27,6 +27,7 @@ from functions.registry import SERVED, TARGETS
 from functions.runtime.settings import Settings
 from localstack.manifests import KNATIVE, compose, installs, render, service_account_user, with_settings
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
+from localstack.stack import shipped_logprofiles
 from tests.support.docs import section as docs_section
 from tests.support.knative_models import KNATIVE_MODELS, Meta, Selector, Strict
 from tests.support.paths import REPO
@@ -929,3 +930,11 @@ def test_docs_say_how_to_install_closed() -> None:
                    "--token-file", "NetworkPolicy", "knative-eventing", "knative-serving", "kourier-system",
                    "monitoring"):
         assert needed in section, needed
+
+
+def test_the_local_stack_creates_the_logprofiles_the_component_ships() -> None:
+    """The local stack reads the component's files rather than building it (a build delays its start): the same
+    four LogProfiles, labels included, as `kustomize build` of base and the component gives."""
+    built = {d["metadata"]["name"]: d for d in compose(["logprofiles"]) if d["kind"] == "LogProfile"}
+    assert {d["metadata"]["name"]: d for d in shipped_logprofiles()} == built
+    assert sorted(built) == ["megatron-bridge", "megatron-training", "nccl-bandwidth", "nccl-loopback"]
