@@ -12,23 +12,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import AliasChoices, SecretStr
+from pydantic import SecretStr
 
-from functions.runtime.settings import Settings
-
-PREFIX = "CREFN_"
-
+from functions.runtime.settings import PREFIX, Settings, variables_of
 
 REDACTED = "[redacted]"
 
 
 def variable_names() -> frozenset[str]:
     """Every variable the settings read, upper case (`CREFN_MODE`, and `KUBECONFIG`, `K_SINK`)."""
-    names = {f"{PREFIX}{name.upper()}" for name in Settings.model_fields}
-    for field in Settings.model_fields.values():
-        if isinstance(field.validation_alias, AliasChoices):
-            names.update(str(choice).upper() for choice in field.validation_alias.choices)
-    return frozenset(names)
+    return frozenset(variable for name in Settings.model_fields for variable in variables_of(name))
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:

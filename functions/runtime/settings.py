@@ -6,27 +6,43 @@ at the environment for them. The rest of `functions/` reads the environment in o
 The alert sinks' URLs, the PagerDuty routing key and Alertmanager's credentials are secrets (`SecretStr`),
 and a value that cannot be used fails `load_settings()` with one line naming the variable, never the value.
 Every variable, and who else reads the environment: docs/operating.md#settings.
+
+A pydantic model that reads the environment as pydantic-settings' `BaseSettings` did, without its other sources'
+5.5 MiB and 50-100 ms per process (`from_environment`; docs/cost.md#what-a-process-loads).
 """
 
 from __future__ import annotations
 
+import os
 import ssl
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from functions.runtime.credentials import read_credential, visible_ascii
 from functions.runtime.durations import parse_go_duration
 
 DEFAULT_PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
+PREFIX = "CREFN_"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CREFN_", frozen=True, extra="ignore")
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", validate_default=True, validate_by_name=True,
+                              validate_by_alias=True)
 
     mode: Literal["manage", "observe"] = "manage"
     manage_all: bool = False
@@ -91,6 +107,9 @@ class Settings(BaseSettings):
     """The git commit the image was built from: the Dockerfile bakes it in (`--build-arg CREFN_REVISION=...`);
     a build that does not say is `unknown`. Shown in `crefn_build_info` and the start-up line, not a setting to
     change."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**from_environment(os.environ), **values})
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -186,6 +205,21 @@ class Settings(BaseSettings):
 class InvalidSettings(ValueError):
     """Settings that cannot be used. Its text is one line naming each variable and what is wrong with it, and
     never a value: pydantic's own text quotes the input (a webhook URL, a key, a password)."""
+
+
+def variables_of(name: str) -> tuple[str, ...]:
+    """The variables a setting is read from, the first first (`CREFN_KUBECONFIG`, then `KUBECONFIG`)."""
+    alias = Settings.model_fields[name].validation_alias
+    if isinstance(alias, AliasChoices):
+        return tuple(str(choice).upper() for choice in alias.choices)
+    return (f"{PREFIX}{name.upper()}",)
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings `environ` sets, by field name: of a setting's variables (in any case) the first set, as it is."""
+    upper = {name.upper(): value for name, value in environ.items()}
+    found = ((name, next((v for v in variables_of(name) if v in upper), None)) for name in Settings.model_fields)
+    return {name: upper[variable] for name, variable in found if variable is not None}
 
 
 def load_settings() -> Settings:

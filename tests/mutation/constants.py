@@ -53,7 +53,7 @@ WALL_SECONDS = 900
 STATUS = {0: "survived", 1: "killed", 2: "killed", 5: "no tests"}
 """pytest's exit status → the mutant's: a test failed, or the mutated module failed to import (2, collection
 interrupted); any other status (pytest's internal or usage error) is an error of the run, not a kill."""
-PRELOADED = ("pytest", "pydantic", "pydantic_settings", "kubernetes", "cel_expr_python", "yaml",
+PRELOADED = ("pytest", "pydantic", "kubernetes", "cel_expr_python", "yaml",
              "flask", "functions_framework", "cloudevents.http", "prometheus_client", "opentelemetry.sdk.trace",
              "urllib3", "events.emitted", "events.objects", "events.types", "events.envelope")
 """What a mutant's fork finds imported already: the libraries (seconds to import) and the event contract

@@ -35,6 +35,18 @@ def test_settings_defaults_and_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert (s.observe, s.cre_group, s.restart_grace_seconds, s.kubeconfig) == (True, "cre.nvidia.com", 0, "/tmp/kc")
 
 
+def test_the_environment_is_read_in_any_case_the_first_name_first_and_given_values_win(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("crefn_mode", "observe")
+    monkeypatch.setenv("KUBECONFIG", "/tmp/second")
+    monkeypatch.setenv("CREFN_KUBECONFIG", "/tmp/first")
+    monkeypatch.setenv("K_SINK", "http://sink")
+    s = Settings()
+    assert (s.mode, s.kubeconfig, s.k_sink) == ("observe", "/tmp/first", "http://sink")
+    s = Settings(mode="manage", kubeconfig="/tmp/given")
+    assert (s.mode, s.kubeconfig, s.k_sink) == ("manage", "/tmp/given", "http://sink")
+
+
 @pytest.mark.parametrize(("var", "value"), [("CREFN_MODE", "sometimes"), ("CREFN_RESTART_GRACE_SECONDS", "-1")])
 def test_settings_reject_bad_values(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
     monkeypatch.setenv(var, value)
