@@ -6,9 +6,9 @@ Each target is a plain HTTP function; `functions.runtime.server` parses the Clou
 retry API and answers `GET /metrics`. Two more targets handle no event of their own: `metrics` (on `GET
 /metrics`, the managed Jobs' state from one LIST served by the API server's watch cache) and `record` (the
 dead-letter recorder, `functions.runtime.deadletters`). Importing this module loads functions-framework and
-`functions.registry` only (it runs in gunicorn's arbiter, before the fork); the settings are checked there,
-when the target is looked up, and what runs is logged once (`start`); the server, the settings and the target's
-handler are built on the worker's first request.
+`functions.registry` only (it runs in gunicorn's arbiter, before the fork); when the target is looked up, a child
+of the arbiter checks the settings and logs what runs, once (`start`), so the arbiter loads neither; the server,
+the settings and the target's handler are built on the worker's first request.
 What is loaded where, and why: docs/architecture.md#processes-what-each-one-loads.
 """
 
@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import sys
 import threading
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -96,10 +99,30 @@ def serve(name: str) -> Callable[[Any], Any]:
 
 
 def start(name: str) -> None:
+    """Check the settings and say what runs (`say_start`) before the server listens, in a child process: checking
+    them loads pydantic and the settings (about 9 MiB), which the arbiter would otherwise hold, and every worker it
+    forks inherit, for its whole life. Settings that cannot be used: the child's one CRITICAL line, and exit 1."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    checker = os.fork()
+    if checker == 0:  # the child checks, says, and exits without running anything of the arbiter's
+        code = 1
+        try:
+            code = say_start(name)
+        except BaseException:  # a bug: its traceback, and the start fails as it did in the arbiter
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    if os.waitstatus_to_exitcode(os.waitpid(checker, 0)[1]) != 0:
+        raise SystemExit(1)
+
+
+def say_start(name: str) -> int:
     """Check the settings and log what runs: one line with the version, the target and the effective settings
     (secrets redacted), then one line per `CREFN_*` variable no setting reads (a typo keeps the default: said,
-    not refused, since a revision rolled back may meet a variable a newer release added). Settings that cannot be
-    used: one CRITICAL line naming what is wrong, and exit 1."""
+    not refused, since a revision rolled back may meet a variable a newer release added); 0. Settings that
+    cannot be used: one CRITICAL line naming what is wrong; 1."""
     from functions.runtime.environment import shown, unknown_variables
     from functions.runtime.logs import announce, configure
     from functions.runtime.settings import InvalidSettings, load_settings
@@ -110,7 +133,7 @@ def start(name: str) -> None:
     except InvalidSettings as e:
         configure("INFO")
         announce(logging.CRITICAL, str(e), function=name)
-        raise SystemExit(1) from None
+        return 1
     configure(settings.log_level)
     announce(logging.INFO, f"cre-functions {version()} serving {name} in {settings.mode} mode", function=name,
              version=version(), revision=settings.revision, mode=settings.mode, settings=shown(settings))
@@ -118,6 +141,7 @@ def start(name: str) -> None:
         guess = f" (did you mean {near}?)" if near else ""
         announce(logging.WARNING, f"unknown variable {variable}: no setting reads it, ignored{guess}", function=name,
                  variable=variable)
+    return 0
 
 
 def __getattr__(name: str) -> Callable[[Any], Any]:

@@ -15,10 +15,12 @@ import logging
 import sys
 import threading
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from events.envelope import Envelope
 from functions.runtime import tracing
+
+if TYPE_CHECKING:  # the start-up line is written before any event is read: the catalog is not loaded for it
+    from events.envelope import Envelope
 
 LOGGER = "crefn"
 _local = threading.local()

@@ -5,7 +5,8 @@ the CEL evaluator and its budget; only one that notifies (its decision returns `
 No target loads the `kubernetes` package once connected to the API server with a kubeconfig of a token and a CA
 file, as the dev stack writes (the in-cluster connection, which never imports it, is `tests/system/test_shipped.py`'s
 and `tests/runtime/test_kubeconfig.py`'s). The deny-lists are derived from the functions' own code, so a borrowed
-name cannot drag a module back in."""
+name cannot drag a module back in. gunicorn's arbiter, which looks the target up and forks the worker, loads
+neither pydantic nor the settings nor the event catalog: a child of it checks the settings."""
 
 from __future__ import annotations
 
@@ -68,6 +69,21 @@ def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig
     assert sorted(m for m in found if m in denied(name) or any(m.startswith(f"{d}.") for d in denied(name))) == []
     if name in HANDLERS:
         assert f"functions.{name}.read" in found and f"functions.{name}.decide" in found
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("name", ["phase", "alert"])
+def test_the_arbiter_loads_no_pydantic_settings_or_catalog_and_still_says_what_runs(name: str) -> None:
+    code = ("import json, sys; import functions.main as m; getattr(m, sys.argv[1]); "
+            "print(json.dumps(sorted(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, check=False,
+                            cwd=REPO, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.splitlines()[-1])
+    assert [m for m in found if m.split(".")[0] in ("pydantic", "pydantic_core", "events")
+            or m.startswith("functions.runtime.")] == []
+    (said,) = [json.loads(line) for line in result.stderr.splitlines()]
+    assert said["message"].endswith(f"serving {name} in manage mode")
 
 
 @pytest.fixture(scope="module")
