@@ -14,7 +14,9 @@ What is loaded where, and why: docs/architecture.md#processes-what-each-one-load
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
 import logging
 import os
 import sys
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from functions.runtime.metrics import Exposition
 
 _lock = threading.Lock()
+LISTENING = ("functions_framework._http.gunicorn", "encodings.idna")
+"""What the arbiter imports next, to listen (functions-framework's gunicorn application, with gunicorn's arbiter and
+threaded worker; the codec `getaddrinfo` encodes the host with): imported while the settings are checked."""
 
 
 @functools.cache
@@ -114,6 +119,9 @@ def start(name: str) -> None:
         finally:
             sys.stderr.flush()
             os._exit(code)
+    for module in LISTENING:  # meanwhile, on the other core
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
     if os.waitstatus_to_exitcode(os.waitpid(checker, 0)[1]) != 0:
         raise SystemExit(1)
 
