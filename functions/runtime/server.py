@@ -98,10 +98,14 @@ def parse_request(request: Request) -> tuple[Record, dict[str, str]]:
 
 def read_body(request: Request) -> bytes:
     """The request's body, refused (TooLarge) past MAX_BODY_BYTES without reading it whole."""
+    environ = request.environ
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
         raise TooLarge(f"request body of {length} bytes is over the limit of {MAX_BODY_BYTES} bytes")
-    body = request.stream.read(MAX_BODY_BYTES + 1)
+    # gunicorn ends the stream itself (chunked or not) and says so: read as werkzeug's `stream` would, without
+    # looking Flask's MAX_CONTENT_LENGTH up through the app context on every request
+    stream = environ["wsgi.input"] if "wsgi.input_terminated" in environ else request.stream
+    body = stream.read(MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         raise TooLarge(f"request body is over the limit of {MAX_BODY_BYTES} bytes")
     return body
