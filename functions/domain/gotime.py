@@ -27,7 +27,8 @@ RFC3339_NANO = "2006-01-02T15:04:05.999999999Z07:00"
 
 
 class Unparsed(ValueError):
-    """A value the layout does not read."""
+    """A value the layout does not read, with Go's reason: the text left where an element could not read it (Go's
+    `cannot parse "<text>"`), `extra text: "<text>"`, or `<field> out of range`."""
 
 
 def tokens(layout: str) -> list[str]:
@@ -88,13 +89,14 @@ def nanoseconds(digits: str) -> int:
 
 
 def zone(value: str, element: str) -> tuple[int, str]:
-    """A zone offset (seconds east of UTC) as the element reads it; `Z…` also takes a literal `Z` for UTC."""
-    if element.startswith("Z") and value[:1] == "Z":
+    """A zone offset (seconds east of UTC) as the element reads it; `Z07:00`, `Z0700` and `Z07` also take a
+    literal `Z` for UTC (Go's ISO 8601 zones; not those with seconds)."""
+    if element in ("Z07:00", "Z0700", "Z07") and value[:1] == "Z":
         return 0, value[1:]
     shape = element.lstrip("Z-")
     width = {"07:00:00": 9, "070000": 7, "07:00": 6, "0700": 5, "07": 3}[shape]
     text = value[:width]
-    digits = text[1:].replace(":", "")
+    digits = text[1:3] + text[4:6] + text[7:9] if ":" in shape else text[1:]
     if len(text) < width or text[0] not in "+-" or not digits.isdigit() or not digits.isascii() \
             or (":" in shape and text[3::3] != ":" * len(text[3::3])):
         raise Unparsed(value)
@@ -117,6 +119,8 @@ def parse(layout: str, value: str) -> int:
             year = got + (1900 if got >= 69 else 2000)
         elif part in ("01", "1"):
             month, value = number(value, part == "01")
+            if not 1 <= month <= 12:
+                raise Unparsed("month out of range")
         elif part in ("January", "Jan"):
             names = MONTHS if part == "January" else tuple(m[:3] for m in MONTHS)
             found = next((n for n in names if value[:len(n)].lower() == n.lower()), None)
@@ -139,10 +143,16 @@ def parse(layout: str, value: str) -> int:
             yday, value = int(value[:3]), value[3:]
         elif part in ("15", "03", "3"):
             hour, value = number(value, part == "03")
+            if hour > (23 if part == "15" else 12):
+                raise Unparsed("hour out of range")
         elif part in ("04", "4"):
             minute, value = number(value, part == "04")
+            if minute > 59:
+                raise Unparsed("minute out of range")
         elif part in ("05", "5"):
             second, value = number(value, part == "05")
+            if second > 59:
+                raise Unparsed("second out of range")
             following = parts[index + 1] if index + 1 < len(parts) else ""
             if (len(value) >= 2 and value[0] in ".," and "0" <= value[1] <= "9"
                     and not FRACTION.fullmatch(following)):
@@ -173,15 +183,11 @@ def parse(layout: str, value: str) -> int:
         else:
             value = literal(value, part)
     if value:
-        raise Unparsed(f"extra text: {value!r}")
+        raise Unparsed(f'extra text: "{value}"')
     if pm is not None:
-        if not 1 <= hour <= 12:
-            raise Unparsed("hour out of range")
         hour = hour % 12 + (12 if pm else 0)
-    if hour > 23 or minute > 59 or second > 59:
-        raise Unparsed("out of range")
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if not 1 <= month <= 12 or not 1 <= day <= MONTH_DAYS[month - 1] + (month == 2 and leap):
+    if not 1 <= day <= MONTH_DAYS[month - 1] + (month == 2 and leap):
         raise Unparsed("day out of range")
     days = civil_days(year, 1, 1) + yday - 1 if yday else civil_days(year, month, day)
     return (days * 86400 + hour * 3600 + minute * 60 + second - offset) * NS + nsec
@@ -190,7 +196,7 @@ def parse(layout: str, value: str) -> int:
 def civil_days(year: int, month: int, day: int) -> int:
     """Days from 1970-01-01 to the date of the proleptic Gregorian calendar (year 0 included, as Go's)."""
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # Python's // floors: the era of a negative year needs no correction
     yoe = year - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
