@@ -72,7 +72,7 @@ def grace(job: JobState) -> timedelta:
 def pending_since(status: Mapping[str, Any]) -> datetime | None:
     for cond in status.get("conditions") or ():
         if (cond.get("type"), cond.get("status"), cond.get("reason")) == ("Measuring", "False", "FinalReadPending"):
-            return parse_rfc3339(str(cond.get("lastTransitionTime") or ""))
+            return parse_rfc3339(cond["lastTransitionTime"])
     return None
 
 
@@ -80,7 +80,7 @@ def complete(observed: BandwidthSample, group: str, reason: str, message: str, a
              replace: list[dict[str, Any]] | None = None, found: Sequence[str] = ()) -> Plan:
     """The terminal write (CRE's `finalizeTerminal`): results replaced when given, transports unioned."""
     meta, status = observed.measurement["metadata"], observed.measurement.get("status") or {}
-    generation = int(meta.get("generation") or 0)
+    generation = meta["generation"]
     conditions = condition(list(status.get("conditions") or ()), "Measuring", "False", reason, message, now, generation)
     conditions = condition(conditions, "Complete", "True", reason, message, now, generation)
     done: dict[str, Any] = {"transport": sorted({*status.get("transport", ()), *found}) or None,
@@ -137,7 +137,7 @@ def succeeded(observed: BandwidthSample, job: JobState, group: str, at: int, now
         meta = observed.measurement["metadata"]
         conditions = condition([c for c in status.get("conditions") or () if c.get("type") != "Measuring" or
                                 c.get("reason") == "FinalReadPending"], "Measuring", "False", "FinalReadPending",
-                               PENDING, now, int(meta.get("generation") or 0))
+                               PENDING, now, meta["generation"])
         retrying = f"Final log read failed, retrying: {observed.problem}"
         return Plan((write(observed, {"conditions": conditions}, group),
                      warning(observed.measurement, "FinalReadPending", retrying, now)),
@@ -149,9 +149,9 @@ def succeeded(observed: BandwidthSample, job: JobState, group: str, at: int, now
 def running(observed: BandwidthSample, group: str, now: datetime) -> Plan:
     status = observed.measurement.get("status") or {}
     meta = observed.measurement["metadata"]
-    generation = int(meta.get("generation") or 0)
+    generation = meta["generation"]
     if observed.parser is None:
-        ref = str((observed.measurement.get("spec") or {}).get("logProfileRef", ""))
+        ref = observed.measurement["spec"]["logProfileRef"]
         text = f'LogProfile "{ref}" could not be resolved: {observed.problem}'
         conditions = condition(list(status.get("conditions") or ()), "Measuring", "False", "LogProfileNotFound",
                                text, now, generation)

@@ -77,9 +77,9 @@ def warning(measurement: Mapping[str, Any], reason: str, message: str, now: date
     """A Warning Event regarding the measurement, named for it, the reason and the minute: a tick delivered again
     records none twice."""
     meta = measurement["metadata"]
-    regarding = {"apiVersion": str(measurement.get("apiVersion", "")), "kind": str(measurement.get("kind", "")),
-                 "name": meta["name"], "namespace": meta["namespace"], "uid": str(meta.get("uid", ""))}
-    name = digest_name(meta["name"], str(meta.get("uid", "")), reason, str(now.replace(second=0, microsecond=0)))
+    regarding = {"apiVersion": measurement["apiVersion"], "kind": measurement["kind"], "name": meta["name"],
+                 "namespace": meta["namespace"], "uid": meta["uid"]}
+    name = digest_name(meta["name"], meta["uid"], reason, str(now.replace(second=0, microsecond=0)))
     return event_about(regarding, name, reason, message, True, now, FUNCTION)
 
 
@@ -119,7 +119,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     meta, status = measurement["metadata"], measurement.get("status") or {}
     where = f"GoodputMeasurement {meta['namespace']}/{meta['name']}"
     found = list(status.get("conditions") or ())
-    generation = int(meta.get("generation") or 0)
+    generation = meta["generation"]
     if is_complete(measurement):
         return nothing(f"{where} is complete")
     state = recover(status)
@@ -136,7 +136,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if observed.verdict != "InProgress":
         return nothing(f"{where}: its Job is not running")
     if observed.profile is None:
-        ref = str((measurement.get("spec") or {}).get("logProfileRef", ""))
+        ref = measurement["spec"]["logProfileRef"]
         text = f'LogProfile "{ref}" could not be resolved: {observed.profile_error}'
         conditions = condition(found, "Measuring", "False", "LogProfileNotFound", text, now, generation)
         return Plan((write(observed, {"conditions": conditions}, group),

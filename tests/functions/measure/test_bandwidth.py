@@ -158,3 +158,49 @@ def test_a_complete_measurement_is_frozen() -> None:
     done = bm({"conditions": [{"type": "Complete", "status": "True", "reason": "JobSucceeded", "message": "m"}]})
     assert decide_bandwidth(BandwidthSample(done, the_job(), "Succeeded", ANCHOR, PARSER, lines=LOG), GROUP,
                             NOW).effects == ()
+
+
+def test_a_job_gone_completes_a_measurement_that_saw_it_and_waits_for_one_that_did_not() -> None:
+    """CRE's `sawJob`: the Job's uid annotation, a startTime, results or a `Measuring` condition."""
+    measuring = {"type": "Measuring", "status": "True", "reason": "JobRunning", "message": "m",
+                 "lastTransitionTime": "2026-09-30T10:00:00Z"}
+    for saw in ({"startTime": "2026-09-30T10:00:00Z"}, PROVISIONAL, {"conditions": [measuring]}):
+        plan = decide_bandwidth(BandwidthSample(bm(saw, uid=None), None), GROUP, NOW)
+        assert outcome(written(plan))[1][:3] == ("Complete", "True", "LogsUnavailable")
+    other = {"type": "Complete", "status": "False", "reason": "r", "message": "m",
+             "lastTransitionTime": "2026-09-30T10:00:00Z"}
+    for unseen in ({}, {"conditions": [other]}):
+        plan = decide_bandwidth(BandwidthSample(bm(unseen, uid=None), None), GROUP, NOW)
+        assert plan.effects == () and plan.reason == "BandwidthMeasurement ns/j-bandwidth: waiting for its Job"
+
+
+def test_a_missing_profile_flips_measuring_and_raises_a_warning() -> None:
+    cause = "creating parser from LogProfile nccl-bandwidth: LogProfile nccl-bandwidth has no bandwidthResult pattern"
+    text = f'LogProfile "nccl-bandwidth" could not be resolved: {cause}'
+    measuring = {"type": "Measuring", "status": "True", "reason": "JobRunning", "message": "m",
+                 "lastTransitionTime": "2026-09-30T10:00:00Z", "observedGeneration": 1}
+    observed = BandwidthSample({**bm({"conditions": [measuring]}), "metadata": {**bm()["metadata"], "generation": 3}},
+                               the_job("InProgress", "WorkloadRunning"), "InProgress", problem=cause)
+    plan = decide_bandwidth(observed, GROUP, NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
+    assert write.status == {"conditions": [{"type": "Measuring", "status": "False", "reason": "LogProfileNotFound",
+                                            "message": text, "lastTransitionTime": "2026-09-30T10:08:00Z",
+                                            "observedGeneration": 3}]}
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "LogProfileNotFound", text)
+    assert plan.reason == f"BandwidthMeasurement ns/j-bandwidth: {text}"
+
+
+def test_a_running_sample_keeps_its_start_and_unions_the_transports() -> None:
+    measuring = {"type": "Measuring", "status": "True", "reason": "JobRunning", "message": "m",
+                 "lastTransitionTime": "2026-09-30T10:00:00Z", "observedGeneration": 1}
+    before = {"startTime": "2026-09-30T10:00:00Z", "transport": ["Socket"], "conditions": [measuring]}
+    running = the_job("InProgress", "WorkloadRunning")
+    plan = decide_bandwidth(BandwidthSample(bm(before), running, "InProgress", None, PARSER, lines=LOG), GROUP, NOW)
+    status = written(plan)
+    assert (status["startTime"], status["transport"]) == ("2026-09-30T10:00:00Z", ["IB", "Socket"])
+    assert status["conditions"][0]["lastTransitionTime"] == "2026-09-30T10:00:00Z"  # still True: kept
+    assert plan.reason == "BandwidthMeasurement ns/j-bandwidth: sampled, 3 rows"
+    only_transport = written(decide_bandwidth(BandwidthSample(bm(), running, "InProgress", None, PARSER,
+                                                              lines=LOG[:1]), GROUP, NOW))
+    assert only_transport["transport"] == ["IB"] and "results" not in only_transport

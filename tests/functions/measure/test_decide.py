@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.domain.goodput_logs import Step, Window
+from functions.domain.goodput_logs import Checkpoint, Step, Window
 from functions.domain.gotime import RFC3339_NANO, parse
 from functions.domain.jobs import Skipped
+from functions.domain.kubeevents import digest_name
 from functions.domain.logprofile import goodput_profile
-from functions.measure.decide import Sample, decide
+from functions.measure.decide import Sample, capped, decide, warning
 from functions.runtime.plan import KubeEvent, WriteStatus
 from functions.runtime.settings import Settings
 from tests.support.helpers import cond, job
@@ -78,6 +79,17 @@ def test_a_profile_that_cannot_be_resolved_is_cre_s_condition_and_a_warning() ->
                                             "observedGeneration": 1}]}
     assert (event.body["type"], event.body["reason"], event.body["note"], event.body["regarding"]["kind"]) == (
         "Warning", "LogProfileNotFound", message, "GoodputMeasurement")
+
+
+def test_the_warning_regards_the_measurement_and_is_named_for_it_the_reason_and_the_minute() -> None:
+    event = warning(gm(), "LogProfileNotFound", "text", NOW)
+    assert event.namespace == "ns" and event.body["regarding"] == {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "GoodputMeasurement", "name": "llm-goodput",
+        "namespace": "ns", "uid": "gm-uid"}
+    assert event.body["metadata"]["name"] == digest_name("llm-goodput", "gm-uid", "LogProfileNotFound",
+                                                         "2026-01-22 18:01:00+00:00")
+    again = warning(gm(), "LogProfileNotFound", "text", NOW.replace(second=59, microsecond=500000))
+    assert again.body["metadata"]["name"] == event.body["metadata"]["name"]  # a tick delivered again: one Event
 
 
 def test_a_job_whose_workload_is_gone_after_training_is_an_interruption_written_at_once() -> None:
@@ -162,3 +174,18 @@ def test_the_final_sample_never_moves_persisted_progress_back() -> None:
     written = only_write(decide(observed, SETTINGS, NOW)).status
     assert (written["currentStep"], written["highestStep"], written["lastStepTimestamp"],
             written["avgStepTimeSec"]) == (90, 90, "2026-01-22T10:04:00Z", "2.000000")
+
+
+def test_the_final_window_is_capped_at_the_anchor_inclusive() -> None:
+    """CRE's `capParseResultAtAnchor`: steps and checkpoints stamped after the anchor dropped, those at it kept,
+    the last line time capped."""
+    anchor = at("2026-01-22T10:05:00Z")
+    steps = [Step(global_step=n, timestamp=at(t)) for n, t in
+             ((30, "2026-01-22T10:00:05Z"), (40, "2026-01-22T10:05:00Z"), (50, "2026-01-22T10:06:00Z"))]
+    checkpoints = [Checkpoint(30, at("2026-01-22T10:04:00Z")), Checkpoint(50, at("2026-01-22T10:07:00Z"))]
+    seen = Window(steps=steps, first_step=steps[0], last_step=steps[2], checkpoints=checkpoints,
+                  last_log_timestamp=at("2026-01-22T10:07:00Z"))
+    assert capped(seen, anchor) == Window(steps=steps[:2], first_step=steps[0], last_step=steps[1],
+                                          checkpoints=checkpoints[:1], last_log_timestamp=anchor)
+    late = Window(steps=steps[2:], first_step=steps[2], last_step=steps[2])
+    assert capped(late, anchor) == Window()
