@@ -103,7 +103,7 @@ def aggregate(found: Sequence[Row], results: Sequence[Mapping[str, Any]] = ()) -
     order sizes first appear; a new size's averages of its rows, an existing one's `(old * n + new sum) / (n + m)`
     on the written two-decimal figures; `samples` the rows counted. Each average printed `%.2f`."""
     merged = [dict(r) for r in results]
-    index = {int(r.get("sizeBytes") or 0): i for i, r in enumerate(merged)}
+    index = {int(r["sizeBytes"]): i for i, r in enumerate(merged)}
     sums: dict[int, list[float]] = {}
     for row in found:
         total = sums.setdefault(row.size, [0.0, 0.0, 0.0])
@@ -113,7 +113,7 @@ def aggregate(found: Sequence[Row], results: Sequence[Mapping[str, Any]] = ()) -
     for size, (alg, bus, n) in sums.items():
         if size in index:
             old = merged[index[size]]
-            count = int(old.get("samples") or 0)
+            count = int(old["samples"])
             merged[index[size]] = {**old, "algBW": go_f2((status_number(old.get("algBW")) * count + alg) / (count + n)),
                                    "busBW": go_f2((status_number(old.get("busBW")) * count + bus) / (count + n)),
                                    "samples": count + int(n)}

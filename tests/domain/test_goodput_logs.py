@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from functions.domain.goodput_logs import Checkpoint, Step, parse_window
-from functions.domain.gotime import rfc3339
+from functions.domain.goodput_logs import Checkpoint, Step, Window, merged, parse_window
+from functions.domain.gotime import RFC3339_NANO, parse, rfc3339
 from functions.domain.logprofile import ProfileError, goodput_profile
 from tests.support.logprofiles import MEGATRON_STEP, megatron_training, nemo_4_training, profile
 
@@ -172,3 +172,26 @@ def test_a_pattern_re2_refuses_is_an_invalid_regex() -> None:
     with pytest.raises(ProfileError) as refused:
         goodput_profile(spec)
     assert str(refused.value).startswith("pattern checkpointSave: invalid regex: error parsing regexp: ")
+
+
+def test_two_workers_windows_merge_as_cre_s_pending_save_propagated() -> None:
+    """CRE's `read-multi-worker-logs/pending-save-propagated`: the run's life from worker-0 (its save of iteration
+    250 at 11:26:59 waiting for its done line), the steps from the last worker (iteration 250, 1000.0 ms, 140.0
+    TFLOPS), whose last line time is the window's."""
+    def at(text: str) -> int:
+        return parse(RFC3339_NANO, text)
+
+    step = Step(global_step=250, timestamp=at("2026-02-05T11:26:00Z"), iteration=250, step_timing=1.0, tflops=140.0)
+    saved = Checkpoint(200, at("2026-02-05T11:20:00Z"), "/checkpoints", 12.5)
+    pending = Checkpoint(250, at("2026-02-05T11:26:59Z"), "/checkpoints")
+    restore = Checkpoint(100, at("2026-02-05T11:00:30Z"), "/checkpoints/step_100")
+    worker0 = Window(checkpoints=[saved], application_start=at("2026-02-05T11:00:00Z"), restore=restore,
+                     pending_save=pending, last_log_timestamp=at("2026-02-05T11:26:59Z"), log_interval=10)
+    last = Window(steps=[step], first_step=step, last_step=step, last_log_timestamp=at("2026-02-05T11:26:01Z"),
+                  log_interval=10)
+    assert merged(worker0, last) == Window(
+        steps=[step], first_step=step, last_step=step, checkpoints=[saved],
+        application_start=at("2026-02-05T11:00:00Z"), restore=restore, pending_save=pending,
+        last_log_timestamp=at("2026-02-05T11:26:01Z"), log_interval=0)
+    silent = Window(steps=[step], first_step=step, last_step=step)  # the last worker logged no line with a time
+    assert merged(worker0, silent).last_log_timestamp == at("2026-02-05T11:26:59Z")

@@ -17,6 +17,7 @@ from functions.domain.measurement_objects import (
     bandwidth_measurements,
     goodput_body,
     goodput_of,
+    is_reset,
     reset_goodput,
 )
 from functions.runtime.errors import PermanentError
@@ -89,3 +90,13 @@ def test_the_bandwidth_resource_is_the_upstream_crds(upstream_crds: Path) -> Non
     assert (res.group, res.plural, res.kind) == (crd["spec"]["group"], crd["spec"]["names"]["plural"],
                                                  crd["spec"]["names"]["kind"])
     assert res.version in [v["name"] for v in crd["spec"]["versions"]]
+
+
+@pytest.mark.parametrize(("status", "reset"), [
+    ({}, True), ({"avgStepTimeSec": ""}, True), ({"lastStepTimestamp": "2026-11-30T12:00:00Z"}, False),
+    ({"applicationStartTime": "2026-11-30T12:00:00Z"}, False), ({"avgStepTimeSec": "6.000000"}, False),
+])
+def test_a_measurement_is_reset_when_it_shows_no_step_state(status: dict[str, Any], reset: bool) -> None:
+    """What CRE's reset on a restart clears: lastStepTimestamp, applicationStartTime, avgStepTimeSec."""
+    raw = {**listed("llm-goodput", "llm"), "metadata": {"name": "llm-goodput", "namespace": "ns"}, "status": status}
+    assert is_reset(GoodputMeasurement.model_validate(raw)) is reset
