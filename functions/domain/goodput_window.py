@@ -32,17 +32,18 @@ def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
+def label_number(pod: Mapping[str, Any], key: str) -> int:
+    """A pod's numeric label (a missing or bad one counts as 0)."""
+    text = labels(pod).get(key, "")
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
 def ordered(pods: Iterable[dict[str, Any]], attempt: int) -> list[dict[str, Any]]:
     """The pods of the attempt by completion index."""
     pods = list(pods)
     chosen = [p for p in pods if labels(p).get(ATTEMPT) == str(attempt)] or \
         [p for p in pods if ATTEMPT not in labels(p)]
-
-    def index(pod: Mapping[str, Any]) -> int:
-        text = labels(pod).get(INDEX, "")
-        return int(text) if text.isascii() and text.isdigit() else 0
-
-    return sorted(chosen, key=index)
+    return sorted(chosen, key=lambda pod: label_number(pod, INDEX))
 
 
 def read_from(measurement: Mapping[str, Any], worker0: Mapping[str, Any] | None, verdict: str, anchor: int | None,
@@ -74,7 +75,7 @@ def terminated_at(pod: Mapping[str, Any], container: str) -> int | None:
     return None
 
 
-PHASE_RANK = {"Succeeded": 0, "Running": 1, "Failed": 2}
+PHASE_RANK: dict[str | None, int] = {"Succeeded": 0, "Running": 1, "Failed": 2}
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 
@@ -84,12 +85,9 @@ def replicated_pod(pods: Iterable[dict[str, Any]], replicated_job: str) -> dict[
     completion index, then Succeeded before Running before Failed before the rest, the latest restart attempt, the
     newest, by name."""
     def key(pod: Mapping[str, Any]) -> tuple[int, int, int, int, str]:
-        index, attempt = labels(pod).get(INDEX, ""), labels(pod).get(RESTART_ATTEMPT, "")
-        created = when((pod.get("metadata") or {}).get("creationTimestamp")) or 0
-        return (int(index) if index.isascii() and index.isdigit() else 0,
-                PHASE_RANK.get((pod.get("status") or {}).get("phase", ""), 3),
-                -(int(attempt) if attempt.isascii() and attempt.isdigit() else 0), -created,
-                str((pod.get("metadata") or {}).get("name", "")))
+        created = when(pod["metadata"].get("creationTimestamp")) or 0
+        return (label_number(pod, INDEX), PHASE_RANK.get((pod.get("status") or {}).get("phase"), len(PHASE_RANK)),
+                -label_number(pod, RESTART_ATTEMPT), -created, pod["metadata"]["name"])
 
     chosen = sorted((p for p in pods if labels(p).get(REPLICATED_JOB) == replicated_job), key=key)
     return chosen[0] if chosen else None

@@ -41,7 +41,7 @@ class BandwidthParser:
 
 def bandwidth_parser(raw: Mapping[str, Any]) -> BandwidthParser:
     """The parser of a LogProfile (as read); ParserError with CRE's texts (`NewParser`)."""
-    name = str((raw.get("metadata") or {}).get("name", ""))
+    name = raw["metadata"]["name"]
     patterns = (raw.get("spec") or {}).get("patterns") or {}
     result = (patterns.get("bandwidthResult") or {}).get("regex")
     if not result:
@@ -69,8 +69,8 @@ def strip_kubelet_time(line: str) -> str:
     """CRE's `stripK8sTimestamp`: a line that starts as a timestamp (`line[4] == '-'`, `line[10] == 'T'`, longer
     than 20) loses everything up to its first space."""
     if len(line) > 20 and line[4] == "-" and line[10] == "T":
-        cut = line.find(" ")
-        return line[cut + 1:] if cut >= 0 else line
+        _, space, rest = line.partition(" ")
+        return rest if space else line
     return line
 
 

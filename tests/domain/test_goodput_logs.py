@@ -195,3 +195,27 @@ def test_two_workers_windows_merge_as_cre_s_pending_save_propagated() -> None:
         last_log_timestamp=at("2026-02-05T11:26:01Z"), log_interval=0)
     silent = Window(steps=[step], first_step=step, last_step=step)  # the last worker logged no line with a time
     assert merged(worker0, silent).last_log_timestamp == at("2026-02-05T11:26:59Z")
+
+
+def test_checkpoint_lines_each_part_from_the_line_else_the_save_it_ends() -> None:
+    """A done line after a whole save only fills a missing path; else its step, path and duration are its own,
+    or the pending save's (its duration then the time between them), or none; a time from the kubelet's prefix,
+    else 0."""
+    optional = r"(?: step=(?P<step>\d+))?(?: path=(?P<path>\S+))?(?: took=(?P<saveDuration>[\d.]+))?"
+    lines = ["2026-02-05T10:00:00Z save step=100 path=/a took=12.5", "2026-02-05T10:00:05Z done step=100 path=/b",
+             "2026-02-05T10:00:09Z done step=101", "2026-02-05T10:01:00Z save step=200 path=/c",
+             "2026-02-05T10:01:30Z done", "2026-02-05T10:02:00Z done step=300 took=1500", "done step=400",
+             "save step=500 path=/d"]
+    window = parse_window(goodput_profile(profile("checkpoints", {
+        "timestamp": {"layout": "2006-01-02T15:04:05Z"},
+        "patterns": {"checkpointSave": {"regex": "save" + optional},
+                     "checkpointDone": {"regex": "done" + optional, "units": {"saveDuration": "ms"}}}})), lines)
+
+    def at(text: str) -> int:
+        return parse(RFC3339_NANO, text)
+
+    assert window.checkpoints == [Checkpoint(100, at("2026-02-05T10:00:00Z"), "/a", 12.5),
+                                  Checkpoint(101, at("2026-02-05T10:00:09Z"), "", 0.0),
+                                  Checkpoint(200, at("2026-02-05T10:01:30Z"), "/c", 30.0),
+                                  Checkpoint(300, at("2026-02-05T10:02:00Z"), "", 1.5), Checkpoint(400, 0, "", 0.0)]
+    assert window.pending_save == Checkpoint(500, 0, "/d", 0.0)

@@ -111,3 +111,19 @@ def test_worker_0s_termination_from_its_state_else_its_last_state() -> None:
     assert terminated_at(ended, "node") == parse(RFC3339_NANO, "2026-01-22T18:05:00Z")
     assert terminated_at(ended, "sidecar") == parse(RFC3339_NANO, "2026-01-22T18:00:00Z")
     assert terminated_at(ended, "") is None and terminated_at(ended, "other") is None
+
+
+def test_the_bandwidth_pods_whole_order_bad_labels_counting_as_0() -> None:
+    """CRE's `GetReplicatedJobPod` order taken pod after pod: completion index (a missing, bad or non-ASCII one
+    is 0), phase, latest restart attempt (none is 0), newest, name."""
+    pods = [pod("a", "1", phase="Succeeded", job="launcher"), pod("b", "x", phase="Failed", job="launcher"),
+            pod("c", None, job="launcher", created="2026-01-22T18:30:00Z"),
+            pod("d", job="launcher", restart="2", created="2026-01-22T17:00:00Z"),
+            pod("e", job="launcher", restart="2"), pod("f", job="launcher", restart="2"),
+            pod("g", phase="Succeeded", job="node"), pod("h", "\u0661", phase="Pending", job="launcher"),
+            pod("i", job="launcher", restart="1", created="2026-01-22T16:00:00Z")]
+    order = []
+    while (first := replicated_pod(pods, "launcher")) is not None:
+        order.append(first["metadata"]["name"])
+        pods.remove(first)
+    assert order == ["e", "f", "d", "i", "c", "b", "h", "a"]

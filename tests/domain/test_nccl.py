@@ -70,6 +70,11 @@ def test_a_regex_re2_refuses() -> None:
         bandwidth_parser(profile("nccl", {"timestamp": {"layout": "2006"},
                                           "patterns": {"bandwidthResult": {"regex": r"(?P<size>\d+)\1"}}}))
     assert str(refused.value).startswith("compiling bandwidthResult regex: error parsing regexp: ")
+    with pytest.raises(ParserError) as refused:
+        bandwidth_parser(profile("nccl", {"timestamp": {"layout": "2006"}, "patterns": {
+            "bandwidthResult": {"regex": r"(?P<size>\d+) (?P<algBW>[\d.]+) (?P<busBW>[\d.]+)"},
+            "networkTransport": {"regex": r"Using network (?P<transport>.+)\1"}}}))
+    assert str(refused.value).startswith("compiling networkTransport regex: error parsing regexp: ")
 
 
 def test_aggregation_per_size_in_order_of_first_appearance() -> None:
@@ -89,3 +94,20 @@ def test_where_the_parser_reads_the_profiles_replicated_job_and_container_else_n
     del spec["spec"]["workerStrategy"]
     spec["spec"]["containerName"] = "nccl"
     assert (bandwidth_parser(spec).replicated_job, bandwidth_parser(spec).container) == ("node", "nccl")
+
+
+def test_a_transport_group_that_took_no_part_names_none() -> None:
+    parser = bandwidth_parser(profile("nccl", {"timestamp": {"layout": "2006"}, "patterns": {
+        "bandwidthResult": {"regex": r"(?P<size>\d+) (?P<algBW>[\d.]+) (?P<busBW>[\d.]+)"},
+        "networkTransport": {"regex": r"Using network(?: (?P<transport>\S+))?"}}}))
+    assert transports(parser, ["NCCL INFO Using network", "NCCL INFO Using network IB"]) == ["IB"]
+
+
+@pytest.mark.parametrize(("line", "cut"), [
+    ("2026-01-22T18:00:05 x", "x"),  # 21 characters: a prefix
+    ("2026-01-22T18:00:0 x", "2026-01-22T18:00:0 x"),  # 20: too short for one
+    (" 026-01-22T18:00:05.1 x", "026-01-22T18:00:05.1 x"),  # cut at the first space, even the first character
+    ("2026-01-22T18:00:05.123Z", "2026-01-22T18:00:05.123Z"),  # no space: kept whole
+])
+def test_cre_s_strip_k8s_timestamp(line: str, cut: str) -> None:
+    assert strip_kubelet_time(line) == cut
