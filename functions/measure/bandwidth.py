@@ -81,8 +81,8 @@ def complete(observed: BandwidthSample, group: str, reason: str, message: str, a
     """The terminal write (CRE's `finalizeTerminal`): results replaced when given, transports unioned."""
     meta, status = observed.measurement["metadata"], observed.measurement.get("status") or {}
     generation = meta["generation"]
-    conditions = condition(list(status.get("conditions") or ()), "Measuring", "False", reason, message, now, generation)
-    conditions = condition(conditions, "Complete", "True", reason, message, now, generation)
+    conditions = condition(list(status.get("conditions") or ()), "Measuring", False, reason, message, now, generation)
+    conditions = condition(conditions, "Complete", True, reason, message, now, generation)
     done: dict[str, Any] = {"transport": sorted({*status.get("transport", ()), *found}) or None,
                             "completionTime": stamp(at), "conditions": conditions}
     if replace is not None:
@@ -93,7 +93,7 @@ def complete(observed: BandwidthSample, group: str, reason: str, message: str, a
 def write(observed: BandwidthSample, status: Mapping[str, Any], group: str) -> WriteStatus:
     meta = observed.measurement["metadata"]
     return WriteStatus(bandwidth_measurements(group), meta["namespace"], meta["name"],
-                       str(meta.get("resourceVersion", "")), status)
+                       meta["resourceVersion"], status)
 
 
 def where(observed: BandwidthSample) -> str:
@@ -107,7 +107,7 @@ def decide_bandwidth(observed: BandwidthSample, group: str, now: datetime) -> Pl
     if is_complete(measurement):
         return nothing(f"{where(observed)} is complete")
     job = observed.job
-    uid = None if job is None else job_uid_of(measurement, group)
+    uid = job_uid_of(measurement, group)
     if job is None or (uid is not None and uid != job.job.metadata.uid):
         if job is None and not saw_job(measurement, group):
             return nothing(f"{where(observed)}: waiting for its Job")
@@ -136,7 +136,7 @@ def succeeded(observed: BandwidthSample, job: JobState, group: str, at: int, now
     if not observed.unpageable and now - since < grace(job):
         meta = observed.measurement["metadata"]
         conditions = condition([c for c in status.get("conditions") or () if c.get("type") != "Measuring" or
-                                c.get("reason") == "FinalReadPending"], "Measuring", "False", "FinalReadPending",
+                                c.get("reason") == "FinalReadPending"], "Measuring", False, "FinalReadPending",
                                PENDING, now, meta["generation"])
         retrying = f"Final log read failed, retrying: {observed.problem}"
         return Plan((write(observed, {"conditions": conditions}, group),
@@ -153,7 +153,7 @@ def running(observed: BandwidthSample, group: str, now: datetime) -> Plan:
     if observed.parser is None:
         ref = observed.measurement["spec"]["logProfileRef"]
         text = f'LogProfile "{ref}" could not be resolved: {observed.problem}'
-        conditions = condition(list(status.get("conditions") or ()), "Measuring", "False", "LogProfileNotFound",
+        conditions = condition(list(status.get("conditions") or ()), "Measuring", False, "LogProfileNotFound",
                                text, now, generation)
         return Plan((write(observed, {"conditions": conditions}, group),
                      warning(observed.measurement, "LogProfileNotFound", text, now)),
@@ -165,7 +165,7 @@ def running(observed: BandwidthSample, group: str, now: datetime) -> Plan:
         return nothing(f"{where(observed)}: no bandwidth row logged yet")
     sample: dict[str, Any] = {"startTime": status.get("startTime") or stamp(ns_of(now)),
                               "transport": sorted({*status.get("transport", ()), *names}) or None,
-                              "conditions": condition(list(status.get("conditions") or ()), "Measuring", "True",
+                              "conditions": condition(list(status.get("conditions") or ()), "Measuring", True,
                                                       "JobRunning", RUNNING, now, generation)}
     if found:
         sample["results"] = aggregate(found)

@@ -59,12 +59,12 @@ def ns_of(now: datetime) -> int:
     return int(now.timestamp()) * NS + now.microsecond * 1000
 
 
-def condition(found: Sequence[Mapping[str, Any]], type_: str, status: str, reason: str, message: str, now: datetime,
+def condition(found: Sequence[Mapping[str, Any]], type_: str, true: bool, reason: str, message: str, now: datetime,
               generation: int) -> list[dict[str, Any]]:
-    """The conditions with `type_` set (its lastTransitionTime kept unless its status flips), the others kept:
-    `functions.domain.conditions.decide_independent`, the whole list when nothing changes."""
+    """The conditions with `type_` set True or False (its lastTransitionTime kept unless its status flips), the
+    others kept: `functions.domain.conditions.decide_independent`, the whole list when nothing changes."""
     current = [dict(c) for c in found]
-    return decide_independent(current, generation, type_, status == "True", reason, message, now) or current
+    return decide_independent(current, generation, type_, true, reason, message, now) or current
 
 
 def is_complete(measurement: Mapping[str, Any]) -> bool:
@@ -85,7 +85,7 @@ def warning(measurement: Mapping[str, Any], reason: str, message: str, now: date
 
 def write(observed: Sample, status: Mapping[str, Any], group: str) -> WriteStatus:
     meta = observed.measurement["metadata"]
-    return WriteStatus(cre_goodput(group), meta["namespace"], meta["name"], str(meta.get("resourceVersion", "")),
+    return WriteStatus(cre_goodput(group), meta["namespace"], meta["name"], meta["resourceVersion"],
                        status)
 
 
@@ -129,8 +129,8 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
         final_sample(state, observed, anchor)
         reason, message = (succeeded(state, anchor) if observed.verdict == "Succeeded"
                            else failed(state, anchor, observed.terminated))
-        conditions = condition(found, "Complete", "True", reason, message, now, generation)
-        conditions = condition(conditions, "Measuring", "False", reason, COMPLETED, now, generation)
+        conditions = condition(found, "Complete", True, reason, message, now, generation)
+        conditions = condition(conditions, "Measuring", False, reason, COMPLETED, now, generation)
         done = {**written(state), "completionTime": stamp(anchor), "conditions": conditions}
         return Plan((write(observed, done, group),), reason=f"{where}: {reason}")
     if observed.verdict != "InProgress":
@@ -138,7 +138,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if observed.profile is None:
         ref = measurement["spec"]["logProfileRef"]
         text = f'LogProfile "{ref}" could not be resolved: {observed.profile_error}'
-        conditions = condition(found, "Measuring", "False", "LogProfileNotFound", text, now, generation)
+        conditions = condition(found, "Measuring", False, "LogProfileNotFound", text, now, generation)
         return Plan((write(observed, {"conditions": conditions}, group),
                      warning(measurement, "LogProfileNotFound", text, now)), reason=f"{where}: {text}")
     at = ns_of(now)
@@ -150,7 +150,7 @@ def decide(observed: Observed, settings: Settings, now: datetime) -> Plan:
     if observed.window is None:
         return nothing(f"{where}: no running worker to read")
     merge(state, observed.window, observed.profile.warmup_steps, observed.profile.log_interval, at)
-    conditions = condition(found, "Measuring", "True", "JobRunning", RUNNING, now, generation)
+    conditions = condition(found, "Measuring", True, "JobRunning", RUNNING, now, generation)
     return Plan((write(observed, {**written(state), "conditions": conditions}, group),),
                 reason=f"{where}: sampled, step {state.current_step}")
 

@@ -140,3 +140,63 @@ def test_cre_s_state_recovery_case() -> None:
         True, 180, 150, 150)
     assert (state.last_non_warmup_step, state.warmup_base_step, state.pending, state.figures.saving) == (
         180, 10, None, 12.0)
+
+
+def test_an_interruption_adds_to_the_counts_and_the_window_read_with_it_gives_the_run_s_start() -> None:
+    state = recover(running(interruptionCount=2, lostWorkTimeSec="30.000000"))
+    interrupt(state, at("2026-01-22T18:20:30Z"), "WorkloadRestarted")
+    assert (state.interruptions, state.figures.lost_work) == (3, 360.0)
+    seen = window(start="2026-01-22T18:24:00Z", last_log="2026-01-22T18:24:30Z")
+    merge(state, seen, 0, 0, at("2026-01-22T18:25:00Z"))
+    assert written(state)["applicationStartTime"] == "2026-01-22T18:24:00Z"
+    assert not restarted(recover({}), workload=False, restart_count=5)  # never trained: nothing to interrupt
+
+
+def interrupted(checkpoint_step: int) -> dict[str, Any]:
+    """Interrupted at 18:20:30 with figures from earlier runs."""
+    return {"startTime": "2026-01-22T18:00:00Z", "currentStep": 200, "highestStep": 200, "lastCheckpointStep": 150,
+            "lastCheckpointTime": "2026-01-22T18:15:00Z", "interruptionCount": 1, "lostWorkTimeSec": "330.000000",
+            "rescheduleTimeSec": "100.000000", "resumeTimeSec": "50.000000", "warmupTimeSec": "45.000000",
+            "nonWarmupTimeSec": "900.000000", "priorWarmupTimeSec": "40.000000",
+            "priorNonWarmupTimeSec": "800.000000", "lastNonWarmupStep": 200, "warmupBaseStep": 1,
+            "pendingInterruption": {"tInterrupt": "2026-01-22T18:20:30Z", "tCheckpoint": "2026-01-22T18:15:00Z",
+                                    "checkpointStep": checkpoint_step, "lastStep": 200, "tCh": "330.000000",
+                                    "reason": "WorkloadRestarted"}}
+
+
+def test_the_next_run_from_a_checkpoint_adds_its_reschedule_and_resume_and_restarts_warmup() -> None:
+    """CRE's step 10: tScheduled the window's start (else the state's, else the first step's), the times added to
+    the earlier ones, the prior figures kept (a checkpoint was restored), warmup the prior's plus the first step's."""
+    status = sampled(interrupted(150), window(step(151, "2026-01-22T18:25:10Z", 0.5), start="2026-01-22T18:24:00Z"),
+                     "2026-01-22T18:26:00Z", warmup_steps=1, log_interval=1)
+    assert (status["rescheduleTimeSec"], status["resumeTimeSec"]) == ("310.000000", "120.000000")
+    assert (status["warmupTimeSec"], status["nonWarmupTimeSec"], status["warmupBaseStep"]) == (
+        "40.500000", "800.000000", 151)
+    untimed = sampled(interrupted(150), window(step(151, "2026-01-22T18:25:10Z", 0.0), start="2026-01-22T18:24:00Z"),
+                      "2026-01-22T18:26:00Z", warmup_steps=1, log_interval=1)
+    assert untimed["warmupTimeSec"] == "45.000000"  # no timing: warmup left as it was
+
+
+def test_the_next_run_from_scratch_clears_the_prior_figures() -> None:
+    """No checkpoint restored (checkpointStep 0): the prior warmup and non-warmup times are dropped, step 1 counts
+    from a watermark of 0; a start logged before the interruption reschedules nothing; no warmup steps: warmup
+    untouched."""
+    status = sampled(interrupted(0), window(step(1, "2026-01-22T18:20:00.5Z", 2.0), start="2026-01-22T18:20:00Z"),
+                     "2026-01-22T18:26:00Z", warmup_steps=0, log_interval=1)
+    assert (status["rescheduleTimeSec"], status["resumeTimeSec"]) == ("100.000000", "50.500000")
+    assert (status["warmupTimeSec"], status["nonWarmupTimeSec"], status["lastNonWarmupStep"]) == (
+        "45.000000", "2.000000", 1)
+
+
+def test_the_freeze_at_the_start_keeps_the_result_and_a_zero_result_is_no_data() -> None:
+    state = recover({"startTime": "2026-01-22T19:00:00Z", "warmupBaseStep": 1, "result": "0.500000"})
+    assert succeeded(state, at("2026-01-22T19:00:00Z"))[0] == "JobSucceeded" and written(state)["result"] == "0.500000"
+    assert succeeded(recover({"result": "0.000000"}), at("2026-01-22T19:00:00Z"))[0] == "NoDataCollected"
+
+
+def test_a_failure_adds_to_the_counts_and_holds_the_last_checkpoint() -> None:
+    state = recover(running(interruptionCount=2, lostWorkTimeSec="30.000000"))
+    failed(state, at("2026-01-22T18:30:00Z"), None)
+    status = written(state)
+    assert (status["lostWorkTimeSec"], status["interruptionCount"]) == ("360.000000", 3)
+    assert status["pendingInterruption"]["tCheckpoint"] == "2026-01-22T18:15:00Z"

@@ -204,3 +204,36 @@ def test_a_running_sample_keeps_its_start_and_unions_the_transports() -> None:
     only_transport = written(decide_bandwidth(BandwidthSample(bm(), running, "InProgress", None, PARSER,
                                                               lines=LOG[:1]), GROUP, NOW))
     assert only_transport["transport"] == ["IB"] and "results" not in only_transport
+
+
+def test_a_final_read_failing_after_another_measuring_state_starts_the_wait_now() -> None:
+    """The FinalReadPending condition's lastTransitionTime marks the wait's start: a Measuring False of another
+    reason does not carry its time over; a wait exactly as long as the grace (5m, the default measurement
+    timeout) is over."""
+    unresolved = {"type": "Measuring", "status": "False", "reason": "LogProfileNotFound", "message": "m",
+                  "lastTransitionTime": "2026-09-30T10:00:00Z", "observedGeneration": 1}
+    plan = decide_bandwidth(BandwidthSample(bm({"conditions": [unresolved]}), the_job(), "Succeeded", ANCHOR, PARSER,
+                                            "no log for pod w-launcher-0-0"), GROUP, NOW)
+    assert written(plan)["conditions"] == [{"type": "Measuring", "status": "False", "reason": "FinalReadPending",
+                                            "message": "Job succeeded; waiting to read its complete log",
+                                            "lastTransitionTime": "2026-09-30T10:08:00Z", "observedGeneration": 1}]
+    assert plan.reason == "BandwidthMeasurement ns/j-bandwidth: final read pending: no log for pod w-launcher-0-0"
+    waited = {**unresolved, "reason": "FinalReadPending", "lastTransitionTime": "2026-09-30T10:03:00Z"}
+    over = decide_bandwidth(BandwidthSample(bm({"conditions": [waited]}), the_job(), "Succeeded", ANCHOR, PARSER, "x"),
+                            GROUP, NOW)
+    assert outcome(written(over))[1][:3] == ("Complete", "True", "LogsUnavailable")
+
+
+def test_the_terminal_write_keeps_measuring_s_time_and_unions_the_transports() -> None:
+    waited = {"type": "Measuring", "status": "False", "reason": "FinalReadPending", "message": "m",
+              "lastTransitionTime": "2026-09-30T10:06:00Z", "observedGeneration": 1}
+    before = {**PROVISIONAL, "transport": ["Socket"], "conditions": [waited]}
+    plan = decide_bandwidth(BandwidthSample(bm(before), the_job(), "Succeeded", ANCHOR, PARSER, lines=LOG), GROUP, NOW)
+    status = written(plan)
+    assert status["transport"] == ["IB", "Socket"]
+    assert plan.reason == "BandwidthMeasurement ns/j-bandwidth: JobSucceeded"
+    assert status["conditions"] == [
+        {"type": "Measuring", "status": "False", "reason": "JobSucceeded", "message": "Job succeeded",
+         "lastTransitionTime": "2026-09-30T10:06:00Z", "observedGeneration": 1},
+        {"type": "Complete", "status": "True", "reason": "JobSucceeded", "message": "Job succeeded",
+         "lastTransitionTime": "2026-09-30T10:08:00Z", "observedGeneration": 1}]

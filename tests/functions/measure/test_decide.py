@@ -11,7 +11,7 @@ from functions.domain.gotime import RFC3339_NANO, parse
 from functions.domain.jobs import Skipped
 from functions.domain.kubeevents import digest_name
 from functions.domain.logprofile import goodput_profile
-from functions.measure.decide import Sample, capped, decide, warning
+from functions.measure.decide import Sample, capped, decide, ns_of, warning
 from functions.runtime.plan import KubeEvent, WriteStatus
 from functions.runtime.settings import Settings
 from tests.support.helpers import cond, job
@@ -189,3 +189,29 @@ def test_the_final_window_is_capped_at_the_anchor_inclusive() -> None:
                                           checkpoints=checkpoints[:1], last_log_timestamp=anchor)
     late = Window(steps=steps[2:], first_step=steps[2], last_step=steps[2])
     assert capped(late, anchor) == Window()
+
+
+def test_the_wall_clock_to_the_microsecond_in_nanoseconds() -> None:
+    assert ns_of(datetime(2026, 1, 22, 18, 1, 0, 123456, tzinfo=UTC)) == 1769104860123456000
+
+
+def test_a_failed_job_without_a_sample_stops_when_worker_0_terminated() -> None:
+    status = {"startTime": "2026-01-22T17:00:00Z", "warmupBaseStep": 1}
+    observed = Sample(gm(status), job([cond("Failed", "True", "WorkloadFailed")]), "Failed",
+                      anchor=at("2026-01-22T18:00:00Z"), profile=PROFILE, terminated=at("2026-01-22T17:45:00Z"))
+    plan = decide(observed, SETTINGS, NOW)
+    assert only_write(plan).status["trainingTimeSec"] == "2700.000000"
+    assert plan.reason == "GoodputMeasurement ns/llm-goodput: JobFailed"
+
+
+def test_the_final_sample_takes_the_last_step_only_past_the_persisted_one() -> None:
+    status = {"startTime": "2026-01-22T10:00:00Z", "warmupBaseStep": 1, "currentStep": 90, "highestStep": 90,
+              "lastStepTimestamp": "2026-01-22T10:04:00Z", "avgStepTimeSec": "2.000000"}
+    for when, kept in (("2026-01-22T10:04:30Z", ("2026-01-22T10:04:30Z", "3.000000")),
+                       ("2026-01-22T10:04:00Z", ("2026-01-22T10:04:00Z", "2.000000"))):
+        step = Step(global_step=95, timestamp=at(when), step_timing=3.0)
+        seen = Window(steps=[step], first_step=step, last_step=step, last_log_timestamp=step.timestamp)
+        observed = Sample(gm(status), job([cond("Succeeded", "True", "WorkloadCompleted")]), "Succeeded",
+                          anchor=at("2026-01-22T10:05:00Z"), profile=PROFILE, window=seen)
+        written = only_write(decide(observed, SETTINGS, NOW)).status
+        assert (written["lastStepTimestamp"], written["avgStepTimeSec"]) == kept
