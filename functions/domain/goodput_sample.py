@@ -85,7 +85,7 @@ def merge(state: State, window: Window, warmup_steps: int, log_interval: int, no
         state.avg_tflops = go_f6(tflops)
     added, watermark = non_warmup_time(steps, log_interval, state.last_non_warmup_step)
     figures.non_warmup += added
-    state.last_non_warmup_step = max(window.last_step.global_step if window.last_step else 0, watermark)
+    state.last_non_warmup_step = watermark  # past every step of the window, the last included
     if state.started and state.start_time is not None:
         figures.training = (now - state.start_time) / 1e9
         state.result = go_f6(ratio(figures))

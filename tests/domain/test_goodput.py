@@ -21,7 +21,9 @@ from functions.domain.goodput_logs import Step
 @pytest.mark.parametrize(("figures", "ratio"), [
     ((14400, 900, 150, 70, 45), "0.928772"), ((3600, 0, 0, 0, 360), "0.900000"), ((100, 0, 100, 0, 0), "0.000000"),
     ((100, 80, 10, 20, 5), "0.000000"), ((0, 0, 0, 0, 0), "0.000000"), ((50, 0, 0, 0, 0), "1.000000"),
-], ids=["one-interruption", "checkpoint-overhead", "all-rescheduling", "negative-numerator", "nothing", "no-badput"])
+    ((10, 9.5, 0, 0, 0), "0.050000"), ((0.5, 0, 0, 0, 0), "1.000000"),
+], ids=["one-interruption", "checkpoint-overhead", "all-rescheduling", "negative-numerator", "nothing", "no-badput",
+        "numerator-below-1", "denominator-below-1"])
 def test_the_goodput_ratio(figures: tuple[float, float, float, float, float], ratio: str) -> None:
     training, lost, reschedule, resume, saving = figures
     assert go_f6(goodput(training, lost, reschedule, resume, saving)) == ratio
@@ -66,3 +68,12 @@ def test_numbers_as_go_prints_and_reads_them() -> None:
     assert (go_f6(0), go_f6(1 / 3), go_f2(688.949), go_f2(2.175)) == ("0.000000", "0.333333", "688.95", "2.17")
     assert (status_number(" 12.000000 "), status_number(""), status_number("1.218472E+01"), status_number("x")) == (
         12.0, 0.0, 12.18472, 0.0)
+
+
+def test_steps_one_apart_stand_for_one_step_each() -> None:
+    """Δstep is the gap to the step before it (the log interval only for the first, or a gap below 1); the time
+    per step between untimed consecutive lines is divided by a gap of 1; a TFLOPS below 1 still counts."""
+    steps = [Step(global_step=10, timestamp=0, step_timing=2.0), Step(global_step=11, timestamp=0, step_timing=3.0)]
+    assert non_warmup_time(steps, 10, 0) == (23.0, 11)
+    untimed = [Step(global_step=10, timestamp=0), Step(global_step=11, timestamp=3_000_000_000, tflops=0.5)]
+    assert (average_step_time(untimed), average_tflops(untimed)) == (3.0, 0.5)

@@ -167,9 +167,9 @@ def interrupted(checkpoint_step: int) -> dict[str, Any]:
 def test_the_next_run_from_a_checkpoint_adds_its_reschedule_and_resume_and_restarts_warmup() -> None:
     """CRE's step 10: tScheduled the window's start (else the state's, else the first step's), the times added to
     the earlier ones, the prior figures kept (a checkpoint was restored), warmup the prior's plus the first step's."""
-    status = sampled(interrupted(150), window(step(151, "2026-01-22T18:25:10Z", 0.5), start="2026-01-22T18:24:00Z"),
-                     "2026-01-22T18:26:00Z", warmup_steps=1, log_interval=1)
-    assert (status["rescheduleTimeSec"], status["resumeTimeSec"]) == ("310.000000", "120.000000")
+    status = sampled(interrupted(150), window(step(151, "2026-01-22T18:50:00Z", 0.5), start="2026-01-22T18:40:00Z"),
+                     "2026-01-22T18:51:00Z", warmup_steps=1, log_interval=1)
+    assert (status["rescheduleTimeSec"], status["resumeTimeSec"]) == ("1270.000000", "650.000000")
     assert (status["warmupTimeSec"], status["nonWarmupTimeSec"], status["warmupBaseStep"]) == (
         "40.500000", "800.000000", 151)
     untimed = sampled(interrupted(150), window(step(151, "2026-01-22T18:25:10Z", 0.0), start="2026-01-22T18:24:00Z"),
@@ -200,3 +200,80 @@ def test_a_failure_adds_to_the_counts_and_holds_the_last_checkpoint() -> None:
     status = written(state)
     assert (status["lostWorkTimeSec"], status["interruptionCount"]) == ("360.000000", 3)
     assert status["pendingInterruption"]["tCheckpoint"] == "2026-01-22T18:15:00Z"
+
+
+FULL = {"trainingTimeSec": "1.000000", "lostWorkTimeSec": "2.000000", "rescheduleTimeSec": "3.000000",
+        "resumeTimeSec": "4.000000", "checkpointSaveTimeSec": "5.000000", "warmupTimeSec": "6.000000",
+        "nonWarmupTimeSec": "7.000000", "priorWarmupTimeSec": "8.000000", "priorNonWarmupTimeSec": "9.000000",
+        "result": "0.500000", "currentStep": 11, "highestStep": 12, "lastCheckpointStep": 13, "interruptionCount": 14,
+        "lastNonWarmupStep": 15, "warmupBaseStep": 16, "logInterval": 17, "startTime": "2026-01-22T18:00:01Z",
+        "applicationStartTime": "2026-01-22T18:00:02Z", "applicationStopTime": "2026-01-22T18:00:03Z",
+        "lastCheckpointTime": "2026-01-22T18:00:04Z", "lastStepTimestamp": "2026-01-22T18:00:05Z",
+        "avgStepTimeSec": "1.500000", "avgTFLOPSPerGPU": "2.500000",
+        "pendingInterruption": {"tInterrupt": "2026-01-22T18:00:06Z", "tCheckpoint": "2026-01-22T18:00:07Z",
+                                "checkpointStep": 18, "lastStep": 19, "tCh": "3.500000", "reason": "JobFailed"}}
+
+
+def test_the_status_read_back_is_the_status_written() -> None:
+    """Every field CRE's `buildCumulativeFromStatus` reads comes back as `writeStatusFromCumulative` wrote it; a
+    status without them reads as zeros and nothing (CRE's controller starting)."""
+    assert written(recover(FULL)) == FULL
+    empty = written(recover({}))
+    assert {k: v for k, v in empty.items() if v not in (None, 0, "0.000000")} == {}
+    assert (empty["currentStep"], empty["highestStep"], empty["lastNonWarmupStep"], empty["logInterval"]) == (
+        0, 0, 0, 0)
+    held = recover({"pendingInterruption": {"tInterrupt": "2026-01-22T18:00:06Z",
+                                            "tCheckpoint": "2026-01-22T18:00:07Z"}})
+    assert written(held)["lastCheckpointTime"] == "2026-01-22T18:00:07Z"  # the interruption's, when none other
+    assert written(held)["pendingInterruption"] == {"tInterrupt": "2026-01-22T18:00:06Z",
+                                                    "tCheckpoint": "2026-01-22T18:00:07Z", "checkpointStep": 0,
+                                                    "lastStep": 0, "tCh": "0.000000", "reason": ""}
+    assert recover({"lastCheckpointStep": 13}).counted_checkpoint_step == 13
+
+
+def test_a_run_s_first_step_after_a_reset() -> None:
+    """Not started (no warmupBaseStep: CRE's Job controller reset it): the startup adds to the resume time so far;
+    with warmup steps the first step's timing is the warmup time; without, warmup is left as it was."""
+    reset = {"startTime": "2026-01-22T18:00:00Z", "resumeTimeSec": "10.000000", "warmupTimeSec": "5.000000"}
+    first = window(step(1, "2026-01-22T18:16:40.5Z", 0.5), start="2026-01-22T18:00:00Z")
+    status = sampled(reset, first, "2026-01-22T18:20:00Z", warmup_steps=1)
+    assert (status["resumeTimeSec"], status["warmupTimeSec"], status["warmupBaseStep"]) == (
+        "1010.500000", "0.500000", 1)
+    quick = window(step(1, "2026-01-22T18:00:00.5Z", 0.5), start="2026-01-22T18:00:00Z")
+    unwarmed = sampled(reset, quick, "2026-01-22T18:01:00Z", warmup_steps=0)
+    assert (unwarmed["resumeTimeSec"], unwarmed["warmupTimeSec"]) == ("10.500000", "5.000000")
+    untimed = sampled(reset, window(step(1, "2026-01-22T18:00:00.5Z", 0.0)), "2026-01-22T18:01:00Z", warmup_steps=1)
+    assert untimed["warmupTimeSec"] == "5.000000"
+
+
+def test_scenario_b_a_started_run_without_resume_time_counts_its_startup() -> None:
+    """CRE's step 11: started, no resume time, no interruption pending: startTime - applicationStartTime."""
+    started = {"startTime": "2026-01-22T18:16:40Z", "applicationStartTime": "2026-01-22T18:00:00Z",
+               "warmupBaseStep": 1, "resumeTimeSec": "0.000000"}
+    status = sampled(started, window(step(2, "2026-01-22T18:17:00Z", 1.0)), "2026-01-22T18:20:00Z")
+    assert status["resumeTimeSec"] == "1000.000000"
+    at_once = {**started, "startTime": "2026-01-22T18:00:00Z"}
+    assert sampled(at_once, window(step(2, "2026-01-22T18:17:00Z", 1.0)), "2026-01-22T18:20:00Z")[
+        "resumeTimeSec"] == "0.000000"
+    unknown = {"startTime": "2026-01-22T18:00:01Z", "warmupBaseStep": 1}
+    later = sampled(unknown, window(step(2, "2026-01-22T18:00:05Z", 1.0), start="2026-01-22T18:00:00Z"),
+                    "2026-01-22T18:01:00Z")
+    assert later["applicationStartTime"] is None  # a started run's start is not taken from a later window
+
+
+def test_averages_and_save_time_of_a_window() -> None:
+    """avgStepTimeSec and avgTFLOPSPerGPU written only when positive (below 1 included); a checkpoint's save time
+    below 1 s added to the total; warmup from the persisted base."""
+    status = {"startTime": "2026-01-22T18:00:00Z", "warmupBaseStep": 100, "avgStepTimeSec": "6.000000",
+              "avgTFLOPSPerGPU": "7.000000", "checkpointSaveTimeSec": "12.000000", "lastCheckpointStep": 50}
+    saved = Checkpoint(step=100, timestamp=at("2026-01-22T18:10:00Z"), save_duration=0.5)
+    quick = sampled(status, window(step(100, "2026-01-22T18:10:00Z", 0.5, 0.5), checkpoint=saved),
+                    "2026-01-22T18:11:00Z")
+    assert (quick["avgStepTimeSec"], quick["avgTFLOPSPerGPU"], quick["checkpointSaveTimeSec"]) == (
+        "0.500000", "0.500000", "12.500000")
+    none = sampled(status, window(step(101, "2026-01-22T18:10:00Z", 0.0)), "2026-01-22T18:11:00Z")
+    assert (none["avgStepTimeSec"], none["avgTFLOPSPerGPU"]) == ("6.000000", "7.000000")
+    two = window(step(100, "2026-01-22T18:10:00Z", 4.0), step(101, "2026-01-22T18:10:02Z", 2.0))
+    assert sampled(status, two, "2026-01-22T18:11:00Z", warmup_steps=1)["avgStepTimeSec"] == "2.000000"
+    below = window(step(99, "2026-01-22T18:10:00Z", 4.0), step(100, "2026-01-22T18:10:02Z", 2.0))
+    assert sampled(status, below, "2026-01-22T18:11:00Z")["avgStepTimeSec"] == "3.000000"
