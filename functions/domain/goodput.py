@@ -73,4 +73,4 @@ def go_f2(value: float) -> str:
 
 def status_number(text: object) -> float:
     """A status number string as CRE reads it back (`numstr.Parse`: trimmed `ParseFloat`, 0 on error)."""
-    return go_float(str(text or ""))
+    return go_float(str(text)) if text else 0.0

@@ -104,13 +104,13 @@ def read_line(profile: Profile, reading: Reading, line: str, prefix: int | None)
         return
     if (restore := patterns.get("checkpointRestore")) and (found := restore.pattern.search(line)) is not None:
         if window.restore is None:
-            window.restore = Checkpoint(go_int(found.get("step", "")), event_time(profile, found, prefix) or 0,
+            window.restore = Checkpoint(go_int(found.get("step")), event_time(profile, found, prefix) or 0,
                                         found.get("path", "").strip())
         reading.warmup_base, reading.armed = None, True
         return
     if (loaded := patterns.get("checkpointLoaded")) and (found := loaded.pattern.search(line)) is not None:
         before = window.restore or Checkpoint(0, event_time(profile, found, prefix) or 0)
-        window.restore = replace(before, step=go_int(found.get("step", "")) or before.step,
+        window.restore = replace(before, step=go_int(found.get("step")) or before.step,
                                  path=found.get("path", "").strip() or before.path)
 
 
@@ -118,8 +118,8 @@ def training_step(profile: Profile, reading: Reading, found: Mapping[str, str], 
                   line: str) -> None:
     pattern, window = profile.patterns["trainingStep"], reading.window
     timing = pattern.seconds(found, "stepTiming") or pattern.seconds(found, "elapsedTime")
-    iteration = go_int(found.get("iteration", ""))
-    global_step = go_int(found.get("globalStep", "")) or iteration
+    iteration = go_int(found.get("iteration"))
+    global_step = go_int(found.get("globalStep")) or iteration
     if profile.log_interval > 1 and global_step % profile.log_interval != 0:
         return
     warmup = bool((marker := profile.patterns.get("warmupStep")) and marker.pattern.search(line) is not None)
@@ -128,8 +128,8 @@ def training_step(profile: Profile, reading: Reading, found: Mapping[str, str], 
             reading.warmup_base = global_step
         warmup = warmup or global_step - reading.warmup_base < profile.warmup_steps
     step = Step(global_step=global_step, timestamp=event_time(profile, found, prefix) or 0, iteration=iteration,
-                epoch=go_int(found.get("epoch", "")), step_timing=timing, loss=go_float(found.get("loss", "")),
-                tflops=go_float(found.get("tflops", "")), warmup=warmup)
+                epoch=go_int(found.get("epoch")), step_timing=timing, loss=go_float(found.get("loss")),
+                tflops=go_float(found.get("tflops")), warmup=warmup)
     window.steps = [*window.steps, step][-KEPT_STEPS:]
     window.first_step = window.first_step or step
     window.last_step = step
@@ -138,7 +138,7 @@ def training_step(profile: Profile, reading: Reading, found: Mapping[str, str], 
 def checkpoint_save(profile: Profile, reading: Reading, found: Mapping[str, str], prefix: int | None) -> None:
     window = reading.window
     pattern = profile.patterns["checkpointSave"]
-    save = Checkpoint(go_int(found.get("step", "")), event_time(profile, found, prefix) or 0,
+    save = Checkpoint(go_int(found.get("step")), event_time(profile, found, prefix) or 0,
                       found.get("path", "").strip(), pattern.seconds(found, "saveDuration"))
     if "saveDuration" in found:
         window.checkpoints.append(save)
@@ -161,7 +161,7 @@ def checkpoint_done(profile: Profile, reading: Reading, found: Mapping[str, str]
     duration = profile.patterns["checkpointDone"].seconds(found, "saveDuration")
     if "saveDuration" not in found:
         duration = (when - pending.timestamp) / 1e9 if pending is not None and pending.timestamp else 0.0
-    step = go_int(found.get("step", "")) or (pending.step if pending else 0)
+    step = go_int(found.get("step")) or (pending.step if pending else 0)
     window.checkpoints.append(Checkpoint(step, when, path or (pending.path if pending else ""), duration))
     window.pending_save, reading.full_save = None, False
 

@@ -76,7 +76,7 @@ class State:
 def when(text: Any) -> int | None:
     """A status time as nanoseconds (None when absent or unreadable)."""
     try:
-        return parse(RFC3339_NANO, str(text)) if text else None
+        return parse(RFC3339_NANO, str(text))
     except Unparsed:
         return None
 

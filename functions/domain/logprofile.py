@@ -32,7 +32,7 @@ class EventPattern:
 
     def seconds(self, captured: Mapping[str, str], name: str) -> float:
         """A timing capture in seconds, by the pattern's `units` (seconds when unset)."""
-        return go_float(captured.get(name, "")) / UNITS.get(self.units.get(name, "s"), 1.0)
+        return go_float(captured.get(name)) / UNITS[self.units.get(name, "s")]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Profile:
 
 
 def compile_pattern(key: str, spec: Mapping[str, Any]) -> EventPattern:
-    regex, example = str(spec.get("regex") or ""), str(spec.get("example") or "")
+    regex, example = str(spec["regex"]), str(spec.get("example") or "")
     try:
         pattern = compile_go(regex)
     except BadPattern as e:
@@ -64,16 +64,16 @@ def goodput_profile(raw: Mapping[str, Any]) -> Profile:
     given = spec.get("patterns") or {}
     patterns = {key: compile_pattern(key, given[key]) for key in GOODPUT_KEYS if given.get(key)}
     strategy = spec.get("workerStrategy") or {}
-    return Profile(name=str((raw.get("metadata") or {}).get("name", "")),
-                   layout=str((spec.get("timestamp") or {}).get("layout") or ""), patterns=patterns,
+    return Profile(name=raw["metadata"]["name"], layout=str(spec["timestamp"]["layout"]), patterns=patterns,
                    warmup_steps=int(spec.get("warmupSteps") or 0), log_interval=int(spec.get("logInterval") or 0),
                    container=str(spec.get("containerName") or ""), multi=strategy.get("type") == "Multi",
                    replicated_job=str(strategy.get("replicatedJobName") or ""))
 
 
-def parse_int(text: str) -> int | None:
-    """Go's `strconv.Atoi` (a 64-bit integer, an optional sign) of the trimmed text; None when it fails."""
-    text = text.strip()
+def parse_int(text: str | None) -> int | None:
+    """Go's `strconv.Atoi` (a 64-bit integer, an optional sign) of the trimmed text; None when it fails (or there
+    is no text: a capture that took no part)."""
+    text = (text or "").strip()
     digits = text[1:] if text[:1] in "+-" else text
     if not digits or not digits.isascii() or not digits.isdigit():
         return None
@@ -81,9 +81,10 @@ def parse_int(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-def parse_float(text: str) -> float | None:
-    """Go's `strconv.ParseFloat(…, 64)` of the trimmed text; None when it fails (out of range included)."""
-    text = text.strip()
+def parse_float(text: str | None) -> float | None:
+    """Go's `strconv.ParseFloat(…, 64)` of the trimmed text; None when it fails (out of range included, or no
+    text)."""
+    text = (text or "").strip()
     if not text or "_" in text or not text.isascii():
         return None
     try:
@@ -93,11 +94,11 @@ def parse_float(text: str) -> float | None:
     return None if math.isinf(value) and text.lstrip("+-").lower() not in ("inf", "infinity") else value
 
 
-def go_int(text: str) -> int:
+def go_int(text: str | None) -> int:
     """A capture as CRE's `getIntField` reads it: `parse_int`, 0 when it fails."""
     return parse_int(text) or 0
 
 
-def go_float(text: str) -> float:
+def go_float(text: str | None) -> float:
     """A capture as CRE's `getFloatField` reads it: `parse_float`, 0 when it fails."""
     return parse_float(text) or 0.0

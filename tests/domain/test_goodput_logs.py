@@ -219,3 +219,41 @@ def test_checkpoint_lines_each_part_from_the_line_else_the_save_it_ends() -> Non
                                   Checkpoint(200, at("2026-02-05T10:01:30Z"), "/c", 30.0),
                                   Checkpoint(300, at("2026-02-05T10:02:00Z"), "", 1.5), Checkpoint(400, 0, "", 0.0)]
     assert window.pending_save == Checkpoint(500, 0, "/d", 0.0)
+
+
+def test_each_capture_of_a_step_and_the_run_s_events() -> None:
+    """The typed captures of a step; a warmupStep line flags its step; a step with no time at all is at 0; only the
+    first application start counts; the first restore, its step and path filled by checkpointLoaded."""
+    lines = ["2026-01-22T18:00:00Z app up", "2026-01-22T18:00:01Z app up",
+             "2026-01-22T18:00:02Z restore from /ckpt/a", "2026-01-22T18:00:03Z restore from /ckpt/b",
+             "2026-01-22T18:00:04Z loaded step 150 from /ckpt/c",
+             "2026-01-22T18:00:05Z epoch 2 iteration 4 global 0 loss 1.5 tflops 0.5 timing 2",
+             "epoch 3 iteration 5 global 6 loss 2.5 tflops 3.5 timing 1 WARMUP"]
+    window = parse_window(goodput_profile(profile("captures", {
+        "timestamp": {"layout": "2006-01-02T15:04:05Z"}, "logInterval": 2,
+        "patterns": {
+            "trainingStep": {"regex": r"epoch (?P<epoch>\d+) iteration (?P<iteration>\d+) global (?P<globalStep>\d+) "
+                                      r"loss (?P<loss>[\d.]+) tflops (?P<tflops>[\d.]+) timing (?P<stepTiming>\d+)"},
+            "warmupStep": {"regex": "WARMUP"}, "applicationStart": {"regex": "app up"},
+            "checkpointRestore": {"regex": r"restore from (?P<path>\S+)"},
+            "checkpointLoaded": {"regex": r"loaded step (?P<step>\d+) from (?P<path>\S+)"}}})), lines)
+
+    def at(text: str) -> int:
+        return parse(RFC3339_NANO, text)
+
+    assert window.steps == [
+        Step(global_step=4, timestamp=at("2026-01-22T18:00:05Z"), iteration=4, epoch=2, step_timing=2.0, loss=1.5,
+             tflops=0.5),
+        Step(global_step=6, timestamp=0, iteration=5, epoch=3, step_timing=1.0, loss=2.5, tflops=3.5, warmup=True)]
+    assert window.application_start == at("2026-01-22T18:00:00Z")
+    assert window.restore == Checkpoint(150, at("2026-01-22T18:00:02Z"), "/ckpt/c")
+    odd = parse_window(goodput_profile(profile("odd", {
+        "timestamp": {"layout": "2006"}, "logInterval": 2,
+        "patterns": {"trainingStep": {"regex": r"global (?P<globalStep>\d+)"}}})), ["global 3", "global 4"])
+    assert [s.global_step for s in odd.steps] == [4]  # a log interval of 2 drops the odd steps
+    loaded = parse_window(goodput_profile(profile("loaded", {
+        "timestamp": {"layout": "2006"},
+        "patterns": {"checkpointLoaded": {"regex": r"loaded(?: step (?P<step>\d+))?(?: from (?P<path>\S+))?"},
+                     "checkpointRestore": {"regex": r"restore(?: from (?P<path>\S+))?"}}})),
+        ["2026-01-22T18:00:04Z loaded", "restore"])
+    assert loaded.restore == Checkpoint(0, at("2026-01-22T18:00:04Z"), "")

@@ -39,3 +39,25 @@ def test_a_float_capture(text: str, number: float) -> None:
 
 def test_a_float_that_fails_is_none() -> None:
     assert (parse_float("1e400"), parse_float("x"), parse_float("0")) == (None, None, 0.0)
+
+
+@pytest.mark.parametrize(("text", "number"), [
+    ("9223372036854775807", 2**63 - 1), ("-9223372036854775808", -(2**63)), ("9223372036854775808", None),
+    ("-9223372036854775809", None), ("X5", None), (None, None),
+])
+def test_atoi_s_64_bit_range(text: str | None, number: int | None) -> None:
+    assert parse_int(text) == number
+
+
+def test_a_profile_s_fields_and_their_absence() -> None:
+    raw = {"metadata": {"name": "p"}, "spec": {
+        "timestamp": {"layout": "2006"}, "containerName": "trainer", "warmupSteps": 3, "logInterval": 5,
+        "workerStrategy": {"type": "Multi", "replicatedJobName": "node"},
+        "patterns": {"trainingStep": {"regex": r"step (?P<stepTiming>\d+)", "units": {"stepTiming": "ms"}}}}}
+    compiled = goodput_profile(raw)
+    assert (compiled.name, compiled.layout, compiled.container, compiled.warmup_steps, compiled.log_interval,
+            compiled.multi, compiled.replicated_job) == ("p", "2006", "trainer", 3, 5, True, "node")
+    assert compiled.patterns["trainingStep"].seconds({"stepTiming": "1500"}, "stepTiming") == 1.5
+    bare = goodput_profile({"metadata": {"name": "q"}, "spec": {"timestamp": {"layout": "2006"}, "patterns": {}}})
+    assert (bare.container, bare.warmup_steps, bare.log_interval, bare.multi, bare.replicated_job) == (
+        "", 0, 0, False, "")
