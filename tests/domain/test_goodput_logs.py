@@ -205,7 +205,7 @@ def test_checkpoint_lines_each_part_from_the_line_else_the_save_it_ends() -> Non
     lines = ["2026-02-05T10:00:00Z save step=100 path=/a took=12.5", "2026-02-05T10:00:05Z done step=100 path=/b",
              "2026-02-05T10:00:09Z done step=101", "2026-02-05T10:01:00Z save step=200 path=/c",
              "2026-02-05T10:01:30Z done", "2026-02-05T10:02:00Z done step=300 took=1500", "done step=400",
-             "save step=500 path=/d"]
+             "2026-02-05T10:03:00Z done", "save step=500 path=/d"]
     window = parse_window(goodput_profile(profile("checkpoints", {
         "timestamp": {"layout": "2006-01-02T15:04:05Z"},
         "patterns": {"checkpointSave": {"regex": "save" + optional},
@@ -217,7 +217,8 @@ def test_checkpoint_lines_each_part_from_the_line_else_the_save_it_ends() -> Non
     assert window.checkpoints == [Checkpoint(100, at("2026-02-05T10:00:00Z"), "/a", 12.5),
                                   Checkpoint(101, at("2026-02-05T10:00:09Z"), "", 0.0),
                                   Checkpoint(200, at("2026-02-05T10:01:30Z"), "/c", 30.0),
-                                  Checkpoint(300, at("2026-02-05T10:02:00Z"), "", 1.5), Checkpoint(400, 0, "", 0.0)]
+                                  Checkpoint(300, at("2026-02-05T10:02:00Z"), "", 1.5), Checkpoint(400, 0, "", 0.0),
+                                  Checkpoint(0, at("2026-02-05T10:03:00Z"), "", 0.0)]
     assert window.pending_save == Checkpoint(500, 0, "/d", 0.0)
 
 
@@ -257,3 +258,14 @@ def test_each_capture_of_a_step_and_the_run_s_events() -> None:
                      "checkpointRestore": {"regex": r"restore(?: from (?P<path>\S+))?"}}})),
         ["2026-01-22T18:00:04Z loaded", "restore"])
     assert loaded.restore == Checkpoint(0, at("2026-01-22T18:00:04Z"), "")
+    events = goodput_profile(profile("events", {
+        "timestamp": {"layout": "2006"}, "warmupSteps": 0,
+        "patterns": {"checkpointLoaded": {"regex": r"loaded(?: step (?P<step>\d+))?"},
+                     "checkpointRestore": {"regex": r"restore(?: step (?P<step>\d+))?(?: from (?P<path>\S+))?"},
+                     "applicationStart": {"regex": "app up"},
+                     "trainingStep": {"regex": r"global (?P<globalStep>\d+)"}}}))
+    assert parse_window(events, ["restore"]).restore == Checkpoint(0, 0, "")
+    assert parse_window(events, ["restore step 7"]).restore == Checkpoint(7, 0, "")
+    assert parse_window(events, ["loaded step 3"]).restore == Checkpoint(3, 0, "")
+    steps = parse_window(events, ["app up", "global 10", "global 5"]).steps
+    assert [s.warmup for s in steps] == [False, False]  # no warmup steps: none, even below the first

@@ -186,6 +186,13 @@ def test_the_next_run_from_scratch_clears_the_prior_figures() -> None:
     assert (status["rescheduleTimeSec"], status["resumeTimeSec"]) == ("100.000000", "50.500000")
     assert (status["warmupTimeSec"], status["nonWarmupTimeSec"], status["lastNonWarmupStep"]) == (
         "45.000000", "2.000000", 1)
+    warmed = sampled(interrupted(0), window(step(1, "2026-01-22T18:20:00.5Z", 0.5), start="2026-01-22T18:20:00Z"),
+                     "2026-01-22T18:26:00Z", warmup_steps=1, log_interval=1)
+    assert warmed["warmupTimeSec"] == "0.500000"  # the cleared prior plus the first step's timing
+    seen_before = {**interrupted(150), "applicationStartTime": "2026-01-22T18:30:00Z"}
+    again = sampled(seen_before, window(step(151, "2026-01-22T18:50:00Z", 0.5), start="2026-01-22T18:40:00Z"),
+                    "2026-01-22T18:51:00Z", warmup_steps=1, log_interval=1)
+    assert again["rescheduleTimeSec"] == "1270.000000"  # tScheduled: the window's start before the state's
 
 
 def test_the_freeze_at_the_start_keeps_the_result_and_a_zero_result_is_no_data() -> None:
@@ -229,6 +236,7 @@ def test_the_status_read_back_is_the_status_written() -> None:
                                                     "tCheckpoint": "2026-01-22T18:00:07Z", "checkpointStep": 0,
                                                     "lastStep": 0, "tCh": "0.000000", "reason": ""}
     assert recover({"lastCheckpointStep": 13}).counted_checkpoint_step == 13
+    assert recover({}).counted_checkpoint_step == 0
 
 
 def test_a_run_s_first_step_after_a_reset() -> None:

@@ -3,6 +3,8 @@ capture's numbers read as Go's `Atoi` and `ParseFloat` read them (0 when they fa
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from functions.domain.logprofile import go_float, go_int, goodput_profile, parse_float, parse_int
@@ -61,3 +63,7 @@ def test_a_profile_s_fields_and_their_absence() -> None:
     bare = goodput_profile({"metadata": {"name": "q"}, "spec": {"timestamp": {"layout": "2006"}, "patterns": {}}})
     assert (bare.container, bare.warmup_steps, bare.log_interval, bare.multi, bare.replicated_job) == (
         "", 0, 0, False, "")
+
+
+def test_parse_float_s_infinities_only_when_spelled() -> None:
+    assert (parse_float("+Infinity"), parse_float("-inf"), parse_float("1e400")) == (math.inf, -math.inf, None)

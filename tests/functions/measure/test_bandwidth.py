@@ -189,6 +189,10 @@ def test_a_missing_profile_flips_measuring_and_raises_a_warning() -> None:
                                             "observedGeneration": 3}]}
     assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "LogProfileNotFound", text)
     assert plan.reason == f"BandwidthMeasurement ns/j-bandwidth: {text}"
+    still = {**measuring, "status": "False", "reason": "LogProfileNotFound"}
+    again = decide_bandwidth(BandwidthSample(bm({"conditions": [still]}), the_job("InProgress", "WorkloadRunning"),
+                                             "InProgress", problem=cause), GROUP, NOW)
+    assert written(again)["conditions"][0]["lastTransitionTime"] == "2026-09-30T10:00:00Z"  # still False: kept
 
 
 def test_a_running_sample_keeps_its_start_and_unions_the_transports() -> None:

@@ -51,8 +51,10 @@ def only_write(plan: Any) -> WriteStatus:
 
 def test_a_running_jobs_sample_is_written_locked_with_measuring_true() -> None:
     observed = Sample(gm(), job(RUNNING, workload_ref=True), "InProgress", profile=PROFILE, window=window())
-    status = only_write(decide(observed, SETTINGS, NOW)).status
+    plan = decide(observed, SETTINGS, NOW)
+    status = only_write(plan).status
     assert (status["currentStep"], status["resumeTimeSec"], status["result"]) == (100, "5.123457", "0.906637")
+    assert plan.reason == "GoodputMeasurement ns/llm-goodput: sampled, step 100"
     (measuring,) = status["conditions"]
     assert measuring == {"type": "Measuring", "status": "True", "reason": "JobRunning",
                          "message": "Referenced Job is running, measurement in progress",
@@ -79,6 +81,7 @@ def test_a_profile_that_cannot_be_resolved_is_cre_s_condition_and_a_warning() ->
                                             "observedGeneration": 1}]}
     assert (event.body["type"], event.body["reason"], event.body["note"], event.body["regarding"]["kind"]) == (
         "Warning", "LogProfileNotFound", message, "GoodputMeasurement")
+    assert plan.reason == f"GoodputMeasurement ns/llm-goodput: {message}"
 
 
 def test_the_warning_regards_the_measurement_and_is_named_for_it_the_reason_and_the_minute() -> None:
@@ -100,6 +103,8 @@ def test_a_job_whose_workload_is_gone_after_training_is_an_interruption_written_
     assert written.status["interruptionCount"] == 1 and written.status["lostWorkTimeSec"] == "630.000000"
     assert written.status["pendingInterruption"]["reason"] == "WorkloadRestarted"
     assert "conditions" not in written.status
+    plan = decide(Sample(gm(status), job(RUNNING), "InProgress", profile=PROFILE), SETTINGS, NOW)
+    assert plan.reason == "GoodputMeasurement ns/llm-goodput: its Job restarted"
 
 
 def test_no_running_worker_no_write() -> None:
@@ -182,7 +187,7 @@ def test_the_final_window_is_capped_at_the_anchor_inclusive() -> None:
     anchor = at("2026-01-22T10:05:00Z")
     steps = [Step(global_step=n, timestamp=at(t)) for n, t in
              ((30, "2026-01-22T10:00:05Z"), (40, "2026-01-22T10:05:00Z"), (50, "2026-01-22T10:06:00Z"))]
-    checkpoints = [Checkpoint(30, at("2026-01-22T10:04:00Z")), Checkpoint(50, at("2026-01-22T10:07:00Z"))]
+    checkpoints = [Checkpoint(30, at("2026-01-22T10:05:00Z")), Checkpoint(50, at("2026-01-22T10:07:00Z"))]
     seen = Window(steps=steps, first_step=steps[0], last_step=steps[2], checkpoints=checkpoints,
                   last_log_timestamp=at("2026-01-22T10:07:00Z"))
     assert capped(seen, anchor) == Window(steps=steps[:2], first_step=steps[0], last_step=steps[1],
