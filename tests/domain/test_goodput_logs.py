@@ -267,5 +267,5 @@ def test_each_capture_of_a_step_and_the_run_s_events() -> None:
     assert parse_window(events, ["restore"]).restore == Checkpoint(0, 0, "")
     assert parse_window(events, ["restore step 7"]).restore == Checkpoint(7, 0, "")
     assert parse_window(events, ["loaded step 3"]).restore == Checkpoint(3, 0, "")
-    steps = parse_window(events, ["app up", "global 10", "global 5"]).steps
+    steps = parse_window(events, ["2026-01-22T18:00:00Z app up", "global 10", "global 5"]).steps
     assert [s.warmup for s in steps] == [False, False]  # no warmup steps: none, even below the first
