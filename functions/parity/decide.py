@@ -29,7 +29,7 @@ from functions.domain.condition_writes import group_nodes, placed_nodes
 from functions.domain.conditions import parse_rfc3339, rfc3339
 from functions.domain.jobs import Gone, JobState, Skipped, why_not_ours
 from functions.domain.kubeevents import action_event
-from functions.domain.pods import failed_container, of_attempt
+from functions.domain.pods import failed_container, failure_log, of_attempt
 from functions.domain.running import decide_running
 from functions.runtime.plan import Plan, nothing, wait_until
 from functions.runtime.settings import Settings
@@ -106,9 +106,9 @@ def on_failure(state: JobState, evidence: bool | None, settings: Settings, pods:
         return {"phase": RESTARTING, "restartCount": str(count + 1), "failedNodes": "", "failureLog": ""}
     shadow = {"phase": FAILED, "restartCount": str(count)}
     if pods:  # the inputs of the attribution are there: compared (a Job whose pods are gone is not)
-        source = failed_container(pods)
+        log = failure_log(pods, failed_container(pods), "")  # none failed: CRE's NoTerminatedContainer
         shadow["failedNodes"] = " ".join(group_nodes(state, settings.cre_group) or placed_nodes(pods))
-        shadow["failureLog"] = f"{source.reason} {source.pod} exit {source.exit_code}".strip() if source else ""
+        shadow["failureLog"] = f"{log.reason} {log.pod_name} exit {log.exit_code}".strip()
     return shadow
 
 

@@ -115,6 +115,19 @@ def test_a_failure_both_would_record_agrees_with_its_nodes_and_container() -> No
                                            "OOMKilled llm-workload-node-0-0 exit 137")}
 
 
+def test_a_failure_whose_pods_still_run_records_no_terminated_container_on_both_sides() -> None:
+    """A TrainJob deleted by hand while its pods run: CRE's failure log says `NoTerminatedContainer` (no pod, exit 0),
+    and so would the functions (the soak's `deleted by hand` Jobs)."""
+    state = job(exclusive("Failed", "WorkloadFailed"), status={
+        "failedNodes": [{"name": "gpu-1", "reason": "WorkloadFailed", "message": "m"}],
+        "failureLog": {"podName": "", "nodeName": "", "exitCode": 0, "reason": "NoTerminatedContainer",
+                       "tail": "pods for this Job were found, but none had a container terminated with a non-zero "
+                               "exit code"}})
+    data = checked(state, failed_trainjob(), (pod(node="gpu-1", exits=[("trainer", -1, "")]),))
+    assert fields(data)["failureLog"] == ("agree", "NoTerminatedContainer  exit 0", "NoTerminatedContainer  exit 0")
+    assert data.result == "agree"
+
+
 def test_a_failure_with_restarts_left_and_evidence_differs_the_functions_would_restart() -> None:
     state = job(exclusive("Failed", "WorkloadFailed"), checkpoint=CKPT)
     data = checked(state, failed_trainjob(), (), evidence=True)
