@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from events.emitted import ParityCheckedData, ParityField
+from events.emitted import FailureLog, ParityCheckedData, ParityField
 from events.envelope import Envelope, to_outbound
 from events.objects import Pod, TrainJob
 from events.types import EventType, Phase, Reason
@@ -70,6 +70,11 @@ def verdict_of(state: JobState) -> str:
     return f"{true.type}/{true.reason}" if true is not None else ""
 
 
+def described(log: FailureLog) -> str:
+    """A failure log as compared: its reason, pod and exit code."""
+    return f"{log.reason} {log.pod_name} exit {log.exit_code}".strip()
+
+
 def stored(state: JobState) -> dict[str, str]:
     """The compared fields as the Job says them."""
     status = state.job.status
@@ -78,7 +83,7 @@ def stored(state: JobState) -> dict[str, str]:
         "phase": verdict_of(state),
         "restartCount": str(status.restart_count),
         "failedNodes": " ".join(sorted({n.name for n in status.failed_nodes})),
-        "failureLog": f"{log.reason} {log.pod_name} exit {log.exit_code}".strip() if log else "",
+        "failureLog": described(log) if log else "",
         "workloadStartTime": "set" if status.workload_start_time else "unset",
         "schedulingBlocked": "set" if status.scheduling_blocked_since else "unset",
     }
@@ -108,7 +113,7 @@ def on_failure(state: JobState, evidence: bool | None, settings: Settings, pods:
     if pods:  # the inputs of the attribution are there: compared (a Job whose pods are gone is not)
         log = failure_log(pods, failed_container(pods), "")  # none failed: CRE's NoTerminatedContainer
         shadow["failedNodes"] = " ".join(group_nodes(state, settings.cre_group) or placed_nodes(pods))
-        shadow["failureLog"] = f"{log.reason} {log.pod_name} exit {log.exit_code}".strip()
+        shadow["failureLog"] = described(log)
     return shadow
 
 
