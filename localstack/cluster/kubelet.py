@@ -204,11 +204,10 @@ def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             url = urlsplit(self.path)
-            parts = [unquote(p) for p in url.path.split("/")]
-            if len(parts) != 5 or parts[:2] != ["", "containerLogs"]:
+            if (key := _container(url.path)) is None:
                 self._answer(404, f"404 page not found: {url.path}\n")
                 return
-            namespace, pod, container = parts[2:]
+            namespace, pod, container = key
             query = parse_qs(url.query)
             lines = kubelet.lines_of(namespace, pod, container)
             since = _time(query, "sinceTime")
@@ -225,12 +224,11 @@ def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             """The stand-in's own feed (no kubelet has one): the body's lines appended to the container's log, each
             at the RFC 3339 time it begins with (as `timestamps=true` prints them), else at the time it arrives."""
-            parts = [unquote(p) for p in urlsplit(self.path).path.split("/")]
-            if len(parts) != 5 or parts[:2] != ["", "containerLogs"]:
+            if (key := _container(urlsplit(self.path).path)) is None:
                 self._not_found()
                 return
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode(errors="replace")
-            namespace, pod, container = parts[2:]
+            namespace, pod, container = key
             lines = fed(body.splitlines(), time.time_ns())
             kubelet.write(namespace, pod, container, lines)
             self._answer(200, f"{len(lines)} lines appended to {namespace}/{pod}/{container}\n")
@@ -253,6 +251,12 @@ def _handler(kubelet: StandInKubelet) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _container(path: str) -> LogKey | None:
+    """The container a `/containerLogs/<ns>/<pod>/<container>` path names (None for any other path)."""
+    parts = [unquote(p) for p in path.split("/")]
+    return (parts[2], parts[3], parts[4]) if len(parts) == 5 and parts[:2] == ["", "containerLogs"] else None
 
 
 def _time(query: dict[str, list[str]], key: str) -> int | None:
