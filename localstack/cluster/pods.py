@@ -177,10 +177,14 @@ class Megatron:
         return [(at, text) for at, text in written if at <= until]
 
 
+def saves(lines: list[TimedLine] | None) -> list[int]:
+    """The steps of the checkpoints a log saved, in order."""
+    return [int(m.group(1)) for _, text in lines or [] if (m := SAVED.search(text))]
+
+
 def last_saved(lines: list[TimedLine] | None) -> int:
     """The step of the last checkpoint a log saved (0: none)."""
-    found = [int(m.group(1)) for _, text in lines or [] if (m := SAVED.search(text))]
-    return found[-1] if found else 0
+    return (saves(lines) or [0])[-1]
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,7 @@ def attempt_pods(trainjob: dict[str, Any]) -> list[AttemptPod]:
     """The pods of a TrainJob: one per replicatedJob of its `crefn.dev/controller` runtime patch (none
     without one), named `<trainjob>-<replicatedJob>-0-0-a<attempt>`, the i-th on `gpu-node-<i+1>`;
     container `node`, or `launcher` in the launcher; labelled as the pod template and as JobSet labels the pods
-    it makes (`JOBSET_LABELS`)."""
+    it makes (`jobset_labels`)."""
     patch = next((p for p in _dig(trainjob, "spec", "runtimePatches") or []
                   if isinstance(p, dict) and p.get("manager") == CONTROLLER_MANAGER), None)
     replicated = _dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,7 @@ def drive(stack: Stack, namespace: str, scripts: dict[str, Script], timeline: Ti
     real workload trains for hours between two samples of the functions' `measure`, and far longer than a restart
     takes (what its goodput measures), this one for seconds."""
     jobs = cre_jobs(stack.group)
-    ran: dict[tuple[str, int], float] = {}  # (Job, attempt) → when its pods were set running (wall clock)
+    ran: dict[tuple[str, int], int] = {}  # (Job, attempt) → when its pods were set running (ns, wall clock)
 
     def read(job: str) -> dict[str, Any]:
         return stack.gateway.get(jobs, namespace, job) or {}
@@ -120,8 +120,8 @@ def drive(stack: Stack, namespace: str, scripts: dict[str, Script], timeline: Ti
         since = ran.get((job.get("metadata", {}).get("name", ""), int(status.get("restartCount") or 0)))
         if not (job.get("spec") or {}).get("goodputMeasurement") or since is None:
             return False
-        return time.time() - since < trained_for or not measured_since(stack, namespace, job["metadata"]["name"],
-                                                                        since)
+        return (time.time_ns() - since < trained_for * NS
+                or not checkpoint_after(measurement_of(stack, namespace, job["metadata"]["name"])(), since))
 
     def quiet_for(job: str) -> Callable[[], bool]:
         held_since: dict[str, float] = {}
@@ -145,7 +145,7 @@ def drive(stack: Stack, namespace: str, scripts: dict[str, Script], timeline: Ti
     def said(job: str) -> Callable[[int, str], None]:
         def on_action(attempt: int, action: str) -> None:
             if action == "run":
-                ran[(job, attempt)] = time.time()
+                ran[(job, attempt)] = time.time_ns()
             timeline.say(f"-- Trainer: {action} TrainJob of {job}, attempt {attempt}")
         return on_action
 
@@ -220,11 +220,11 @@ def summary(stack: Stack, namespace: str, job: str, timeline: Timeline, overall:
     return state
 
 
-def measured_since(stack: Stack, namespace: str, job: str, since: float) -> bool:
-    """Whether the Job's GoodputMeasurement names a checkpoint saved after `since` (seconds since the epoch; the
-    status keeps whole seconds, and a workload saves its first checkpoint seconds after it starts)."""
-    at = when((measurement_of(stack, namespace, job)()).get("lastCheckpointTime"))
-    return at is not None and at / NS > since
+def checkpoint_after(status: Mapping[str, Any], since: int) -> bool:
+    """Whether a GoodputMeasurement's status names a checkpoint saved after `since` (ns since the epoch; the status
+    keeps whole seconds, and the stand-in workload saves its first checkpoint 2.5 s after it starts)."""
+    at = when(status.get("lastCheckpointTime"))
+    return at is not None and at > since
 
 
 def measurement_of(stack: Stack, namespace: str, job: str) -> Callable[[], dict[str, Any]]:

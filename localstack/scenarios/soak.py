@@ -28,7 +28,6 @@ from typing import Any, TextIO
 from events.types import ATTEMPT_LABEL, CRE_GROUP_DEFAULT, CRE_VERSION, MANAGED_LABEL, job_label
 from functions.domain.attempts import workload_name
 from functions.domain.conditions import true_exclusive
-from functions.domain.goodput_state import when
 from functions.runtime.client import send
 from functions.runtime.errors import AlreadyExists, CrefnError
 from functions.runtime.resources import NAMESPACES, TRAINJOBS, cre_goodput, cre_jobs
@@ -36,8 +35,9 @@ from functions.tools.paritytable import Table
 from functions.tools.replay import read_recording
 from localstack.background import Background
 from localstack.cluster.kubelet import StandInKubelet
-from localstack.cluster.pods import SAVED
+from localstack.cluster.pods import saves
 from localstack.eventing.chaos import Chaos, ChaosError
+from localstack.scenarios.demo import checkpoint_after
 from localstack.serving import wait_for_port
 from localstack.stack import Stack, start_stack
 from localstack.timeline import Timeline
@@ -129,11 +129,12 @@ class Driver(Background):
         self.last: dict[tuple[str, int], float] = {}
         self.ran: dict[tuple[str, int], int] = {}  # when the attempt's pods were set running (ns, wall clock)
 
-    def unmeasured(self, job: str, attempt: int, steps: list[str], index: int, measured: dict[str, int]) -> bool:
+    def unmeasured(self, job: str, attempt: int, steps: list[str], index: int,
+                   measured: dict[str, dict[str, Any]]) -> bool:
         """Whether the action after `run` still waits: no checkpoint saved since in the measurement (its times are
         whole seconds; the workload saves its first checkpoint 2.5 s after it starts)."""
         return (self.scripts[job].checkpoint is not None and index > 0 and steps[index - 1] == "run"
-                and measured.get(f"{job}-goodput", 0) <= self.ran.get((job, attempt), 0)
+                and not checkpoint_after(measured.get(f"{job}-goodput", {}), self.ran.get((job, attempt), 0))
                 and time.monotonic() - self.last.get((job, attempt), 0.0) < self.measured_within)
 
     def _run(self) -> None:
@@ -141,7 +142,7 @@ class Driver(Background):
         while not self._stop.wait(0.3):
             try:
                 trainjobs = self.stack.gateway.list_all(TRAINJOBS, NAMESPACE)
-                measured = {m["metadata"]["name"]: (when((m.get("status") or {}).get("lastCheckpointTime")) or 0)
+                measured = {m["metadata"]["name"]: m.get("status") or {}
                             for m in self.stack.gateway.list_all(cre_goodput(GROUP), NAMESPACE)}
             except CrefnError:
                 self.counts.driver_errors += 1
@@ -398,8 +399,7 @@ def saved_steps(kubelet: StandInKubelet, scripts: dict[str, Lifecycle]) -> dict[
     for name, lifecycle in scripts.items():
         if lifecycle.checkpoint is not None:
             pod = f"{workload_name(name)}-node-0-0-a{lifecycle.expected[2]}"
-            found[name] = [int(m.group(1)) for _, text in kubelet.lines_of(NAMESPACE, pod, "node") or []
-                           if (m := SAVED.search(text))]
+            found[name] = saves(kubelet.lines_of(NAMESPACE, pod, "node"))
     return found
 
 
