@@ -42,6 +42,7 @@ from functions.runtime.errors import (
 )
 from functions.runtime.logs import concern, fields, job_of, of_job
 from functions.runtime.metrics import Exposition, count_decision, count_event, expose_process
+from functions.runtime.replied import Replied
 
 ANSWERS: dict[type[Exception], int] = {
     TooLarge: 413,
@@ -185,7 +186,7 @@ def _serve(request: Request, function: str, act: Callable[[Record, Envelope], Re
     replied = f"replied {outcome.reply.type}"
     _log(function, env, span, started, 200, one_line(f"{replied}: {outcome.reason}") if outcome.reason else replied,
          decision_of(outcome.reply), "ok", outcome.reply.subject)
-    return Response(body, status=200, headers=headers)
+    return Replied(headers, body)
 
 
 def _bug(function: str, env: Envelope | None, span: tracing.Span, started: float, e: Exception,

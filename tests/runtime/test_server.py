@@ -87,3 +87,4 @@ def test_every_error_class_is_in_the_table() -> None:
 
     classes = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.CrefnError)}
     assert classes - {errors.CrefnError} <= set(ANSWERS)
+
