@@ -111,6 +111,18 @@ def test_dockerfile_cmd_serves_every_target_from_the_installed_package(site: Pat
             proc.stderr.close()
 
 
+def test_the_cmd_finds_the_installed_source_without_loading_the_framework(site: Path, tmp_path: Path) -> None:
+    """Finding the source is one more interpreter on every cold start: it loads the bare package, not
+    functions-framework and Flask (about 200 ms)."""
+    (finder,) = re.findall(r"python -c '([^']*)'", DOCKER_CMD[-1])
+    roots = ("flask", "functions_framework", "functions")
+    code = f"{finder}; import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in {roots!r}))"
+    shown = subprocess.run([sys.executable, "-c", code], env=installed_env(site), cwd=tmp_path, capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    assert shown[0] == str(site / "functions") and (site / "functions" / "main.py").is_file()
+    assert shown[1] == "['functions']"
+
+
 def test_the_installed_cli_has_every_command_of_the_image_and_none_of_the_dev_stack(site: Path,
                                                                                      tmp_path: Path) -> None:
     # the development venv can import the work tree's localstack; an installed copy alone cannot
