@@ -38,15 +38,17 @@ def wait_ready(proc: subprocess.Popen[bytes], url: str | urllib.request.Request,
     return f"{name} not ready after {timeout}s"
 
 
-def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = lambda: True) -> bool:
-    """Whether something listens on the loopback port within `timeout` (gives up once `alive()` is false)."""
+def wait_for_port(port: int, timeout: float = 20, alive: Callable[[], bool] = lambda: True,
+                  interval: float = 0.1) -> bool:
+    """Whether something listens on the loopback port within `timeout` (gives up once `alive()` is false), tried
+    every `interval` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and alive():
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return True
         except OSError:
-            time.sleep(0.1)
+            time.sleep(interval)
     return False
 
 
@@ -77,8 +79,9 @@ class ServedFunction:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
-    def start(self, timeout: float = 20, same_port: bool = False) -> ServedFunction:
-        """Start serving, on a free port (or, with `same_port`, on the one it had: a restart)."""
+    def start(self, timeout: float = 20, same_port: bool = False, interval: float = 0.1) -> ServedFunction:
+        """Start serving, on a free port (or, with `same_port`, on the one it had: a restart); returns once it
+        listens, asked every `interval` seconds."""
         self.port = self.port if same_port and self.port else free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
         env.update({**self.settings, **self.env})
@@ -90,7 +93,7 @@ class ServedFunction:
         else:
             self._proc = spawn(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         proc = self._proc
-        if wait_for_port(self.port, timeout, alive=lambda: proc.poll() is None):
+        if wait_for_port(self.port, timeout, alive=lambda: proc.poll() is None, interval=interval):
             return self
         code = proc.poll()
         self.stop()

@@ -1,8 +1,9 @@
 """A served function's figures — throughput by wrk, the served tree's resident memory, cold start — and `make
 bench`'s rows per served target (`BENCH_ROWS=targets`): each target served as a pod serves it, connected to a
 local API server by a kubeconfig and bound to a sink (a no-op function), beside the no-op functions-framework
-function served by the same binary in the same run: the served tree's resident memory once it has answered, cold
-start to the first answer, and requests per second with 16 keep-alive connections.
+function served by the same binary, measured just before each target: the served tree's resident memory once it
+has answered, cold start to the first answer (the median of three), and requests per second with 16 keep-alive
+connections.
 
 Each target gets an event the install's Triggers route to it (`event_for`): `status` and `restart` get what
 `phase` answers to its samples; `resync` a ping; `metrics` a scrape (GET). The objects the events name are
@@ -18,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +48,8 @@ DURATION = 5
 PING = {"attributes": {"specversion": "1.0", "id": "bench", "source": "/bench", "type": "dev.knative.sources.ping"},
         "data": {}}
 SECONDS = 3
+COLD = 3
+"""Cold starts per figure (their median)."""
 JOB = {"apiVersion": f"{CRE_GROUP_DEFAULT}/{CRE_VERSION}", "kind": "Job",
        "metadata": {"name": "bench", "namespace": "bench", "uid": "b3", "labels": {MANAGED_LABEL: "true"}},
        "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "torch-distributed"}}}}}
@@ -92,9 +96,10 @@ def tree_rss_mib(pid: int) -> float:
 
 
 def cold_start_ms(served: ServedFunction, record: dict[str, Any] | None) -> float:
-    """From the process started to its first answer (to `record`, or to a GET without one)."""
+    """From the process started to its first answer (to `record`, or to a GET without one); whether it listens is
+    asked every 5 ms, so that a figure is not rounded up to the next tenth of a second."""
     start = time.perf_counter()
-    served.start(timeout=30)
+    served.start(timeout=30, interval=0.005)
     while True:
         try:
             if record is None:
@@ -161,10 +166,11 @@ def phase_answers() -> list[dict[str, Any]]:
 
 
 def figures_of(served: ServedFunction, record: dict[str, Any] | None) -> tuple[float, float, float]:
-    """(cold start ms, requests per second, served tree MiB) of a target started anew."""
+    """(cold start ms, requests per second, served tree MiB) of a target started anew: the cold start the median
+    of COLD starts."""
     headers, body = encode(record) if record is not None else ({}, b"")
     method = "POST" if record is not None else "GET"
-    cold = cold_start_ms(served, record)
+    cold = statistics.median(cold_start_ms(served, record) for _ in range(COLD))
     served.start(timeout=30)
     try:
         throughput(served.url + ("metrics" if record is None else ""), headers, body, seconds=1,
@@ -178,16 +184,18 @@ def figures_of(served: ServedFunction, record: dict[str, Any] | None) -> tuple[f
 
 
 def target_figures(rows: list[dict[str, Any]]) -> None:
-    print("[bench] each served target against the no-op floor ...", file=sys.stderr, flush=True)
+    """Each target's figures beside the floor's, measured just before it: a machine's load drifts over the
+    minutes the rows take, and each ratio is of two measurements a few seconds apart."""
+    print("[bench] each served target against the no-op floor, measured beside it ...", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
             LocalCluster(Path(tmp), log=quiet) as cluster, \
             ServedFunction("noop", {"CREFN_LOG_LEVEL": "ERROR"}, source=NOOP) as sink:  # K_SINK, as a pod is bound
         env = {"CREFN_LOG_LEVEL": "ERROR", "CREFN_KUBECONFIG": str(cluster.kubeconfig), "K_SINK": sink.url}
         answers = phase_answers()
         sample = load_sample("trainjob-resource-update-failed")
-        floor = figures_of(ServedFunction("noop", env, source=NOOP), sample)
         for target in sorted(SERVED):
             print(f"[bench]   {target}", file=sys.stderr, flush=True)
+            floor = figures_of(ServedFunction("noop", env, source=NOOP), sample)
             ours = figures_of(ServedFunction(target, env), event_for(target, answers))
             for (what, unit), base, value in zip((("cold start", "ms"), ("throughput", "req/s"),
                                                   ("served tree", "MiB")), floor, ours, strict=True):
