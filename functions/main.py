@@ -8,7 +8,7 @@ retry API and answers `GET /metrics`. Two more targets handle no event of their 
 dead-letter recorder, `functions.runtime.deadletters`). Importing this module loads functions-framework and
 `functions.registry` only (it runs in gunicorn's arbiter, before the fork); when the target is looked up, a child
 of the arbiter checks the settings and logs what runs, once (`start`), so the arbiter loads neither; the server,
-the settings and the target's handler are built by the worker as it starts, before it accepts, meanwhile.
+the settings and the target's handler are built on the worker's first request.
 What is loaded where, and why: docs/architecture.md#processes-what-each-one-loads.
 """
 
@@ -20,10 +20,8 @@ import gc
 import importlib
 import logging
 import os
-import signal
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -55,10 +53,10 @@ def context() -> Context:
 
 @functools.cache
 def responder(name: str) -> Callable[[Any], Any]:
-    """What serves the target's requests, made as the worker starts (`build_in_worker`), else on the first request
-    (the imports happen here), with the garbage collector paused: what importing makes lives as long as the
-    process, so a collection meanwhile finds next to nothing (about 30 ms of a `phase` worker's build went to
-    them); once built, it is frozen (`gc.freeze`), so that later collections do not walk it again."""
+    """What serves the target's requests, made on the first one (the imports happen here), with the garbage
+    collector paused: what importing makes lives as long as the process, so a collection meanwhile finds next to
+    nothing (about 30 ms of a `phase` worker's first request went to them); once built, it is frozen
+    (`gc.freeze`), so that later collections do not walk it again."""
     with _lock, paused_collector():  # one thread builds the settings and the connection; the others wait for them
         return responder_with(name, context())
 
@@ -122,70 +120,27 @@ def serve(name: str) -> Callable[[Any], Any]:
 
 
 def start(name: str) -> None:
-    """Check the settings and say what runs (`say_start`) in a child process: checking them loads pydantic and the
-    settings (about 9 MiB), which the arbiter would otherwise hold, and every worker it forks inherit, for its whole
-    life. The arbiter does not wait for the check: it goes on to listen, and its worker builds the target as it
-    starts (`build_in_worker`), while the child checks on the other core. Settings that cannot be used: the child's
-    one CRITICAL line, and the arbiter exits 1 (`await_verdict`); a worker that met them answers nothing and exits
-    with it."""
+    """Check the settings and say what runs (`say_start`) before the server listens, in a child process: checking
+    them loads pydantic and the settings (about 9 MiB), which the arbiter would otherwise hold, and every worker it
+    forks inherit, for its whole life. Settings that cannot be used: the child's one CRITICAL line, and exit 1."""
     sys.stdout.flush()
     sys.stderr.flush()
-    verdict, telling = os.pipe()
     checker = os.fork()
     if checker == 0:  # the child checks, says, and exits without running anything of the arbiter's
         gc.disable()  # it exits at once: nothing to collect
         code = 1
         try:
             code = say_start(name)
-        except BaseException:  # a bug: its traceback, and the start fails
+        except BaseException:  # a bug: its traceback, and the start fails as it did in the arbiter
             traceback.print_exc()
         finally:
             sys.stderr.flush()
-            with contextlib.suppress(OSError):  # the arbiter may be gone
-                os.write(telling, bytes([code]))
             os._exit(code)
-    os.close(telling)
-    threading.Thread(target=await_verdict, args=(checker, verdict), name="crefn-settings", daemon=True).start()
     for module in LISTENING:  # meanwhile, on the other core
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
-    with contextlib.suppress(ImportError):  # gunicorn's post_fork hook, in the app functions-framework makes next
-
-        def post_fork(server: object, worker: object) -> None:
-            build_in_worker(name, os.getppid())
-
-        importlib.import_module("gunicorn.config").Postfork.default = staticmethod(post_fork)
-
-
-def await_verdict(checker: int, verdict: int) -> None:
-    """The arbiter's side of the check: its child's exit code, then the child reaped (unless gunicorn's arbiter
-    reaped it first); anything but 0 (or the child gone without saying) exits the arbiter with 1 at once."""
-    said = os.read(verdict, 1)
-    os.close(verdict)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(checker, 0)
-    if said != b"\0":
-        os._exit(1)
-
-
-def build_in_worker(name: str, arbiter: int) -> None:
-    """In a worker just forked, before it accepts: the target built (`responder`), so that the first request
-    does not wait for the imports; a stop meanwhile stops it at once (the arbiter's signal handlers, which the
-    worker inherits until gunicorn sets its own, would swallow it). Settings that cannot be used: the worker
-    answers nothing, and exits once the arbiter has (`await_verdict`). Anything else is left to the first request,
-    which builds the target again and answers the error as it would have."""
-    from functions.runtime.settings import InvalidSettings
-
-    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
-        signal.signal(stop, signal.SIG_DFL)
-    try:
-        responder(name)
-    except InvalidSettings:
-        while os.getppid() == arbiter:
-            time.sleep(0.05)
-        os._exit(1)
-    except Exception:  # said by the first request, which meets it again
-        pass
+    if os.waitstatus_to_exitcode(os.waitpid(checker, 0)[1]) != 0:
+        raise SystemExit(1)
 
 
 def say_start(name: str) -> int:
