@@ -128,6 +128,15 @@ def test_an_independent_condition_is_written_with_the_event_of_its_flip(
         assert e.body["metadata"]["name"].startswith("llm.")
 
 
+def test_the_event_of_an_independent_flip_names_its_cause() -> None:
+    """The Warning of a flip to True carries the id of the deciding event, as a verdict's Event does."""
+    write = independent_write(with_condition(None), "HardwareFailed", True, "XidError", "xid 79", NOW, GROUP,
+                              "nodehealth", cause="e7")
+    assert write is not None
+    _, event = write.effects
+    assert isinstance(event, KubeEvent) and event.body["metadata"]["annotations"] == {"crefn.dev/cause": "e7"}
+
+
 def test_an_independent_condition_that_says_so_already_is_not_written() -> None:
     state = with_condition("True")
     assert independent_write(state, "HardwareFailed", True, "XidError", "xid 79", NOW, GROUP, "nodehealth") is None

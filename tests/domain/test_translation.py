@@ -119,6 +119,15 @@ def test_a_nic_count_the_run_sets_in_its_resources_is_kept() -> None:
         "limits": {"nvidia.com/gpu": "4", "rdma/ib": "8"}}
 
 
+def test_a_gpu_count_the_run_requests_is_kept_without_a_limit() -> None:
+    """A GPU count in the run's `resources.requests` is the run's own: no `limits` GPU count is added beside it
+    (nor one for its NICs when it requests them too)."""
+    requested = with_spec(mlnxPerNode=8, nicResourceName="rdma/ib",
+                          resources={"requests": {"nvidia.com/gpu": "2", "rdma/ib": "1"}})
+    assert runtime_container(translate(requested).objects)["resources"] == {
+        "requests": {"nvidia.com/gpu": "2", "rdma/ib": "1"}}
+
+
 INVALID = [
     ("script-and-module", with_spec(framework={"torch": {"script": "a.py", "module": "a"}}),
      "spec.framework.torch: set exactly one of script or module"),

@@ -13,6 +13,7 @@ from events.emitted import FailedNode, JobRef
 from events.envelope import Envelope
 from functions.domain.cel import CelOutcome, outcomes
 from functions.domain.jobs import Gone, parse_job
+from functions.domain.redelivery import Announced
 from functions.nodehealth.decide import (
     Evaluated,
     Evaluation,
@@ -294,3 +295,28 @@ def test_restart_never_deletes_a_trainjob_the_job_does_not_control() -> None:
     assert not [e for e in plan.effects if isinstance(e, Delete)]
 
 
+
+
+@pytest.mark.parametrize(("note", "restated"), [
+    ("Hardware failure detected on node(s): [n1]", True),
+    ("Hardware failure detected on node(s): [n0]", False),
+], ids=["its-own-note", "a-node-joined-since"])
+def test_a_redelivered_failure_is_announced_again_only_while_its_event_says_the_condition(note: str,
+                                                                                          restated: bool) -> None:
+    """The event that wrote `HardwareFailed`, delivered again, sends its `job.hardware.failed` again when the
+    recorded Event's note is the condition's message; once another node joined (the note says another list), the
+    Job's failedNodes were announced by that node's event, and nothing is sent."""
+    already = [cond("HardwareFailed", "True", HW, "Hardware failure detected on node(s): [n1]")]
+    event = {"note": note, "metadata": {"annotations": {"crefn.dev/cause": CAUSE.id}}}
+    case = replace(observed(nodes={"n1": cordoned("n1")}, conditions=RUNNING + already,
+                            failed_nodes=[{"name": "n1", "reason": HW, "message": DETAIL}]),
+                   announced=Announced(event))
+    assert isinstance(case, Evaluated)
+    plan = decide(case, REPORT, NOW)
+    assert plan.effects == ()
+    if restated:
+        assert plan.reply is not None and plan.reply.type == "dev.crefn.job.hardware.failed"
+        assert plan.reason == "Job ns/llm: HardwareFailed/HardwareFailureDetected delivered again"
+    else:
+        assert plan.reply is None
+        assert plan.reason == "Job ns/llm: unhealthy [n1], no new failed node"

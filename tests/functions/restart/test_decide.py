@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from events.envelope import parse_phase_event
+from events.emitted import WorkloadStalledData
+from events.envelope import parse_data, parse_phase_event
 from functions.domain.jobs import parse_job
-from functions.domain.pods import Capture
+from functions.domain.measurement_objects import GoodputMeasurement
+from functions.domain.pods import Capture, LogSource
 from functions.restart.decide import decide, failed_write, restart_write, verdict_write
 from functions.restart.observed import Failure, Observed, observe_failure, still_running
 from functions.runtime.codec import to_envelope
@@ -20,6 +22,7 @@ from functions.runtime.plan import Annotate, Delete, KubeEvent, WriteStatus
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 from tests.support.helpers import EARLIER, NOW, cond, job, trainjob
+from tests.support.stall import stalled_record
 from tests.support.world import phase_record
 
 CKPT = {"pvcName": "p", "maxRestarts": 2}
@@ -161,6 +164,52 @@ def test_a_refused_restart_says_why_and_is_counted_by_why(checkpoint: dict[str, 
                            capture=Capture((), None)), Settings(), NOW)
     assert plan.refused == why
     assert plan.reason == f"Job ns/llm: restart refused: {text}; Failed/WorkloadFailed written"
+
+
+def test_a_refused_restart_records_the_failure_log_of_the_attempts_pods() -> None:
+    """The Failed verdict of a refused restart carries the failure log the fresh reads captured (the failed
+    container, its exit and log tail), and its Warning Event names the deciding event."""
+    env = to_envelope(phase_record("ns", "llm", "Failed"))
+    source = LogSource(pod="llm-node-0", node="gpu-1", container="trainer", exit_code=137, reason="OOMKilled")
+    plan = decide(Observed(env, parse_phase_event(env), job(RUNNING, workload_ref=True), trainjob(TJ_FAILED),
+                           evidence=True, capture=Capture((), source, "out of memory")), Settings(), NOW)
+    write, event = plan.effects
+    assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
+    assert write.status["failureLog"] == {"podName": "llm-node-0", "nodeName": "gpu-1", "exitCode": 137,
+                                          "reason": "OOMKilled", "tail": "out of memory"}
+    assert event.body["metadata"]["annotations"] == {"crefn.dev/cause": env.id}
+
+
+STALLED_GOODPUT = GoodputMeasurement.model_validate({
+    "metadata": {"name": "llm-goodput", "namespace": "ns"},
+    "spec": {"jobRef": {"kind": "Job", "name": "llm"}, "logProfileRef": "nemo"},
+    "status": {"lastStepTimestamp": "2026-11-30T11:00:00Z", "avgStepTimeSec": "2.5"}})
+
+
+@pytest.mark.parametrize(("read", "written"), [
+    (trainjob(), True),
+    (trainjob(TJ_FAILED), False),
+    (None, False),
+], ids=["still-running", "failed-since", "gone"])
+def test_a_stall_is_decided_again_only_about_a_trainjob_still_running(read: dict[str, Any] | None,
+                                                                     written: bool) -> None:
+    """A stall found by `status`, decided again on the fresh reads: with no checkpoint, a TrainJob still running
+    and still stalled fails the Job `Failed`/`WorkloadStalled`; one that failed or went since is left to its own
+    event."""
+    env = to_envelope(stalled_record("ns", uid="tj-uid"))
+    state = job(RUNNING, workload_ref=True, spec={"stallMultiplier": 10}, status={"workloadStartTime": EARLIER})
+    plan = decide(Observed(env, parse_data(env, WorkloadStalledData), state, read, evidence=True,
+                           capture=Capture((), None), goodput=STALLED_GOODPUT), Settings(), NOW)
+    if written:
+        write, event = plan.effects
+        assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
+        (failed,) = [c for c in write.status["conditions"] if c["status"] == "True"]
+        assert (failed["type"], failed["reason"], failed["message"]) == (
+            "Failed", "WorkloadStalled", "Workload stalled: no training step within the configured threshold")
+        assert plan.reply is not None and plan.reply.type == "dev.crefn.job.condition.changed"
+    else:
+        assert (plan.effects, plan.reply) == ((), None)
+        assert plan.reason == "stale: TrainJob llm-workload is not running on a fresh read"
 
 
 # -- the next attempt, launched by the restart itself when there is no grace to wait --------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from events.envelope import parse_phase_event
 from functions.domain.pods import Capture
 from functions.restart.decide import decide
@@ -35,6 +37,24 @@ NO_GRACE = Settings(restart_grace_seconds=0)
 
 
 CKPT = {"pvcName": "p", "maxRestarts": 2}
+
+
+@pytest.mark.parametrize(("runtime_ref", "own"), [
+    ({"name": "t"}, True),
+    ({"name": "t", "kind": "ClusterTrainingRuntime"}, True),
+    ({"name": "t2"}, False),
+    ({"name": "t", "kind": "TrainingRuntime"}, False),
+], ids=["the-same", "the-same-kind-spelled-out", "another-name", "another-kind"])
+def test_the_failed_attempts_patch_names_the_jobs_only_of_the_runtime_it_ran(runtime_ref: dict[str, str],
+                                                                             own: bool) -> None:
+    """The runtime the failed attempt ran (`t`, a ClusterTrainingRuntime) is the Job's only with the same name
+    and the same kind (a `runtimeRef` without a kind names a ClusterTrainingRuntime, as Kubeflow Trainer reads it)."""
+    from functions.restart.decide import own_patch_jobs
+
+    failed = with_patch(trainjob(TJ_FAILED))
+    state = job(RUNNING, checkpoint=CKPT, workload_ref=True,
+                spec={"workload": {"trainJob": {"runtimeRef": runtime_ref}}})
+    assert own_patch_jobs(failed, state) == (("launcher", "node") if own else None)
 
 
 def test_a_runtime_edited_since_the_failed_attempt_is_read_for_the_next_one() -> None:

@@ -90,6 +90,42 @@ def test_the_log_tail_is_read_only_for_a_failure_that_fails_the_job_without_a_lo
     assert capture_wanted(observed, Settings()) == wanted
 
 
+TERMINAL = [{"type": "Failed", "status": "True", "reason": "WorkloadFailed", "message": "boom",
+             "observedGeneration": 1, "lastTransitionTime": "2026-11-30T10:00:00Z"}]
+
+
+@pytest.mark.parametrize(("attempt", "conditions", "stalled", "read", "wanted"), [
+    (0, RUNNING, False, TJ_FAILED, (True, True)),
+    (0, TERMINAL, False, TJ_FAILED, (False, False)),
+    (3, RUNNING, False, TJ_FAILED, (False, False)),
+    (0, RUNNING, True, [], (True, True)),
+    (0, RUNNING, True, TJ_FAILED, (False, False)),
+], ids=["current-failure", "job-terminal", "another-attempt", "stall-still-running", "stall-failed-since"])
+def test_the_pods_are_read_only_for_the_current_attempts_failure_or_running_stall(
+        attempt: int, conditions: list[dict[str, Any]], stalled: bool, read: list[dict[str, str]],
+        wanted: tuple[bool, bool]) -> None:
+    """No pod is read for an event the decision leaves at once: a Job terminal already, an event about another
+    attempt, a stall of a TrainJob that is not running any more."""
+    from events.emitted import WorkloadStalledData
+    from events.envelope import parse_data, parse_phase_event
+    from functions.restart.observed import Observed
+    from functions.restart.wants import capture_wanted
+    from functions.runtime.codec import to_envelope
+    from functions.runtime.settings import Settings
+    from tests.support.helpers import job, trainjob
+    from tests.support.stall import stalled_record
+    from tests.support.world import phase_record
+
+    if stalled:
+        env = to_envelope(stalled_record("ns", attempt=attempt, uid="tj-uid"))
+        data: WorkloadPhaseData | WorkloadStalledData = parse_data(env, WorkloadStalledData)
+    else:
+        env = to_envelope(phase_record("ns", "llm", "Failed", attempt=attempt))
+        data = parse_phase_event(env)
+    state = job(conditions, workload_ref=True)
+    assert capture_wanted(Observed(env, data, state, trainjob(read), evidence=True), Settings()) == wanted
+
+
 @pytest.mark.parametrize(("finalizers", "wanted"), [([], True), (["example.com/hold"], False)],
                          ids=["name-free", "held-by-a-finalizer"])
 def test_the_runtime_is_not_read_while_a_finalizer_holds_the_next_attempts_name(finalizers: list[str],
@@ -109,3 +145,19 @@ def test_the_runtime_is_not_read_while_a_finalizer_holds_the_next_attempts_name(
     failed["metadata"]["finalizers"] = finalizers
     observed = Observed(env, data, edited, failed, evidence=True)
     assert runtime_wanted(observed, Settings(restart_grace_seconds=0), NOW) is wanted
+
+
+@pytest.mark.parametrize(("workload_ref", "wanted"), [(False, True), (True, False)],
+                         ids=["next-attempt-not-launched", "next-attempt-launched"])
+def test_a_recorded_restart_reads_the_runtime_only_while_its_next_attempt_has_no_workload(workload_ref: bool,
+                                                                                          wanted: bool) -> None:
+    """The failure delivered again after the restart was committed: the runtime is read for the relaunch only
+    while the Job has no `workloadRef` (once the next attempt is launched, there is nothing to launch)."""
+    from functions.restart.observed import Observed
+    from functions.restart.wants import runtime_wanted
+    from functions.runtime.settings import Settings
+    from tests.support.helpers import NOW, job
+
+    env, data = failed_event()
+    state = job(RESTARTED, checkpoint={"pvcName": "p", "maxRestarts": 2}, restart_count=1, workload_ref=workload_ref)
+    assert runtime_wanted(Observed(env, data, state, None), Settings(restart_grace_seconds=0), NOW) is wanted

@@ -116,6 +116,14 @@ def test_the_finished_label_follows_the_job(state: JobState, trainjob: dict[str,
     assert label_of(state, trainjob) == expected
 
 
+def test_an_orphaned_trainjob_is_not_labelled_finished() -> None:
+    """A TrainJob of the current attempt that the terminal Job records nowhere (a launch a verdict beat) is an
+    orphan the tick deletes: only the Job is labelled, not the TrainJob about to go."""
+    state = labelled(job(SUCCEEDED), {})
+    assert state.job.status.workload_ref is None
+    assert label_of(state, trainjob_of(COMPLETE["status"])) == [("Job", "true", "7")]
+
+
 def test_the_finished_label_is_written_on_the_jobs_own_trainjob_by_its_name() -> None:
     """The TrainJob's label write names the TrainJob as read (not the Job), unlocked; the Job's is locked."""
     state = labelled(tracked(SUCCEEDED), {})

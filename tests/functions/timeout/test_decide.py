@@ -101,3 +101,20 @@ def test_a_timeout_delivered_again_makes_good_only_what_its_event_left(cause: st
     assert (plan.reply is not None) is replied
     if not replied:
         assert plan.reason == "Job ns/llm: its Failed/JobTimedOut was announced by another event"
+
+
+@pytest.mark.parametrize(("blocked_since", "message"), [
+    (None, "Job exceeded timeoutPerJob"),
+    ("2026-11-30T10:30:00Z", "Job exceeded timeoutPerJob while its pods were unschedulable"),
+], ids=["ran", "unschedulable"])
+def test_a_timeout_delivered_again_announces_the_verdict_the_job_carries(blocked_since: str | None,
+                                                                         message: str) -> None:
+    """The verdict sent again is read off the Job: unschedulable when it keeps `schedulingBlockedSince`."""
+    conditions = [cond("Failed", "True", "JobTimedOut", message), cond("InProgress", "False", "NotApplicable"),
+                  cond("Succeeded", "False", "NotApplicable")]
+    status = {"schedulingBlockedSince": blocked_since} if blocked_since else {}
+    state = job(conditions, annotations={"crefn.dev/timeout-per-job": "1h"}, status=status)
+    announced = {"metadata": {"name": "llm.0123456789abcdef", "annotations": {"crefn.dev/cause": "d1"}}}
+    plan = decide(Found(CAUSE, DATA, state, None, announced=Announced(announced)), Settings(), NOW)
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.condition.changed"
+    assert plan.reply.data_json()["new"] == {"type": "Failed", "reason": "JobTimedOut", "message": message}

@@ -82,6 +82,15 @@ def test_a_violation_writes_validation_failed_attributes_the_group_nodes_and_war
         "failedNodes": [{"name": n, "reason": "ThresholdViolation", "message": VIOLATED} for n in ("gpu-a", "gpu-b")]}
 
 
+@pytest.mark.parametrize(("bus", "reason"), [
+    ("350", "Job ns/llm: ValidationFailed=True/ThresholdViolated"),
+    ("450", "Job ns/llm: ValidationFailed=False/ThresholdsMet"),
+], ids=["violated", "met"])
+def test_the_answer_says_the_verdict_written(bus: str, reason: str) -> None:
+    """The reason logged with the answer names the Job, the condition's status and its reason."""
+    assert decide(observed(awaiting(), [bandwidth(bus)]), Settings(), NOW).reason == reason
+
+
 def test_an_earlier_attribution_is_kept() -> None:
     earlier = [{"name": "gpu-z", "reason": "HardwareFailureDetected", "message": "node gpu-z failed"}]
     plan = decide(observed(awaiting(failed_nodes=earlier), [bandwidth("350")]), Settings(), NOW)

@@ -148,6 +148,23 @@ def test_a_threshold_verdict_is_mirrored_as_the_runs_own_validation_failed() -> 
                   datetime(2026, 11, 30, 12, 5, tzinfo=UTC)).effects == ()
 
 
+def test_a_runs_conditions_are_written_on_the_resource_version_read() -> None:
+    """The status write of a run's conditions is conditional on the resourceVersion it was decided on (a run
+    changed since is decided again, not overwritten)."""
+    from datetime import UTC, datetime
+
+    from functions.runtime.plan import WriteStatus
+    from functions.runtime.resources import cre_workloadruns
+    from functions.runtime.settings import Settings
+    from functions.workloadrun.decide import Translated, decide
+
+    plan = decide(Translated("WorkloadRun ml/wr", RUN, OBJECTS, (None, None)), Settings(),
+                  datetime(2026, 11, 30, 12, tzinfo=UTC))
+    (write,) = [e for e in plan.effects if isinstance(e, WriteStatus)]
+    assert (write.res, write.namespace, write.name, write.resource_version) == (
+        cre_workloadruns(Settings().cre_group), "ml", "wr", "7")
+
+
 @pytest.mark.parametrize("detected", [{"detectedGPUArchitecture": "gb200", "detectedPlatform": "oci"}, {}],
                          ids=["detected", "none-detected"])
 def test_the_created_run_names_the_hardware_it_detected(detected: dict[str, str]) -> None:
