@@ -104,6 +104,27 @@ def test_the_tick_finishes_what_the_event_left_waiting(world: Callable[..., Worl
     assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
 
 
+def test_the_tick_keeps_a_deleted_job_while_one_of_its_pods_runs(world: Callable[..., World], gateway: Gateway,
+                                                                  namespace: str, cluster: LocalCluster) -> None:
+    """The tick reads the pods of a Job whose deletion it finishes: while one still runs, the TrainJob is deleted
+    and the Job keeps CRE's finalizer (a later tick looks again)."""
+    from functions.resync import read as resync
+    from functions.runtime.context import Context
+    from functions.runtime.settings import Settings
+
+    w = world()
+    cres_job_with_running_pods(w, gateway, namespace)
+    terminate(gateway, namespace, "llm-workload-node-0-0", {"node": (0, "Completed")})
+    ctx = Context(Settings(kubeconfig=str(cluster.kubeconfig), k_sink="http://127.0.0.1:9/"), gateway=cluster.gateway())
+    try:
+        result = resync.resync_job(w.job(), {}, ctx)
+    finally:
+        ctx.gateway.close()
+    assert (result.job, result.event, result.error) == (f"{namespace}/llm", "", "")
+    assert w.job()["metadata"]["finalizers"] == [CRE_FINALIZER]
+    assert gateway.get(TRAINJOBS, namespace, "llm-workload") is None
+
+
 def test_observe_mode_touches_nothing(world: Callable[..., World], gateway: Gateway, namespace: str,
                                       cluster: LocalCluster) -> None:
     w = world()

@@ -15,6 +15,7 @@ import pytest
 from functions.domain.gotime import RFC3339_NANO, parse
 from functions.runtime.client import send
 from functions.runtime.context import Context
+from functions.runtime.errors import Unavailable
 from functions.runtime.gateway import Gateway
 from functions.runtime.logreads import read_log_all
 from functions.runtime.resources import EVENTS, Resource, cre_goodput, cre_jobs, cre_logprofiles
@@ -121,6 +122,39 @@ def test_a_tick_samples_the_running_workers_log_and_counts_nothing_twice(
     after = status_of(gateway, namespace)
     assert (after["checkpointSaveTimeSec"], after["resumeTimeSec"], after["lastCheckpointStep"]) == (
         "2.500000", "59.000000", 20)
+
+
+@pytest.mark.parametrize(("last_runs", "step"), [(True, 30), (False, 10)], ids=["last-running", "last-pending"])
+def test_a_multi_profile_reads_the_steps_of_the_last_worker_once_it_runs(
+        measure: Callable[..., str], gateway: Gateway, cluster: LocalCluster, namespace: str, profile: str,
+        last_runs: bool, step: int) -> None:
+    """CRE's `Multi` worker strategy (the Megatron profile: the run's life from the first pod, the training steps
+    from the last): worker-0's log gives the start, the last worker's the steps once that worker runs (until
+    then, worker-0's log alone)."""
+    running_job(gateway, cluster, namespace)
+    create_pod(gateway, namespace, "llm-workload-node-0-1", {
+        "jobset.sigs.k8s.io/jobset-name": "llm-workload", "batch.kubernetes.io/job-completion-index": "1",
+        "crefn.dev/attempt": "0"}, node="gpu-node-1")
+    if last_runs:
+        set_running(gateway, namespace, "llm-workload-node-0-1")
+    goodput(gateway, namespace, profile)
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+
+    def line(seconds: float, text: str) -> tuple[int, str]:
+        when = base + timedelta(seconds=seconds)
+        return at(when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")), text.replace("{t}", when.strftime("%Y-%m-%d %H:%M:%S.%f"))
+
+    cluster.kubelet.write(namespace, "llm-workload-node-0-0", "node", [
+        line(1, "using world size: 16, data-parallel size: 2, context-parallel size: 1, hierarchical "
+                "context-parallel sizes: None, tensor-model-parallel size: 8, pipeline-model-parallel size: 1"),
+        line(60, megatron("{t}", 10, "6000.0"))])
+    cluster.kubelet.write(namespace, "llm-workload-node-0-1", "node", [
+        line(60, megatron("{t}", 10, "6000.0")), line(120, megatron("{t}", 20, "6000.0")),
+        line(180, megatron("{t}", 30, "6000.0"))])
+    answer = send(measure(), PING)
+    assert answer.status == 202, answer.text
+    status = status_of(gateway, namespace)
+    assert (status["currentStep"], status["applicationStartTime"]) == (step, second(base + timedelta(seconds=1)))
 
 
 def test_a_missing_log_profile_is_cre_s_condition_and_warning(
@@ -244,3 +278,66 @@ def test_a_log_is_read_in_full_page_by_page(gateway: Gateway, cluster: LocalClus
     finally:
         ctx.gateway.close()
     assert [line.split(" ", 1)[1] for line in read] == [text for _, text in lines]
+
+
+def test_a_failed_measurement_is_named_by_namespace_and_name_with_its_error() -> None:
+    """How the tick's line and its 503 name a measurement whose sample failed."""
+    from functions.measure.read import named
+    from functions.runtime.apply import Each
+
+    listed = {"kind": "GoodputMeasurement", "metadata": {"namespace": "ml", "name": "llm-goodput"}}
+    assert named(Each(listed, error=Unavailable("the API server is unavailable"))) == (
+        "ml/llm-goodput: the API server is unavailable")
+
+
+@pytest.mark.parametrize("kind", ["GoodputMeasurement", "BandwidthMeasurement"])
+def test_a_listed_measurement_is_sampled_from_the_list_then_read_again_after_a_conflict(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first sample takes the list's copy as it is (no read); each one after it (a write refused on a changed
+    resourceVersion) reads the measurement again, by its kind."""
+    from functions.measure import read as measure_read
+
+    listed = {"kind": kind, "metadata": {"namespace": "ml", "name": "m"}}
+    fresh = {**listed, "spec": {"jobRef": {"name": "llm"}}}
+    read_again: list[tuple[str, str, str]] = []
+    sampled: list[dict[str, Any]] = []
+
+    def again(_: Context, namespace: str, name: str, kind: str = kind) -> dict[str, Any]:
+        read_again.append((kind, namespace, name))
+        return fresh
+
+    def one(_: Context, measurement: dict[str, Any]) -> Any:
+        sampled.append(measurement)
+        return measurement
+
+    for name in ("read_goodput", "read_bandwidth"):
+        monkeypatch.setattr(measure_read, name, again)
+    for name in ("read_one", "read_bandwidth_one"):
+        monkeypatch.setattr(measure_read, name, one)
+    next_read = measure_read.reads(Context(Settings()), listed)
+    assert next_read() is listed and read_again == []
+    assert next_read() is fresh and read_again == [(kind, "ml", "m")]
+    assert sampled == [listed, fresh]
+
+
+@pytest.mark.parametrize("verdict", ["InProgress", "Failed"])
+def test_a_workload_with_no_pod_yet_is_sampled_with_nothing_read(verdict: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Job's workload listed no pod of its attempt (not created yet, or gone): the sample has no window to
+    merge and no end of worker-0, and no log is read."""
+    from functions.domain.logprofile import goodput_profile
+    from functions.measure import read as measure_read
+    from tests.support.helpers import cond, job
+
+    listed: list[tuple[str, str]] = []
+
+    def no_pods(_: Context, namespace: str, name: str) -> list[dict[str, Any]]:
+        listed.append((namespace, name))
+        return []
+
+    monkeypatch.setattr(measure_read, "read_workload_pods", no_pods)
+    state = job([cond(verdict, "True", "WorkloadRunning")], workload_ref=True)
+    measurement = {"metadata": {"namespace": "ns", "name": "llm-goodput"}, "spec": {"jobRef": {"name": "llm"}}}
+    sample = measure_read.sampled(Context(Settings()), measurement, state, verdict, None,
+                                  goodput_profile(megatron_training()))
+    assert listed == [("ns", "llm-workload")]
+    assert (sample.verdict, sample.window, sample.terminated) == (verdict, None, None)

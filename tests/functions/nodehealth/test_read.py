@@ -527,3 +527,23 @@ def test_a_hardware_failure_delivered_again_after_a_crash_sends_its_event_and_it
 
 def stamp_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_an_answer_with_an_event_logs_its_reason_with_the_events_type(caplog: pytest.LogCaptureFixture) -> None:
+    """The server logs only the reply's type: the reason of an answer with an event is a line of its own, with the
+    function and the reply's type as its fields; an answer without an event logs nothing here."""
+    from events.emitted import JobHardwareFailedData
+    from events.envelope import to_outbound
+    from functions.runtime.plan import Outcome
+
+    data = JobHardwareFailedData(job=JobRef(name="llm", namespace="ns"), nodes=["n1"], message="m")
+    reply = to_outbound("dev.crefn.job.hardware.failed", "nodehealth", "ns", "llm", data, None)
+    outcome = Outcome(reply, "Job ns/llm: HardwareFailed/HardwareFailureDetected delivered again")
+    with caplog.at_level(logging.INFO, logger="crefn"):
+        assert nodehealth.answered(outcome) is outcome
+        assert nodehealth.answered(Outcome(None, "Job ns/llm: no new failed node")) is not None
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("replied ")]
+    assert line.getMessage() == ("replied dev.crefn.job.hardware.failed: Job ns/llm: "
+                                 "HardwareFailed/HardwareFailureDetected delivered again")
+    assert line.fields == {"function": "nodehealth",  # type: ignore[attr-defined]
+                           "replied": "dev.crefn.job.hardware.failed"}

@@ -343,6 +343,20 @@ def test_a_goodput_of_a_job_without_a_trainjob_or_job_is_202(phase_kube: ServedF
         202, f"GoodputMeasurement {namespace}/orphan names no Job", "")
 
 
+@pytest.mark.parametrize("labels", [{}, {"nvcre.nvidia.com/job": "llm"}, {"crefn.dev/attempt": "0"}],
+                         ids=["none", "no-attempt", "no-job"])
+def test_a_pod_without_its_job_and_attempt_labels_is_skipped_by_name(labels: dict[str, str]) -> None:
+    """A workload pod's change names the Job and attempt it is of by its labels; without them, nothing is read
+    and the answer names the pod."""
+    from events.envelope import Envelope
+    from functions.domain.jobs import Skipped
+
+    pod = {"metadata": {"name": "llm-workload-node-0-0", "namespace": "ml", "labels": labels}}
+    env = Envelope(id="p1", type="dev.knative.apiserver.resource.update", source="https://127.0.0.1")
+    assert phase_handler.read_for_pod(env, Context(Settings()), pod, "gone") == Skipped(
+        "pod ml/llm-workload-node-0-0 carries no Job and attempt labels")
+
+
 @pytest.mark.parametrize(("job_ref", "labels", "job"), [
     ({"name": "llama"}, {}, "llama"),  # jobRef's kind defaults to Job
     ({"kind": "Job", "name": "llama"}, {"nvcre.nvidia.com/job": "other"}, "llama"),  # jobRef before the label

@@ -4,6 +4,7 @@ driven by resync alone are the `resync` mode of tests/system/test_scenarios.py."
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -203,6 +204,53 @@ class PagedGateway(Gateway):
         return super().pages(res, namespace, label_selector, 2, field_selector, cached)
 
 
+@pytest.mark.parametrize(("raw", "named"), [
+    ({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "llm", "namespace": "ml"}},
+     "ml/llm"),
+    ({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job",
+      "metadata": {"name": "odd", "namespace": "ml"}, "status": {"restartCount": "many"}}, "odd"),
+    ({"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {}, "status": {"restartCount": "many"}},
+     "?"),
+], ids=["a-job", "unparsable", "unparsable-nameless"])
+def test_the_ticks_results_name_a_job_by_namespace_and_name_else_by_its_name(raw: dict[str, Any],
+                                                                             named: str) -> None:
+    from functions.resync import read as resync
+
+    assert resync.job_name(raw, Context(Settings())) == named
+
+
+class ListingGateway(Gateway):
+    """No API server: each LIST is recorded (the resource, the label selector, whether from the watch cache) and
+    finds nothing."""
+
+    def __init__(self) -> None:
+        self.listed: list[tuple[str, str, bool]] = []
+
+    def pages(self, res: Resource, namespace: str | None = None, label_selector: str = "", page_size: int = 500,
+              field_selector: str = "", cached: bool = False) -> Iterator[dict[str, Any]]:
+        self.listed.append((res.plural, label_selector, cached))
+        return iter(())
+
+
+@pytest.mark.parametrize(("sweep", "manage_all", "jobs"), [
+    (False, False, ("crefn.dev/managed=true,!crefn.dev/finished", True)),
+    (True, False, ("crefn.dev/managed=true", False)),
+    (False, True, ("!crefn.dev/finished", True)),
+    (True, True, ("", False)),
+], ids=["tick", "sweep", "tick-manage-all", "sweep-manage-all"])
+def test_a_tick_lists_the_unfinished_jobs_from_the_watch_cache_and_the_sweep_every_job_from_etcd(
+        sweep: bool, manage_all: bool, jobs: tuple[str, bool]) -> None:
+    """A tick's two LISTs pick the managed objects without the finished label from the API server's watch cache;
+    the sweep's pick the finished ones too, from etcd; with `CREFN_MANAGE_ALL`, every Job."""
+    from functions.resync import read as resync
+
+    listing = ListingGateway()
+    ctx = Context(Settings(manage_all=manage_all), gateway=listing)
+    assert resync.resync_pages(ctx, sweep=sweep) == (0, [])
+    trainjobs = "app.kubernetes.io/managed-by=nvcre" + ("" if sweep else ",!crefn.dev/finished")
+    assert listing.listed == [("trainjobs", trainjobs, not sweep), ("jobs", *jobs)]
+
+
 def drifted_jobs(gateway: Gateway, namespace: str, names: list[str], managed: bool = True) -> None:
     """In-step Jobs whose TrainJobs are then gone: each one's tick sends its Failed/WorkloadDeleted phase."""
     from functions.runtime.resources import TRAINJOBS
@@ -274,8 +322,10 @@ def test_a_trainjob_newer_than_the_ticks_list_is_not_called_gone(cluster: LocalC
         ctx.gateway.close()
 
 
-def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gateway, namespace: str) -> None:
-    """An event lost on the way to K_SINK must be sent again: the tick is retried (503), never 202."""
+def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gateway, namespace: str,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """An event lost on the way to K_SINK must be sent again: the tick is retried (503), never 202. Its line
+    counts the failures and names the first of them (`namespace/name: error`) as its `errors` field."""
     from functions.resync import read as resync
     from functions.runtime.resources import TRAINJOBS
     from functions.runtime.server import answer_for
@@ -287,10 +337,17 @@ def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gatew
                   gateway=cluster.gateway())
     try:
         cache_caught_up(gateway, namespace, (TRAINJOBS_LISTED, JOBS))
-        resync.handle(to_envelope(ping()), ctx)
+        with caplog.at_level(logging.INFO, logger="crefn"):
+            resync.handle(to_envelope(ping()), ctx)
         raise AssertionError("a tick that could not deliver was answered 202")
     except Unavailable as e:
         assert answer_for(e) == 503 and "0 failed" not in str(e), str(e)
+        (line,) = [r for r in caplog.records if r.getMessage().startswith("resync: ")]
+        logged = line.fields  # type: ignore[attr-defined]
+        assert logged["function"] == "resync" and logged["failed"] >= 1
+        assert len(logged["errors"]) == min(logged["failed"], 5)
+        assert all(": " in error for error in logged["errors"])
+        assert str(e).endswith(f"; first: {logged['errors'][0]}")
     finally:
         ctx.gateway.close()
 

@@ -218,6 +218,25 @@ def test_a_forged_delete_of_a_job_the_run_never_recorded_fails_nothing(
     assert run_condition(gateway, namespace, "InProgress")[:2] == ("True", "WorkflowCreated")
 
 
+def test_a_delete_event_of_a_job_the_run_still_has_fails_nothing(
+        functions: Callable[..., dict[str, str]], gateway: Gateway, namespace: str) -> None:
+    """A delete event about the run's Job while that Job stands (stale, or forged), or about a Job of another name
+    that names the run its controller: the run keeps its `WorkflowCreated`."""
+    from functions.runtime.client import send
+    from localstack.eventing.apisource import apiserver_record
+
+    urls = functions()
+    run = gateway.create(RUNS, namespace, workloadrun(namespace, {"exec": {"command": ["true"]}}))
+    assert send(urls["workloadrun"], apiserver_record("add", run, RUNS, gateway.host)).status == 202
+    job = gateway.get(JOBS, namespace, "wr-job") or {}
+    renamed = {**job, "metadata": {**job["metadata"], "name": "another-job", "uid": "another-uid"}}
+    for deleted in (job, renamed):
+        answer = send(urls["workloadrun"], apiserver_record("delete", deleted, JOBS, gateway.host))
+        assert answer.status == 202, answer.text
+        assert run_condition(gateway, namespace, "InProgress")[:2] == ("True", "WorkflowCreated")
+        assert run_condition(gateway, namespace, "Failed")[0] == "False"
+
+
 @pytest.mark.parametrize(("job_conditions", "expected"), [
     ([("InProgress", "True", "WorkloadRunning", "Workload TrainJob/wr-job-workload is running")],
      ("InProgress", "WorkflowCreated", "Workflow wr created")),
