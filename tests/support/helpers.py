@@ -37,11 +37,12 @@ REPLY_EVENT = {"ce-specversion": "1.0", "ce-id": "r1", "ce-source": "/receiver",
 
 class Receiver:
     """An HTTP endpoint on loopback that records every POST (time, headers, body) and answers from
-    `script` (status, headers) in order, then with `default`. With `reply_event`, a 200 carries a
-    CloudEvent in binary mode (a Knative reply)."""
+    `script` (status, headers) in order, then with `default`; with `scripted`, only the requests whose body it
+    accepts take the script (the others `default`: on a shared API server, another test's objects may be posted
+    too). With `reply_event`, a 200 carries a CloudEvent in binary mode (a Knative reply)."""
 
     def __init__(self, default: int = 200, body: bytes = b"ok", script: list[tuple[int, dict[str, str]]] | None = None,
-                 reply_event: bool = False) -> None:
+                 reply_event: bool = False, scripted: Callable[[bytes], bool] = lambda body: True) -> None:
         self.requests: list[tuple[float, dict[str, str], bytes]] = []
         self.script = list(script or [])
         self.default, self.body, self.reply_event = default, body, reply_event
@@ -51,7 +52,8 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 receiver.requests.append((time.monotonic(), {k.lower(): v for k, v in self.headers.items()}, body))
-                status, headers = receiver.script.pop(0) if receiver.script else (receiver.default, {})
+                status, headers = (receiver.script.pop(0) if receiver.script and scripted(body)
+                                   else (receiver.default, {}))
                 payload = receiver.body
                 if status == 200 and receiver.reply_event:
                     headers, payload = {**REPLY_EVENT, **headers}, b'{"ok": true}'
