@@ -59,6 +59,16 @@ def test_running_pods_keep_the_job_and_its_trainjob_goes_first() -> None:
                             Wait("Job ns/llm is being deleted: its pods have not ended (a, c)", 15))
 
 
+@pytest.mark.parametrize(("running", "listed"), [
+    (5, "p0, p1, p2, p3, p4"),
+    (7, "p0, p1, p2, p3, p4 and 2 more"),
+], ids=["five-named", "five-named-and-the-count-of-the-rest"])
+def test_the_wait_names_five_running_pods_at_most(running: int, listed: str) -> None:
+    pods = tuple(pod(f"p{i}", "Running") for i in range(running))
+    plan = decide_deletion(Deleting(deleting(), None, pods), Settings(), NOW)
+    assert plan.effects == (Wait(f"Job ns/llm is being deleted: its pods have not ended ({listed})", 15),)
+
+
 def test_once_the_pods_ended_only_cres_finalizer_is_removed_locked_on_the_version() -> None:
     state = deleting(finalizers=("foregroundDeletion", CRE, "example.com/keep"))
     plan = decide_deletion(Deleting(state, None, (pod("a", "Succeeded"), pod("b", "Failed"))), Settings(), NOW)

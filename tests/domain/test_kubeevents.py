@@ -10,7 +10,7 @@ import pytest
 
 from functions.domain.conditions import condition
 from functions.domain.jobs import JobState, parse_job
-from functions.domain.kubeevents import action_event, cap_note, transition_event
+from functions.domain.kubeevents import action_event, cap_note, run_event, transition_event
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -107,3 +107,15 @@ def test_action_events_are_warnings_named_by_their_message() -> None:
                                 "Failed to create TrainJob/x: denied", NOW, "launch")
     assert len({a.body["metadata"]["name"], other_reason.body["metadata"]["name"],
                 next_attempt.body["metadata"]["name"]}) == 3  # one Event per reason, attempt and message
+
+
+def test_a_runs_event_regards_the_run() -> None:
+    """CRE's WorkloadRun controller records its transitions on the run: the Event regards it by kind, name,
+    namespace and uid; a Warning for Failed."""
+    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+           "metadata": {"name": "wr", "namespace": "ml", "uid": "run-uid"}}
+    event = run_event(run, condition("Failed", "BuildFailed", "refused"), datetime(2026, 11, 30, tzinfo=UTC),
+                      "workloadrun")
+    assert event.body["regarding"] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
+                                       "name": "wr", "namespace": "ml", "uid": "run-uid"}
+    assert (event.body["type"], event.body["reason"], event.body["note"]) == ("Warning", "BuildFailed", "refused")

@@ -116,3 +116,24 @@ def test_an_object_without_its_kind_is_rejected_saying_what_it_got(drop: str, er
     with pytest.raises(PermanentError) as raised:
         parse_trainjob(obj)
     assert str(raised.value) == error
+
+
+@pytest.mark.parametrize(("cause", "annotations"), [("e1", {"crefn.dev/cause": "e1"}), (None, None)],
+                         ids=["caused", "a-launchs-first-phase"])
+def test_the_event_of_a_phase_flip_names_its_cause_only_when_given_one(cause: str | None,
+                                                                       annotations: dict[str, str] | None) -> None:
+    """`status` names the event that decided the flip; the first phase a launch decides (given no cause) records
+    an Event without annotations."""
+    from functions.domain.condition_writes import ConditionWrite
+    from functions.runtime.plan import KubeEvent
+
+    pending = [cond("InProgress", "True", "WorkloadPending", "Workload TrainJob/llm-workload is pending"),
+               cond("Succeeded", "False", "NotApplicable"), cond("Failed", "False", "NotApplicable")]
+    state = job(conditions=pending, workload_ref=True)
+    extra = {} if cause is None else {"cause": cause}
+    decided = decide_status(state, Phase.SUCCEEDED, "llm-workload", "", NOW, "nvcre.nvidia.com", "status", **extra)
+    assert isinstance(decided, tuple)
+    write, _ = decided
+    assert isinstance(write, ConditionWrite)
+    _, event = write.effects
+    assert isinstance(event, KubeEvent) and event.body["metadata"].get("annotations") == annotations

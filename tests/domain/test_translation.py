@@ -170,7 +170,9 @@ INVALID = [
     ("placement", with_spec(orchestration={"placement": "Pinned"}), "spec.orchestration.placement: 'Pinned'"),
     ("overrides", with_spec(overrides=[{"patch": {}}]), "spec.overrides needs CRE's Workflow tier"),
     ("timeout", with_spec(orchestration={"timeoutPerJob": "a day"}), "spec.orchestration.timeoutPerJob: 'a day'"),
-    ("nic-name-without-count", with_spec(nicResourceName="rdma/ib"), "spec.nicResourceName needs spec.mlnxPerNode"),
+    ("nic-name-without-count", with_spec(nicResourceName="rdma/ib"),
+     "spec.nicResourceName needs spec.mlnxPerNode (the count per node): it cannot be detected from the GPU "
+     "architecture here"),
     ("queue-not-a-label-value", with_spec(gangScheduler={"queue": "team a"}),
      "spec.gangScheduler.queue: 'team a' is not a label value"),
     ("queue-longer-than-a-label", with_spec(gangScheduler={"queue": "q" * 64}),
@@ -255,3 +257,10 @@ def test_the_target_is_carried_onto_every_replicated_job() -> None:
             "nodeSelectorTerms": [term]}}}
         assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
     assert all("affinity" not in p for p in pods(translate(CASES["mpi-custom"], nodes=nodes).objects))
+
+
+def test_a_run_rendered_without_a_namespace_gives_its_objects_an_empty_one() -> None:
+    """`cre-fn render` of a file that names no namespace: the objects say "" (the namespace applied later)."""
+    r = with_spec()
+    del r["metadata"]["namespace"]
+    assert {o["metadata"]["namespace"] for o in translate(r).objects} == {""}

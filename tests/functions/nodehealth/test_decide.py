@@ -320,3 +320,19 @@ def test_a_redelivered_failure_is_announced_again_only_while_its_event_says_the_
     else:
         assert plan.reply is None
         assert plan.reason == "Job ns/llm: unhealthy [n1], no new failed node"
+
+
+def test_a_redelivered_failure_records_its_missing_event_with_its_cause() -> None:
+    """The event that wrote `HardwareFailed` delivered again, its Event not recorded (its decider stopped before):
+    the Event is recorded now, naming that event, and the answer sent again."""
+    already = [cond("HardwareFailed", "True", HW, "Hardware failure detected on node(s): [n1]")]
+    case = replace(observed(nodes={"n1": cordoned("n1")}, conditions=RUNNING + already,
+                            failed_nodes=[{"name": "n1", "reason": HW, "message": DETAIL}]),
+                   announced=Announced(None))
+    assert isinstance(case, Evaluated)
+    plan = decide(case, REPORT, NOW)
+    (event,) = plan.effects
+    assert isinstance(event, KubeEvent)
+    assert (event.body["reason"], event.body["note"]) == (HW, "Hardware failure detected on node(s): [n1]")
+    assert event.body["metadata"]["annotations"] == {"crefn.dev/cause": CAUSE.id}
+    assert plan.reply is not None and plan.reply.type == "dev.crefn.job.hardware.failed"

@@ -297,6 +297,13 @@ def test_a_check_has_the_same_identity_whatever_else_changed_on_the_job() -> Non
     assert stored(one)["failureLog"] == "" and len(check_id(read(one, None), values)) == 16
 
 
+def test_a_checks_identity_does_not_depend_on_the_order_of_its_values() -> None:
+    """The same values given in another order are the same check (a redelivery checks nothing new)."""
+    state = read(job(exclusive("Failed", "WorkloadFailed")), None)
+    values = {"phase": "Failed/WorkloadFailed", "restartCount": "0", "failedNodes": ""}
+    assert check_id(state, values) == check_id(state, dict(reversed(values.items())))
+
+
 def test_a_check_names_the_resource_versions_it_was_decided_on_by_kind() -> None:
     raw = job(exclusive("Failed", "WorkloadFailed")).raw
     raw["metadata"]["resourceVersion"] = "41"

@@ -168,16 +168,22 @@ def test_a_refused_restart_says_why_and_is_counted_by_why(checkpoint: dict[str, 
 
 def test_a_refused_restart_records_the_failure_log_of_the_attempts_pods() -> None:
     """The Failed verdict of a refused restart carries the failure log the fresh reads captured (the failed
-    container, its exit and log tail), and its Warning Event names the deciding event."""
+    container, its exit and log tail), its Warning Event names the deciding event, and its answer the workload as
+    the event names it."""
     env = to_envelope(phase_record("ns", "llm", "Failed"))
+    data = parse_phase_event(env)
+    data = data.model_copy(update={"workload": data.workload.model_copy(update={"uid": "tj-uid",
+                                                                                "resource_version": "77"})})
     source = LogSource(pod="llm-node-0", node="gpu-1", container="trainer", exit_code=137, reason="OOMKilled")
-    plan = decide(Observed(env, parse_phase_event(env), job(RUNNING, workload_ref=True), trainjob(TJ_FAILED),
+    plan = decide(Observed(env, data, job(RUNNING, workload_ref=True), trainjob(TJ_FAILED),
                            evidence=True, capture=Capture((), source, "out of memory")), Settings(), NOW)
     write, event = plan.effects
     assert isinstance(write, WriteStatus) and isinstance(event, KubeEvent)
     assert write.status["failureLog"] == {"podName": "llm-node-0", "nodeName": "gpu-1", "exitCode": 137,
                                           "reason": "OOMKilled", "tail": "out of memory"}
     assert event.body["metadata"]["annotations"] == {"crefn.dev/cause": env.id}
+    assert plan.reply is not None  # the verdict names the workload as the failure event read it
+    assert plan.reply.data_json()["workload"] == data.workload.model_dump(mode="json", by_alias=True)
 
 
 STALLED_GOODPUT = GoodputMeasurement.model_validate({

@@ -161,3 +161,37 @@ def test_a_recorded_restart_reads_the_runtime_only_while_its_next_attempt_has_no
     env, data = failed_event()
     state = job(RESTARTED, checkpoint={"pvcName": "p", "maxRestarts": 2}, restart_count=1, workload_ref=workload_ref)
     assert runtime_wanted(Observed(env, data, state, None), Settings(restart_grace_seconds=0), NOW) is wanted
+
+
+@pytest.mark.parametrize(("reason", "restarts", "wanted"), [
+    ("WorkloadDeleted", 1, False),
+    ("WorkloadDeleted", 0, True),
+    ("JobsFailed", 1, True),
+    ("JobsFailed", 0, True),
+], ids=["delete-of-a-recorded-restart", "delete-of-the-current-attempt", "failure-of-a-recorded-restart",
+        "failure-of-the-current-attempt"])
+def test_the_trainjob_is_read_but_for_the_delete_that_ends_a_recorded_restart(reason: str, restarts: int,
+                                                                              wanted: bool) -> None:
+    """The delete of an attempt whose restart is recorded is the restart's own last step: its TrainJob is not
+    read; every other failure event reads it."""
+    from functions.restart.wants import trainjob_wanted
+    from tests.support.helpers import job
+
+    _, data = failed_event(reason)
+    assert trainjob_wanted(data, job(RESTARTED, restart_count=restarts)) is wanted
+
+
+@pytest.mark.parametrize(("namespace", "name", "why"), [
+    ("ns", "llm-workload", ""),
+    ("", "llm-workload", ""),
+    ("other", "llm-workload", "TrainJob other/llm-workload is not the workload of Job ns/llm"),
+    ("ns", "llm2-workload", "TrainJob ns/llm2-workload is not the workload of Job ns/llm"),
+], ids=["its-own", "no-namespace (the Job's)", "another-namespace", "another-name"])
+def test_an_event_is_about_the_jobs_own_workload_by_namespace_and_name(namespace: str, name: str, why: str) -> None:
+    from events.emitted import WorkloadRef
+    from functions.restart.wants import why_not_its_workload
+    from tests.support.helpers import job
+
+    workload = WorkloadRef(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob", name=name,
+                           namespace=namespace, attempt=0)
+    assert why_not_its_workload(job(RUNNING, workload_ref=True), workload, None) == why

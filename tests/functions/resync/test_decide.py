@@ -74,6 +74,16 @@ def test_a_launch_sends_its_created_event_with_the_created_object() -> None:
     assert plan == decide(observed(job(), None), Settings(), NOW)  # plain, comparable data
 
 
+def test_a_launch_names_the_replicated_jobs_of_the_runtime_read() -> None:
+    """The tick launches as the event path does: the training runtime's replicatedJobs, read for the launch,
+    are those the TrainJob's runtime patch labels."""
+    plan = decide(Observed(job(), job(), None, ("launcher", "trainer")), Settings(), NOW)
+    (create,) = [e for e in plan.effects if isinstance(e, Create)]
+    (patch,) = create.body["spec"]["runtimePatches"]
+    assert [r["name"] for r in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]] == [
+        "launcher", "trainer"]
+
+
 FINISHED = {"crefn.dev/finished": "true"}
 OWNED = {"ownerReferences": [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "llm",
                               "uid": "job-uid", "controller": True}]}

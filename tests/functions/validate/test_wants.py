@@ -43,3 +43,23 @@ def test_an_event_of_another_type_is_invalid() -> None:
     with pytest.raises(InvalidEvent) as raised:
         asked(to_envelope(event("dev.crefn.workload.phase", {})))
     assert str(raised.value) == "unknown event type 'dev.crefn.workload.phase' for this function"
+
+
+@pytest.mark.parametrize(("verdict", "restated"), [("Succeeded", True), ("Failed", False)],
+                         ids=["succeeded-validated", "failed"])
+def test_the_validation_events_are_read_again_only_for_a_succeeded_job_validated_already(verdict: str,
+                                                                                       restated: bool) -> None:
+    """An event sent before `ValidationFailed` was written (within the hour) may be the one that decided it: for a
+    succeeded Job, its Events are read; a Job that failed is validated no more."""
+    from events.envelope import Envelope
+    from functions.validate.wants import restate_wanted
+    from tests.support.helpers import NOW, cond, job
+
+    conditions = [cond(t, "True" if t == verdict else "False", "WorkloadCompleted" if t == verdict else "NotApplicable")
+                  for t in ("InProgress", "Succeeded", "Failed")]
+    validated = cond("ValidationFailed", "True", "ThresholdViolated", "m", ltt="2026-11-30T11:55:00Z")
+    state = job([*conditions, validated], spec={"thresholds": {"goodputRatio": "value > 0.9"}})
+    cause = Envelope(id="c1", type="dev.crefn.job.condition.changed", source="/crefn/status",
+                     time="2026-11-30T11:50:00Z")
+    names = restate_wanted(state, cause, NOW)
+    assert (len(names) > 0) is restated

@@ -165,6 +165,45 @@ def test_a_runs_conditions_are_written_on_the_resource_version_read() -> None:
         cre_workloadruns(Settings().cre_group), "ml", "wr", "7")
 
 
+def test_a_runs_conditions_carry_its_generation_and_a_reason_change_records_no_event() -> None:
+    """The conditions written observe the run's generation; a new reason of the True type (no flip) is written
+    without an Event (the run's Events are its transitions)."""
+    from datetime import UTC, datetime
+
+    from events.emitted import ConditionSummary
+    from functions.runtime.plan import WriteStatus
+    from functions.runtime.settings import Settings
+    from functions.workloadrun.decide import run_conditions
+
+    raw = {**CREATED, "metadata": {**CREATED["metadata"], "generation": 3}}
+    effects = run_conditions(raw, ConditionSummary(type="InProgress", reason="WorkflowRunning", message="m"),
+                             datetime(2026, 11, 30, 12, tzinfo=UTC), Settings())
+    (write,) = effects
+    assert isinstance(write, WriteStatus)
+    assert {c["observedGeneration"] for c in write.status["conditions"]} == {3}
+    (true,) = [c for c in write.status["conditions"] if c["status"] == "True"]
+    assert (true["type"], true["reason"], true["lastTransitionTime"]) == ("InProgress", "WorkflowRunning", TRUE_SINCE)
+
+
+def test_a_built_run_whose_job_is_gone_is_failed_whatever_else_stands() -> None:
+    """A run built already (a condition) whose Job, the last object, is gone fails `WorkflowDeleted`, though
+    its other objects (a ConfigMap, the runtime) still stand: nothing is created again."""
+    from datetime import UTC, datetime
+
+    from functions.runtime.plan import Create, WriteStatus
+    from functions.runtime.settings import Settings
+    from functions.workloadrun.decide import Translated, decide
+
+    objects = ({"kind": "ConfigMap", "metadata": {"name": "wr-config", "namespace": "ml"}}, *OBJECTS)
+    plan = decide(Translated("WorkloadRun ml/wr", CREATED, objects, (OURS, OURS, None)), Settings(),
+                  datetime(2026, 11, 30, 12, tzinfo=UTC))
+    assert plan.reason == "WorkloadRun ml/wr: its Job was deleted; it is not created again"
+    assert not [e for e in plan.effects if isinstance(e, Create)]
+    (write,) = [e for e in plan.effects if isinstance(e, WriteStatus)]
+    (failed,) = [c for c in write.status["conditions"] if c["status"] == "True"]
+    assert (failed["type"], failed["reason"]) == ("Failed", "WorkflowDeleted")
+
+
 @pytest.mark.parametrize("detected", [{"detectedGPUArchitecture": "gb200", "detectedPlatform": "oci"}, {}],
                          ids=["detected", "none-detected"])
 def test_the_created_run_names_the_hardware_it_detected(detected: dict[str, str]) -> None:
