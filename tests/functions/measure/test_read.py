@@ -341,3 +341,56 @@ def test_a_workload_with_no_pod_yet_is_sampled_with_nothing_read(verdict: str, m
                                   goodput_profile(megatron_training()))
     assert listed == [("ns", "llm-workload")]
     assert (sample.verdict, sample.window, sample.terminated) == (verdict, None, None)
+
+
+def test_a_goodput_that_names_no_job_is_skipped_unread() -> None:
+    """A GoodputMeasurement whose jobRef names no Job measures nothing: no Job is read for it."""
+    from functions.domain.jobs import Skipped
+    from functions.measure.read import read_one
+
+    measurement = {"kind": "GoodputMeasurement", "metadata": {"namespace": "ml", "name": "gm"},
+                   "spec": {"jobRef": {"kind": "Job"}, "logProfileRef": "megatron-training"}}
+    ctx = Context(Settings(kubeconfig="/nonexistent/kubeconfig"))  # any API call would fail
+    assert read_one(ctx, measurement) == Skipped("GoodputMeasurement ml/gm: no managed Job '' to measure")
+
+
+@pytest.mark.parametrize(("verdict", "error"), [
+    ("InProgress", None), ("Succeeded", "job llm has no workload reference"),
+    ("Failed", "job llm has no workload reference"),
+])
+def test_a_bandwidth_of_a_job_without_a_workload_waits_while_it_runs_else_says_why(verdict: str,
+                                                                                   error: str | None) -> None:
+    """No workload recorded: nothing to read while the Job runs; once it ended, CRE's error, with nothing read."""
+    from functions.domain.nccl import bandwidth_parser
+    from functions.measure.read import launcher_log
+    from functions.runtime.errors import PermanentError
+    from tests.support.helpers import cond, job
+
+    state = job([cond(verdict, "True", "WorkloadRunning")])
+    ctx = Context(Settings(kubeconfig="/nonexistent/kubeconfig"))  # any API call would fail
+    parser = bandwidth_parser(nccl_bandwidth())
+    if error is None:
+        assert launcher_log(ctx, state, verdict, parser) is None
+    else:
+        with pytest.raises(PermanentError) as raised:
+            launcher_log(ctx, state, verdict, parser)
+        assert str(raised.value) == error
+
+
+def test_the_bandwidth_of_an_ended_job_whose_launcher_still_runs_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the Job ended, its launcher's log is read only when the launcher finished: one still running is CRE's
+    error, naming the pod and its phase (no log read)."""
+    from functions.domain.nccl import bandwidth_parser
+    from functions.measure import read as measure_read
+    from functions.runtime.errors import PermanentError
+    from tests.support.helpers import cond, job
+
+    launcher = {"metadata": {"name": "llm-workload-launcher-0-0",
+                             "labels": {"jobset.sigs.k8s.io/replicatedjob-name": "launcher"}},
+                "status": {"phase": "Running"}}
+    monkeypatch.setattr(measure_read, "read_workload_pods", lambda _ctx, _namespace, _name: [launcher])
+    state = job([cond("Succeeded", "True", "WorkloadCompleted")], workload_ref=True)
+    ctx = Context(Settings(kubeconfig="/nonexistent/kubeconfig"))  # any API call would fail
+    with pytest.raises(PermanentError) as raised:
+        measure_read.launcher_log(ctx, state, "Succeeded", bandwidth_parser(nccl_bandwidth()))
+    assert str(raised.value) == "pod llm-workload-launcher-0-0 has not finished (Running)"

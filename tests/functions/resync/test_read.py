@@ -219,6 +219,24 @@ def test_the_ticks_results_name_a_job_by_namespace_and_name_else_by_its_name(raw
     assert resync.job_name(raw, Context(Settings())) == named
 
 
+@pytest.mark.parametrize(("workload_ref", "key"), [
+    ({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-run-2",
+      "namespace": "training"}, ("training", "llm-run-2")),
+    ({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm-run-2"}, ("ml", "llm-run-2")),
+    (None, ("ml", "llm-workload")),
+], ids=["its-workload-ref", "its-workload-ref-in-the-jobs-namespace", "the-name-a-launch-gives"])
+def test_a_jobs_workload_is_looked_for_where_its_workload_ref_says(workload_ref: dict[str, str] | None,
+                                                                    key: tuple[str, str]) -> None:
+    """The tick's index is looked up (and a TrainJob read) where the Job's `workloadRef` says, else under the name
+    a launch would give it."""
+    from functions.domain.jobs import parse_job
+    from functions.resync import read as resync
+
+    raw = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "llm", "namespace": "ml"},
+           "status": {"workloadRef": workload_ref} if workload_ref else {}}
+    assert resync.workload_key(parse_job(raw, "nvcre.nvidia.com")) == key
+
+
 class ListingGateway(Gateway):
     """No API server: each LIST is recorded (the resource, the label selector, whether from the watch cache) and
     finds nothing."""
@@ -344,7 +362,8 @@ def test_a_tick_that_cannot_deliver_is_503(cluster: LocalCluster, gateway: Gatew
         assert answer_for(e) == 503 and "0 failed" not in str(e), str(e)
         (line,) = [r for r in caplog.records if r.getMessage().startswith("resync: ")]
         logged = line.fields  # type: ignore[attr-defined]
-        assert logged["function"] == "resync" and logged["failed"] >= 1
+        assert logged["function"] == "resync" and logged["failed"] >= 1 and logged["sweep"] is False
+        assert logged["jobs"] >= logged["failed"] + logged["sent"]
         assert len(logged["errors"]) == min(logged["failed"], 5)
         assert all(": " in error for error in logged["errors"])
         assert str(e).endswith(f"; first: {logged['errors'][0]}")
