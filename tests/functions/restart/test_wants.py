@@ -181,17 +181,18 @@ def test_the_trainjob_is_read_but_for_the_delete_that_ends_a_recorded_restart(re
     assert trainjob_wanted(data, job(RESTARTED, restart_count=restarts)) is wanted
 
 
-@pytest.mark.parametrize(("namespace", "name", "why"), [
+@pytest.mark.parametrize(("its_namespace", "name", "why"), [
     ("ns", "llm-workload", ""),
     ("", "llm-workload", ""),
     ("other", "llm-workload", "TrainJob other/llm-workload is not the workload of Job ns/llm"),
     ("ns", "llm2-workload", "TrainJob ns/llm2-workload is not the workload of Job ns/llm"),
 ], ids=["its-own", "no-namespace (the Job's)", "another-namespace", "another-name"])
-def test_an_event_is_about_the_jobs_own_workload_by_namespace_and_name(namespace: str, name: str, why: str) -> None:
+def test_an_event_is_about_the_jobs_own_workload_by_namespace_and_name(its_namespace: str, name: str,
+                                                                      why: str) -> None:
     from events.emitted import WorkloadRef
     from functions.restart.wants import why_not_its_workload
     from tests.support.helpers import job
 
     workload = WorkloadRef(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob", name=name,
-                           namespace=namespace, attempt=0)
+                           namespace=its_namespace, attempt=0)
     assert why_not_its_workload(job(RUNNING, workload_ref=True), workload, None) == why
