@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 WERKZEUGS = frozenset({"content-length", "location", "content-location"})
 """Headers werkzeug sets or fixes as it sends an answer: an answer that names one is sent by werkzeug whole."""
 
+
 class Replied(Response):
     """The answer of a reply (200, the event in binary mode), sent as werkzeug sends `Response(body, status=200,
     headers=headers)` — the event's headers in their order, then `Content-Length` — with its WSGI header list made
@@ -52,6 +53,7 @@ class Replied(Response):
         self._headers = value
 
     def get_wsgi_response(self, environ: WSGIEnvironment) -> tuple[Iterable[bytes], str, list[tuple[str, str]]]:
-        if self._listed is None or self._headers is not None or environ["REQUEST_METHOD"] == "HEAD":
-            return super().get_wsgi_response(environ)  # werkzeug's headers, asked for (maybe changed), or no body
+        if (self._listed is None or self._headers is not None or self.response is not self._body
+                or environ["REQUEST_METHOD"] == "HEAD"):  # werkzeug's: its headers or body asked for (maybe changed)
+            return super().get_wsgi_response(environ)
         return self._body, self._status, list(self._listed)

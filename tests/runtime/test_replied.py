@@ -49,3 +49,19 @@ def test_a_reply_with_a_line_break_in_a_header_is_refused_as_werkzeug_refuses_it
         with pytest.raises(ValueError) as theirs:
             Response(b"{}", status=200, headers={"ce-subject": value})
         assert str(ours.value) == str(theirs.value)
+
+
+def test_a_reply_changed_after_it_is_made_is_sent_as_changed() -> None:
+    headers = {"ce-id": "1", "ce-type": "t", "content-type": "application/json"}
+    for change in ("status", "data", "body", "header"):
+        replied, plain = Replied(headers, b"{}"), Response(b"{}", status=200, headers=headers)
+        for response in (replied, plain):
+            if change == "status":
+                response.status_code = 202
+            elif change == "data":
+                response.set_data(b'{"changed": true}')
+            elif change == "body":
+                response.response = [b"[]"]
+            else:
+                response.headers["ce-type"] = "u"
+        assert wsgi_answer(replied, "POST") == wsgi_answer(plain, "POST"), change
