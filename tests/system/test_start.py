@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,27 +21,17 @@ from localstack.cluster.apiserver import free_port
 from localstack.processes import spawn, stop_process
 from localstack.serving import MAIN
 from tests.support.helpers import unreachable_kubeconfig
+from tests.support.lineage import MARK, left_after
 from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.process, pytest.mark.own_process]
 
 
-def in_group(group: int) -> list[int]:
-    """The live processes of a process group (zombies left out)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group and fields[0] != "Z":  # a zombie has exited
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_settings_that_cannot_be_used_leave_one_line_exit_1_and_no_process(tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CREFN_")},
-           "CREFN_KUBECONFIG": str(unreachable_kubeconfig(tmp_path / "kubeconfig")), "CREFN_MODE": "steer"}
+           "CREFN_KUBECONFIG": str(unreachable_kubeconfig(tmp_path / "kubeconfig")), "CREFN_MODE": "steer",
+           MARK: token}
     port = free_port()
     argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", "phase",
             "--host", "127.0.0.1", "--port", str(port)]
@@ -57,10 +48,7 @@ def test_settings_that_cannot_be_used_leave_one_line_exit_1_and_no_process(tmp_p
         (line,) = [json.loads(text) for text in err.decode().splitlines()]
         assert (line["severity"], line["function"]) == ("CRITICAL", "phase")
         assert line["message"].startswith("invalid settings: CREFN_MODE:")
-        deadline = time.monotonic() + 10
-        while in_group(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert in_group(proc.pid) == []
+        assert left_after(token, 10) == {}
     finally:
         stop_process(proc)
 
