@@ -6,9 +6,9 @@ Each target is a plain HTTP function; `functions.runtime.server` parses the Clou
 retry API and answers `GET /metrics`. Two more targets handle no event of their own: `metrics` (on `GET
 /metrics`, the managed Jobs' state from one LIST served by the API server's watch cache) and `record` (the
 dead-letter recorder, `functions.runtime.deadletters`). Importing this module loads functions-framework and
-`functions.registry` only (it runs in gunicorn's arbiter, before the fork); when the target is looked up, a child
-of the arbiter checks the settings and logs what runs, once (`start`), so the arbiter loads neither; the server,
-the settings and the target's handler are built on the worker's first request.
+`functions.registry` only (it runs in gunicorn's arbiter, before the fork); the worker builds the server, the
+settings and the target's handler as it starts, says what runs (once), and only then is the port listened on
+(`start`).
 What is loaded where, and why: docs/architecture.md#processes-what-each-one-loads.
 """
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import importlib
 import logging
 import os
+import signal
 import sys
 import threading
-import traceback
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +33,9 @@ from functions.registry import HANDLERS, METRICS, RECORD, SERVED
 if TYPE_CHECKING:
     from functions.runtime.context import Context
     from functions.runtime.metrics import Exposition
+    from functions.runtime.settings import Settings
 
 _lock = threading.Lock()
-LISTENING = ("functions_framework._http.gunicorn", "encodings.idna")
-"""What the arbiter imports next, to listen (functions-framework's gunicorn application, with gunicorn's arbiter and
-threaded worker; the codec `getaddrinfo` encodes the host with): imported while the settings are checked."""
 
 
 @functools.cache
@@ -108,8 +106,8 @@ def scrape_jobs(accept: str, ctx: Context) -> Exposition:
 
 
 def serve(name: str) -> Callable[[Any], Any]:
-    """An HTTP function for functions-framework, registered under the target's name, once the settings are
-    checked and what runs is said (`start`)."""
+    """An HTTP function for functions-framework, registered under the target's name; its worker builds it, checks
+    the settings and says what runs before the port listens (`start`)."""
     start(name)
 
     def respond(request: Any) -> Any:
@@ -120,53 +118,85 @@ def serve(name: str) -> Callable[[Any], Any]:
 
 
 def start(name: str) -> None:
-    """Check the settings and say what runs (`say_start`) before the server listens, in a child process: checking
-    them loads pydantic and the settings (about 9 MiB), which the arbiter would otherwise hold, and every worker it
-    forks inherit, for its whole life. Settings that cannot be used: the child's one CRITICAL line, and exit 1."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    checker = os.fork()
-    if checker == 0:  # the child checks, says, and exits without running anything of the arbiter's
-        gc.disable()  # it exits at once: nothing to collect
-        code = 1
-        try:
-            code = say_start(name)
-        except BaseException:  # a bug: its traceback, and the start fails as it did in the arbiter
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(code)
-    for module in LISTENING:  # meanwhile, on the other core
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
-    if os.waitstatus_to_exitcode(os.waitpid(checker, 0)[1]) != 0:
-        raise SystemExit(1)
+    """In the arbiter, when functions-framework looks the target up: the port it is about to open bound but not
+    listened on, and its worker told to build the target first (`build_in_worker`, gunicorn's `post_fork` hook).
+    The worker builds it (the settings, the server, the handler: pydantic and the catalog, which the arbiter never
+    loads, so neither holds them twice), says what runs, then listens on the arbiter's socket: a Knative Service's
+    readiness probe (a TCP connection) passes only once the settings are known good and a request is served at
+    once; the first request does not wait for the imports. Settings that cannot be used: the worker's one CRITICAL
+    line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it."""
+    import gunicorn.config
+    import gunicorn.sock
+
+    failed, telling = os.pipe()
+    token, giving = os.pipe()
+    os.write(giving, b"!")  # whoever takes it says what runs: once for the arbiter's life
+    os.close(giving)
+    os.set_blocking(token, False)
+    threading.Thread(target=await_verdict, args=(failed,), name="crefn-start", daemon=True).start()
+
+    def post_fork(server: Any, worker: Any) -> None:
+        build_in_worker(name, worker, telling, token)
+
+    gunicorn.config.Postfork.default = staticmethod(post_fork)
+    gunicorn.sock.BaseSocket._is_listening = staticmethod(lambda sock: True)  # so it binds, and does not listen
 
 
-def say_start(name: str) -> int:
-    """Check the settings and log what runs: one line with the version, the target and the effective settings
-    (secrets redacted), then one line per `CREFN_*` variable no setting reads (a typo keeps the default: said,
-    not refused, since a revision rolled back may meet a variable a newer release added); 0. Settings that
-    cannot be used: one CRITICAL line naming what is wrong; 1."""
+def await_verdict(failed: int) -> None:
+    """The arbiter's side: a worker that cannot serve says so on this pipe, and the arbiter exits 1 at once,
+    before gunicorn would boot another worker to fail the same way (the worker waits for it, then exits too)."""
+    if os.read(failed, 1):
+        os._exit(1)
+
+
+def build_in_worker(name: str, worker: Any, telling: int, token: int) -> None:
+    """In a worker just forked, before it accepts: the target built (`responder`), what runs said (by the first
+    worker to serve only), then the arbiter's sockets listened on. A stop meanwhile stops it at once (it holds the
+    arbiter's signal handlers, which would swallow it, until gunicorn sets its own). Settings that cannot be used:
+    one CRITICAL line naming what is wrong; a build that fails otherwise: one CRITICAL line, its traceback in `trace`;
+    either way the arbiter is told, and the worker exits 1 once the arbiter has."""
+    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        signal.signal(stop, signal.SIG_DFL)
+    arbiter = os.getppid()
+    try:
+        responder(name)
+        with contextlib.suppress(BlockingIOError):
+            if os.read(token, 1):
+                say_start(name, context().settings)
+    except BaseException as e:  # the start fails, whatever failed: one line says why
+        from functions.runtime.errors import one_line
+        from functions.runtime.logs import announce, configure
+        from functions.runtime.settings import InvalidSettings
+
+        configure("INFO")
+        if isinstance(e, InvalidSettings):
+            announce(logging.CRITICAL, str(e), function=name)
+        else:
+            announce(logging.CRITICAL, f"cannot serve {name}: {type(e).__name__}: {one_line(str(e))}", e,
+                     function=name)
+        sys.stderr.flush()
+        os.write(telling, b"\1")
+        while os.getppid() == arbiter:
+            time.sleep(0.005)
+        os._exit(1)
+    for listener in worker.sockets:
+        listener.sock.listen(worker.cfg.backlog)
+
+
+def say_start(name: str, settings: Settings) -> None:
+    """Log what runs: one line with the version, the target and the effective settings (secrets redacted), then
+    one line per `CREFN_*` variable no setting reads (a typo keeps the default: said, not refused, since a revision
+    rolled back may meet a variable a newer release added)."""
     from functions.runtime.environment import shown, unknown_variables
-    from functions.runtime.logs import announce, configure
-    from functions.runtime.settings import InvalidSettings, load_settings
+    from functions.runtime.logs import announce
     from functions.runtime.version import version
 
-    try:
-        settings = load_settings()
-    except InvalidSettings as e:
-        configure("INFO")
-        announce(logging.CRITICAL, str(e), function=name)
-        return 1
-    configure(settings.log_level)
     announce(logging.INFO, f"cre-functions {version()} serving {name} in {settings.mode} mode", function=name,
              version=version(), revision=settings.revision, mode=settings.mode, settings=shown(settings))
     for variable, near in unknown_variables():
         guess = f" (did you mean {near}?)" if near else ""
         announce(logging.WARNING, f"unknown variable {variable}: no setting reads it, ignored{guess}", function=name,
                  variable=variable)
-    return 0
 
 
 def __getattr__(name: str) -> Callable[[Any], Any]:

@@ -77,10 +77,12 @@ def configure(level: str) -> logging.Logger:
     return log
 
 
-def announce(level: int, message: str, **values: Any) -> None:
-    """A line written whatever `CREFN_LOG_LEVEL` says (what the process runs, a setting it ignores)."""
+def announce(level: int, message: str, error: BaseException | None = None, **values: Any) -> None:
+    """A line written whatever `CREFN_LOG_LEVEL` says (what the process runs, a setting it ignores); `error`'s
+    traceback in its `trace`."""
     log = logging.getLogger(LOGGER)
-    log.handle(log.makeRecord(LOGGER, level, "", 0, message, (), None, extra=fields(**values)))
+    cause = (type(error), error, error.__traceback__) if error is not None else None
+    log.handle(log.makeRecord(LOGGER, level, "", 0, message, (), cause, extra=fields(**values)))
 
 
 def job_of(env: Envelope) -> str:

@@ -1,24 +1,31 @@
-"""A served function's start (`functions.main.start`): the settings are checked in a child of gunicorn's arbiter
-before it listens. Settings that cannot be used: one CRITICAL line, exit 1, the port never listened on (a
-Knative revision whose Secret is wrong never passes its TCP readiness probe, and the last one keeps the traffic)
-and no process of the tree remains. The worker builds its target with the collector paused, then frozen."""
+"""A served function's start (`functions.main.start`): gunicorn's arbiter binds the port and does not listen; its
+worker builds the target, checks the settings and says what runs, and only then listens. Settings that cannot be
+used, or a build that fails: one CRITICAL line, exit 1, the port never listened on (a Knative revision whose
+Secret is wrong never passes its TCP readiness probe, and the last one keeps the traffic) and no process of the
+tree remains. The worker builds its target with the collector paused, then frozen."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from functions.runtime.version import version
+from localstack.bench.served import send
 from localstack.cluster.apiserver import free_port
 from localstack.processes import spawn, stop_process
+from localstack.samples import load_sample
 from localstack.serving import MAIN
 from tests.support.helpers import unreachable_kubeconfig
 from tests.support.lineage import MARK, left_after
@@ -27,28 +34,125 @@ from tests.support.paths import REPO
 pytestmark = [pytest.mark.process, pytest.mark.own_process]
 
 
-def test_settings_that_cannot_be_used_leave_one_line_exit_1_and_no_process(tmp_path: Path) -> None:
-    token = uuid.uuid4().hex
+def served(tmp_path: Path, target: str, token: str, **settings: str) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """`target` served on a port of its own, its output in a file: the process, the port and the file."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CREFN_")},
-           "CREFN_KUBECONFIG": str(unreachable_kubeconfig(tmp_path / "kubeconfig")), "CREFN_MODE": "steer",
-           MARK: token}
-    port = free_port()
-    argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", "phase",
+           "CREFN_KUBECONFIG": str(unreachable_kubeconfig(tmp_path / "kubeconfig")), MARK: token, **settings}
+    port, log = free_port(), tmp_path / "stderr"
+    argv = [sys.executable, "-m", "functions_framework", "--source", str(MAIN), "--target", target,
             "--host", "127.0.0.1", "--port", str(port)]
-    proc = spawn(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # a process group of its own
+    with log.open("wb") as err:  # a process group of its own
+        return spawn(argv, env=env, stdout=subprocess.DEVNULL, stderr=err), port, log
+
+
+def first_listened(proc: subprocess.Popen[bytes], port: int, then: Callable[[], object] = lambda: None) -> object:
+    """Whether the port was ever listened on while the process ran (asked every 2 ms; `then()`'s value at once
+    when it first was, else None)."""
+    while proc.poll() is None:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return then()
+        time.sleep(0.002)
+    return None
+
+
+def lines(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(text) for text in log.read_text().splitlines() if text.startswith("{")]
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def maps_pydantic(pid: int) -> bool:
+    """Whether the process has loaded pydantic's compiled core (mapped its shared object)."""
     try:
-        listened = False
-        while proc.poll() is None and not listened:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                listened = True
-            time.sleep(0.002)
-        assert not listened
-        out, err = proc.communicate(timeout=60)
-        assert (proc.returncode, out) == (1, b"")
-        (line,) = [json.loads(text) for text in err.decode().splitlines()]
-        assert (line["severity"], line["function"]) == ("CRITICAL", "phase")
-        assert line["message"].startswith("invalid settings: CREFN_MODE:")
+        return "pydantic_core" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def test_the_port_listens_once_the_worker_has_built_its_target_and_said_what_runs(tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
+    proc, port, log = served(tmp_path, "phase", token, CREFN_LOG_LEVEL="ERROR")
+    try:
+        seen = first_listened(proc, port, lambda: ([line["message"] for line in lines(log)],
+                                                   [maps_pydantic(w) for w in children(proc.pid)]))
+        assert seen is not None, log.read_text()
+        said, workers = seen
+        assert len(said) == 1 and said[0].endswith("serving phase in manage mode")
+        assert workers == [True]  # built by the worker,
+        assert not maps_pydantic(proc.pid)  # which the arbiter never loads
+        answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-failed"), timeout=10)
+        assert answer.status == 200
+    finally:
+        stop_process(proc)
+    assert left_after(token, 10) == {}
+
+
+def test_a_worker_started_again_builds_and_serves_without_saying_what_runs_again(tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
+    proc, port, log = served(tmp_path, "phase", token, CREFN_LOG_LEVEL="ERROR")
+    try:
+        assert first_listened(proc, port, lambda: True)
+        (worker,) = children(proc.pid)
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and [w for w in children(proc.pid) if w != worker and maps_pydantic(w)] == []:
+            time.sleep(0.01)
+        answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-failed"), timeout=30)
+        assert answer.status == 200
+        assert [line["message"] for line in lines(log) if line["severity"] == "INFO"] == [
+            f"cre-functions {version()} serving phase in manage mode"]
+    finally:
+        stop_process(proc)
+    assert left_after(token, 10) == {}
+
+
+@pytest.mark.parametrize("failing", ["settings", "build"])
+def test_a_start_that_fails_says_why_in_one_line_exits_1_never_listens_and_leaves_no_process(
+        failing: str, tmp_path: Path) -> None:
+    """Settings that cannot be used (`CREFN_MODE=steer`), or a target that cannot be built (the recorder's stream
+    in a folder that does not exist)."""
+    token = uuid.uuid4().hex
+    out = tmp_path / "no such folder" / "records.jsonl"
+    target, setting = ("phase", {"CREFN_MODE": "steer"}) if failing == "settings" else (
+        "record", {"CREFN_RECORD_OUT": str(out)})
+    proc, port, log = served(tmp_path, target, token, **setting)
+    try:
+        assert first_listened(proc, port, lambda: True) is None
+        assert proc.wait(timeout=60) == 1
+        (line,) = [json.loads(text) for text in log.read_text().splitlines()]
+        assert (line["severity"], line["function"]) == ("CRITICAL", target)
+        if failing == "settings":
+            assert line["message"].startswith("invalid settings: CREFN_MODE:")
+            assert "trace" not in line
+        else:
+            assert line["message"] == (f"cannot serve record: FileNotFoundError: [Errno 2] No such file or "
+                                       f"directory: '{out}'")
+            assert "Traceback" in line["trace"]
         assert left_after(token, 10) == {}
+    finally:
+        stop_process(proc)
+
+
+def test_a_stop_while_the_worker_builds_stops_the_tree_at_once(tmp_path: Path) -> None:
+    """The worker holds the arbiter's signal handlers until gunicorn sets its own, after the build: one that kept
+    them would swallow the arbiter's SIGTERM, and the arbiter would wait out its graceful timeout (30 s)."""
+    token = uuid.uuid4().hex
+    proc, port, _ = served(tmp_path, "phase", token)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(maps_pydantic(w) for w in children(proc.pid)):
+            time.sleep(0.001)  # until the worker is building (it has imported pydantic)
+        with pytest.raises(OSError):  # and not yet done
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert left_after(token, 5) == {}
     finally:
         stop_process(proc)
 
