@@ -20,6 +20,8 @@ import gc
 import logging
 import os
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
-from functions.registry import HANDLERS, METRICS, RECORD, SERVED
+from functions.registry import HANDLERS, METRICS, ONE_AT_A_TIME, RECORD, SERVED
 
 if TYPE_CHECKING:
     from functions.runtime.context import Context
@@ -124,10 +126,13 @@ def start(name: str) -> None:
     loads, so neither holds them twice), says what runs, then listens on the arbiter's socket: a Knative Service's
     readiness probe (a TCP connection) passes only once the settings are known good and a request is served at
     once; the first request does not wait for the imports. Settings that cannot be used: the worker's one CRITICAL
-    line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it."""
+    line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it. A target
+    of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise."""
     import gunicorn.config
     import gunicorn.sock
 
+    if name in ONE_AT_A_TIME:  # read by functions-framework next, as it makes the server
+        os.environ.setdefault("THREADS", "1")
     failed, telling = os.pipe()
     token, giving = os.pipe()
     os.write(giving, b"!")  # whoever takes it says what runs: once for the arbiter's life
@@ -151,10 +156,12 @@ def await_verdict(failed: int) -> None:
 
 def build_in_worker(name: str, worker: Any, telling: int, token: int) -> None:
     """In a worker just forked, before it accepts: the target built (`responder`), what runs said (by the first
-    worker to serve only), then the arbiter's sockets listened on. A stop meanwhile stops it at once (it holds the
-    arbiter's signal handlers, which would swallow it, until gunicorn sets its own). Settings that cannot be used:
-    one CRITICAL line naming what is wrong; a build that fails otherwise: one CRITICAL line, its traceback in `trace`;
-    either way the arbiter is told, and the worker exits 1 once the arbiter has."""
+    worker to serve only), then the arbiter's sockets listened on, a connection's receive and send bounded by
+    `CREFN_CLIENT_STALL_SECONDS` (a blocked call then fails, and the connection is dropped). A stop meanwhile stops
+    it at once (it holds the arbiter's signal handlers, which would swallow it, until gunicorn sets its own).
+    Settings that cannot be used: one CRITICAL line naming what is wrong; a build that fails otherwise: one
+    CRITICAL line, its traceback in `trace`; either way the arbiter is told, and the worker exits 1 once the
+    arbiter has."""
     for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
         signal.signal(stop, signal.SIG_DFL)
     arbiter = os.getppid()
@@ -179,7 +186,10 @@ def build_in_worker(name: str, worker: Any, telling: int, token: int) -> None:
         while os.getppid() == arbiter:
             time.sleep(0.005)
         os._exit(1)
-    for listener in worker.sockets:
+    stall = struct.pack("ll", *divmod(int(context().settings.client_stall_seconds * 1_000_000), 1_000_000))
+    for listener in worker.sockets:  # each connection accepted inherits the bounds of a receive and a send
+        listener.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, stall)
+        listener.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, stall)
         listener.sock.listen(worker.cfg.backlog)
 
 

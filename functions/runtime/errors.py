@@ -53,6 +53,11 @@ class TemporaryError(CrefnError):
         self.retry_after = retry_after
 
 
+class Stalled(TemporaryError):
+    """The request's body stopped arriving: nothing for `CREFN_CLIENT_STALL_SECONDS` (answered 408, which Knative
+    retries; the connection is dropped)."""
+
+
 class Conflict(TemporaryError):
     """The object changed since it was read (a stale resourceVersion), or a precondition failed."""
 

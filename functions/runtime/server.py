@@ -33,6 +33,7 @@ from functions.runtime.errors import (
     NotFound,
     NotYet,
     PermanentError,
+    Stalled,
     TemporaryError,
     Throttled,
     TooLarge,
@@ -46,6 +47,7 @@ from functions.runtime.replied import Replied
 
 ANSWERS: dict[type[Exception], int] = {
     TooLarge: 413,
+    Stalled: 408,
     InvalidEvent: 400,
     PermanentError: 400,
     NotFound: 202,
@@ -59,8 +61,8 @@ ANSWERS: dict[type[Exception], int] = {
     TemporaryError: 503,
 }
 """Error class → HTTP answer (SPEC §4.3). An object found gone mid-way is handled: 202."""
-RETRIED = frozenset({409, 429})
-"""Answers Knative retries that are not the function failing: a write that met another, a peer asking to slow down."""
+RETRIED = frozenset({408, 409, 429})
+"""Answers Knative retries that are no failure: a body that stopped arriving, a write that met another, a slow-down."""
 RETRY_AFTER = frozenset({429, 503})
 """The answers that carry `Retry-After` when the error knows when to come back (Knative's delivery honours
 it for these two, with the `delivery-retryafter` feature and a `retryAfterMax`)."""
@@ -106,7 +108,10 @@ def read_body(request: Request) -> bytes:
     # gunicorn ends the stream itself (chunked or not) and says so: read as werkzeug's `stream` would, without
     # looking Flask's MAX_CONTENT_LENGTH up through the app context on every request
     stream = environ["wsgi.input"] if "wsgi.input_terminated" in environ else request.stream
-    body = stream.read(MAX_BODY_BYTES + 1)
+    try:
+        body = stream.read(MAX_BODY_BYTES + 1)
+    except (BlockingIOError, TimeoutError):  # the connection's receive bound (`CREFN_CLIENT_STALL_SECONDS`) passed
+        raise Stalled("the request's body stopped arriving (nothing for CREFN_CLIENT_STALL_SECONDS)") from None
     if len(body) > MAX_BODY_BYTES:
         raise TooLarge(f"request body is over the limit of {MAX_BODY_BYTES} bytes")
     return body
@@ -213,7 +218,7 @@ def decision_of(made: Outbound | Exception) -> str:
 
 def outcome_of(status: int, error: Exception | None = None) -> str:
     """The `outcome` label of `crefn_events_total`, one of five: `ok` (2xx: handled), `wait` (a designed wait,
-    `NotYet`: too early, nothing is wrong), `retry` (409, 429), `refused` (another 4xx: never retried) or `error`
+    `NotYet`: too early, nothing is wrong), `retry` (408, 409, 429), `refused` (another 4xx: never retried) or `error`
     (every other answer: a peer down or refusing, a bug)."""
     if isinstance(error, NotYet):
         return "wait"
@@ -256,7 +261,8 @@ def _answer(function: str, env: Envelope | None, span: tracing.Span, started: fl
     _log(function, env, span, started, status, reason, decision, outcome_of(status, error))
     if status == 202:
         return Response(b"", status=202)
-    if status == ANSWERS[TooLarge]:  # streamed: functions-framework would read the whole body before a plain answer
+    if status in (ANSWERS[TooLarge], ANSWERS[Stalled]):  # streamed: functions-framework would read the whole body
+        # (or wait for the rest of it) before a plain answer
         return Response(iter([reason + "\n"]), status=status, mimetype="text/plain")
     headers = {"Retry-After": str(retry_after)} if retry_after is not None and status in RETRY_AFTER else {}
     return Response(reason + "\n", status=status, mimetype="text/plain", headers=headers)

@@ -80,6 +80,10 @@ class Settings(BaseModel):
     `Authorization: Bearer` with every event posted to `K_SINK`. Read at each send: the kubelet rotates it.
     Unset: no header."""
     kube_timeout_seconds: float = Field(default=10.0, gt=0)
+    client_stall_seconds: float = Field(default=10.0, gt=0)
+    """How long a client connected to the served port may send nothing (or take nothing of the answer) before the
+    connection is dropped: a worker serving one request at a time (`phase`) is held no longer by a client that
+    stalls mid-request; a threaded one gets its thread back."""
     default_timeout_per_job: timedelta | None = None
     """A Go duration (`24h`); the bound of a Job without the annotation `crefn.dev/timeout-per-job`."""
     log_timeout_seconds: float = Field(default=30.0, gt=0)

@@ -86,7 +86,8 @@ def test_a_body_becomes_one_trimmed_line_and_the_detail_keeps_it_whole(body: byt
 
 
 ERROR_ANSWERS = [
-    (errors.TooLarge, 413), (InvalidEvent, 400), (errors.PermanentError, 400), (errors.NotFound, 202),
+    (errors.TooLarge, 413), (errors.Stalled, 408), (InvalidEvent, 400), (errors.PermanentError, 400),
+    (errors.NotFound, 202),
     (errors.AlreadyExists, 409), (errors.Unrecorded, 409), (errors.Conflict, 409), (errors.Throttled, 429),
     (errors.Forbidden, 503), (errors.NotYet, 503), (errors.Unavailable, 503), (errors.TemporaryError, 503),
     (errors.CrefnError, None), (KeyError, None),

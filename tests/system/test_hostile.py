@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -75,17 +76,48 @@ def test_an_event_with_ten_thousand_extensions_is_400(phase: ServedFunction) -> 
     assert answer.text == "not a CloudEvent we take: 10011 attributes, over the limit of 100 extensions"
 
 
-def test_clients_that_stall_do_not_block_the_others(phase: ServedFunction) -> None:
+def test_clients_that_stall_do_not_block_the_others_of_a_threaded_worker(
+        serve: Callable[..., ServedFunction]) -> None:
+    served = serve("phase", CREFN_LOG_LEVEL="ERROR", THREADS="8")
     stalled = []
     try:
         for _ in range(3):  # each holds a gunicorn thread, its body never completed
-            s = socket.create_connection(("127.0.0.1", phase.port), timeout=30)
+            s = socket.create_connection(("127.0.0.1", served.port), timeout=30)
             s.sendall(ce_head(1000) + b"{")
             stalled.append(s)
         time.sleep(0.2)  # let the server take them up
         headers, body = encode(load_sample("trainjob-resource-update-failed"))
         for _ in range(5):
-            assert post(phase.url, headers, body, timeout=10).status == 200
+            assert post(served.url, headers, body, timeout=10).status == 200
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_a_client_that_stalls_holds_a_worker_serving_one_at_a_time_only_for_the_stall_bound(
+        serve: Callable[..., ServedFunction]) -> None:
+    """`phase` serves one request at a time: a client stalled mid-body is answered 408 (retried by Knative) once it
+    has sent nothing for `CREFN_CLIENT_STALL_SECONDS` (here 0.5 s), and dropped; the requests behind it are
+    answered."""
+    served = serve("phase", CREFN_LOG_LEVEL="ERROR", CREFN_CLIENT_STALL_SECONDS="0.5")
+    headers, body = encode(load_sample("trainjob-resource-update-failed"))
+    assert post(served.url, headers, body, timeout=10).status == 200
+    stalled = []
+    try:
+        for _ in range(3):  # the first holds the worker, the others wait behind it
+            s = socket.create_connection(("127.0.0.1", served.port), timeout=30)
+            s.sendall(ce_head(1000) + b"{")
+            stalled.append(s)
+        started = time.monotonic()
+        assert post(served.url, headers, body, timeout=30).status == 200
+        assert time.monotonic() - started > 1.5  # it waited behind the three, each held for 0.5 s at least
+        for s in stalled:
+            answer = s.recv(1000)
+            assert answer.startswith(b"HTTP/1.1 408 ")
+            assert b"the request's body stopped arriving" in answer
+        with urllib.request.urlopen(served.url + "metrics", timeout=10) as scraped:
+            counted = scraped.read().decode()
+        assert 'crefn_events_total{answer="408",function="phase",outcome="retry",type="none"} 3.0' in counted
     finally:
         for s in stalled:
             s.close()

@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 
 from events.types import EventType
 from functions import main
-from functions.registry import SERVED, TARGETS
+from functions.registry import ONE_AT_A_TIME, SERVED, TARGETS
 from functions.runtime.settings import Settings
 from localstack.manifests import KNATIVE, compose, installs, render, service_account_user, with_settings
 from localstack.rendercheck import crd_schema, openapi_to_jsonschema
@@ -281,6 +281,7 @@ def test_services_name_real_targets_and_known_settings(install: str) -> None:
         assert name == f"crefn-{env['FUNCTION_TARGET']}"
         assert spec["serviceAccountName"] == name
         assert int(env["THREADS"]) == spec["containerConcurrency"]
+        assert (env["THREADS"] == "1") is (env["FUNCTION_TARGET"] in ONE_AT_A_TIME)  # as served without THREADS
         assert container["securityContext"]["runAsNonRoot"] is True
     assert {target_of(s) for s in by_name(docs, KSERVICE).values()} == SERVED
 

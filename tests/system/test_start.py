@@ -7,6 +7,7 @@ tree remains. The worker builds its target with the collector paused, then froze
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -107,6 +108,29 @@ def test_a_worker_started_again_builds_and_serves_without_saying_what_runs_again
         assert answer.status == 200
         assert [line["message"] for line in lines(log) if line["severity"] == "INFO"] == [
             f"cre-functions {version()} serving phase in manage mode"]
+    finally:
+        stop_process(proc)
+    assert left_after(token, 10) == {}
+
+
+@pytest.mark.parametrize(("target", "threads", "one_at_a_time"), [
+    ("phase", None, True), ("phase", "8", False), ("status", None, False)])
+def test_phase_is_served_one_request_at_a_time_unless_threads_says_otherwise(
+        target: str, threads: str | None, one_at_a_time: bool, tmp_path: Path) -> None:
+    """gunicorn's sync worker (one request at a time) closes every connection after its answer; its threaded worker
+    keeps an HTTP/1.1 connection open for the next request."""
+    token = uuid.uuid4().hex
+    chosen = {"THREADS": threads} if threads else {}
+    proc, port, log = served(tmp_path, target, token, CREFN_LOG_LEVEL="ERROR", **chosen)
+    try:
+        assert first_listened(proc, port, lambda: True), log.read_text()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", "/metrics")
+        answer = connection.getresponse()
+        answer.read()
+        connection.close()
+        assert answer.status == 200
+        assert (answer.getheader("Connection") == "close") is one_at_a_time
     finally:
         stop_process(proc)
     assert left_after(token, 10) == {}
