@@ -127,7 +127,9 @@ def start(name: str) -> None:
     readiness probe (a TCP connection) passes only once the settings are known good and a request is served at
     once; the first request does not wait for the imports. Settings that cannot be used: the worker's one CRITICAL
     line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it. A target
-    of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise."""
+    of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise. gunicorn's control socket
+    (a thread with asyncio in the arbiter, a socket under `$HOME`) is not started: a pod is controlled by Kubernetes,
+    and it cost the arbiter 1.7 MiB, and CPU on the other core while the worker builds."""
     import gunicorn.config
     import gunicorn.sock
 
@@ -144,6 +146,7 @@ def start(name: str) -> None:
         build_in_worker(name, worker, telling, token)
 
     gunicorn.config.Postfork.default = staticmethod(post_fork)
+    gunicorn.config.ControlSocketDisable.default = True  # gunicorn's control socket: see above
     gunicorn.sock.BaseSocket._is_listening = staticmethod(lambda sock: True)  # so it binds, and does not listen
 
 

@@ -78,7 +78,7 @@ def maps_pydantic(pid: int) -> bool:
 
 def test_the_port_listens_once_the_worker_has_built_its_target_and_said_what_runs(tmp_path: Path) -> None:
     token = uuid.uuid4().hex
-    proc, port, log = served(tmp_path, "phase", token, CREFN_LOG_LEVEL="ERROR")
+    proc, port, log = served(tmp_path, "phase", token, CREFN_LOG_LEVEL="ERROR", HOME=str(tmp_path))
     try:
         seen = first_listened(proc, port, lambda: ([line["message"] for line in lines(log)],
                                                    [maps_pydantic(w) for w in children(proc.pid)]))
@@ -89,6 +89,7 @@ def test_the_port_listens_once_the_worker_has_built_its_target_and_said_what_run
         assert not maps_pydantic(proc.pid)  # which the arbiter never loads
         answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-failed"), timeout=10)
         assert answer.status == 200
+        assert not (tmp_path / ".gunicorn").exists()  # no control socket (gunicorn's default place for it)
     finally:
         stop_process(proc)
     assert left_after(token, 10) == {}
