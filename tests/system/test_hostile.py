@@ -121,3 +121,20 @@ def test_a_client_that_stalls_holds_a_worker_serving_one_at_a_time_only_for_the_
     finally:
         for s in stalled:
             s.close()
+
+
+def test_a_client_that_sends_nothing_is_dropped_after_the_stall_bound_and_gunicorn_says_so(
+        serve: Callable[..., ServedFunction]) -> None:
+    served = serve("phase", CREFN_LOG_LEVEL="ERROR", CREFN_CLIENT_STALL_SECONDS="0.5")
+    assert served.log_path is not None
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as idle:
+        idle.sendall(b"POST / HTT")  # a request line never finished
+        started = time.monotonic()
+        assert idle.recv(100) == b""  # dropped, unanswered
+        assert time.monotonic() - started < 10
+    deadline = time.monotonic() + 10
+    while "Socket error processing request" not in served.log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    said = served.log_path.read_text()
+    assert "[ERROR] Socket error processing request." in said  # gunicorn's own line, in its own format
+    assert "Logging error" not in said
