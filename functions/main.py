@@ -133,8 +133,6 @@ def start(name: str) -> None:
     import gunicorn.config
     import gunicorn.sock
 
-    if name in ONE_AT_A_TIME:  # read by functions-framework next, as it makes the server
-        os.environ.setdefault("THREADS", "1")
     failed, telling = os.pipe()
     token, giving = os.pipe()
     os.write(giving, b"!")  # whoever takes it says what runs: once for the arbiter's life
@@ -145,6 +143,12 @@ def start(name: str) -> None:
     def post_fork(server: Any, worker: Any) -> None:
         build_in_worker(name, worker, telling, token)
 
+    def on_starting(server: Any) -> None:
+        if name in ONE_AT_A_TIME and "THREADS" not in os.environ:  # functions-framework's default is 4 per CPU
+            server.cfg.set("threads", 1)
+            server.worker_class = server.cfg.worker_class  # gunicorn's sync worker
+
+    gunicorn.config.OnStarting.default = staticmethod(on_starting)
     gunicorn.config.Postfork.default = staticmethod(post_fork)
     gunicorn.config.ControlSocketDisable.default = True  # gunicorn's control socket: see above
     gunicorn.sock.BaseSocket._is_listening = staticmethod(lambda sock: True)  # so it binds, and does not listen
