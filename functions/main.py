@@ -53,10 +53,10 @@ def context() -> Context:
 
 @functools.cache
 def responder(name: str) -> Callable[[Any], Any]:
-    """What serves the target's requests, made on the first one (the imports happen here), with the garbage
-    collector paused: what importing makes lives as long as the process, so a collection meanwhile finds next to
-    nothing (about 30 ms of a `phase` worker's first request went to them); once built, it is frozen
-    (`gc.freeze`), so that later collections do not walk it again."""
+    """What serves the target's requests, made as the worker starts (`build_in_worker`; on the first request where
+    no gunicorn hook ran), with the garbage collector paused: what importing makes lives as long as the process, so
+    a collection meanwhile finds next to nothing (about 30 ms of a `phase` worker's build went to them); once built,
+    it is frozen (`gc.freeze`), so that later collections do not walk it again."""
     with _lock, paused_collector():  # one thread builds the settings and the connection; the others wait for them
         return responder_with(name, context())
 
@@ -133,20 +133,22 @@ def start(name: str) -> None:
     import gunicorn.config
     import gunicorn.sock
 
-    failed, telling = os.pipe()
-    token, giving = os.pipe()
-    os.write(giving, b"!")  # whoever takes it says what runs: once for the arbiter's life
-    os.close(giving)
-    os.set_blocking(token, False)
-    threading.Thread(target=await_verdict, args=(failed,), name="crefn-start", daemon=True).start()
-
-    def post_fork(server: Any, worker: Any) -> None:
-        build_in_worker(name, worker, telling, token)
+    telling = token = -1  # the pipes of a gunicorn arbiter that serves (`on_starting`): a lookup alone opens none
 
     def on_starting(server: Any) -> None:
+        nonlocal telling, token
+        failed, telling = os.pipe()
+        token, giving = os.pipe()
+        os.write(giving, b"!")  # whoever takes it says what runs: once for the arbiter's life
+        os.close(giving)
+        os.set_blocking(token, False)
+        threading.Thread(target=await_verdict, args=(failed,), name="crefn-start", daemon=True).start()
         if name in ONE_AT_A_TIME and "THREADS" not in os.environ:  # functions-framework's default is 4 per CPU
             server.cfg.set("threads", 1)
             server.worker_class = server.cfg.worker_class  # gunicorn's sync worker
+
+    def post_fork(server: Any, worker: Any) -> None:
+        build_in_worker(name, worker, telling, token)
 
     gunicorn.config.OnStarting.default = staticmethod(on_starting)
     gunicorn.config.Postfork.default = staticmethod(post_fork)
@@ -174,9 +176,10 @@ def build_in_worker(name: str, worker: Any, telling: int, token: int) -> None:
     arbiter = os.getppid()
     try:
         responder(name)
+        settings = context().settings
         with contextlib.suppress(BlockingIOError):
             if os.read(token, 1):
-                say_start(name, context().settings)
+                say_start(name, settings)
     except BaseException as e:  # the start fails, whatever failed: one line says why
         from functions.runtime.errors import one_line
         from functions.runtime.logs import announce, configure
@@ -193,7 +196,7 @@ def build_in_worker(name: str, worker: Any, telling: int, token: int) -> None:
         while os.getppid() == arbiter:
             time.sleep(0.005)
         os._exit(1)
-    stall = struct.pack("ll", *divmod(int(context().settings.client_stall_seconds * 1_000_000), 1_000_000))
+    stall = struct.pack("ll", *divmod(int(settings.client_stall_seconds * 1_000_000), 1_000_000))
     for listener in worker.sockets:  # each connection accepted inherits the bounds of a receive and a send
         listener.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, stall)
         listener.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, stall)

@@ -74,11 +74,12 @@ def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig
 @pytest.mark.process
 @pytest.mark.parametrize("name", ["phase", "alert"])
 def test_the_arbiter_loads_no_pydantic_settings_or_catalog_and_leaves_the_saying_to_its_worker(name: str) -> None:
-    code = ("import json, os, sys; import functions.main as m; before = dict(os.environ); getattr(m, sys.argv[1]); "
-            "assert dict(os.environ) == before, 'the environment changed'; print(json.dumps(sorted(sys.modules)))")
+    code = ("import json, os, sys, threading; import functions.main as m; before = dict(os.environ); "
+            "getattr(m, sys.argv[1]); assert dict(os.environ) == before, 'the environment changed'; "
+            "assert threading.active_count() == 1, 'a thread started'; print(json.dumps(sorted(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, check=False,
                             cwd=REPO, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(REPO)})
-    assert result.returncode == 0, result.stderr  # the environment, which the processes it starts inherit, kept
+    assert result.returncode == 0, result.stderr  # no thread, and the environment the processes it starts inherit
     found = json.loads(result.stdout.splitlines()[-1])
     assert [m for m in found if m.split(".")[0] in ("pydantic", "pydantic_core", "events")
             or m.startswith("functions.runtime.")] == []

@@ -31,6 +31,7 @@ from localstack.serving import MAIN
 from tests.support.helpers import unreachable_kubeconfig
 from tests.support.lineage import MARK, left_after
 from tests.support.paths import REPO
+from tests.support.pod import descendants
 
 pytestmark = [pytest.mark.process, pytest.mark.own_process]
 
@@ -60,14 +61,6 @@ def lines(log: Path) -> list[dict[str, Any]]:
     return [json.loads(text) for text in log.read_text().splitlines() if text.startswith("{")]
 
 
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
 def maps_pydantic(pid: int) -> bool:
     """Whether the process has loaded pydantic's compiled core (mapped its shared object)."""
     try:
@@ -81,7 +74,7 @@ def test_the_port_listens_once_the_worker_has_built_its_target_and_said_what_run
     proc, port, log = served(tmp_path, "phase", token, CREFN_LOG_LEVEL="ERROR", HOME=str(tmp_path))
     try:
         seen = first_listened(proc, port, lambda: ([line["message"] for line in lines(log)],
-                                                   [maps_pydantic(w) for w in children(proc.pid)]))
+                                                   [maps_pydantic(w) for w in descendants(proc.pid)]))
         assert seen is not None, log.read_text()
         said, workers = seen
         assert len(said) == 1 and said[0].endswith("serving phase in manage mode")
@@ -100,10 +93,11 @@ def test_a_worker_started_again_builds_and_serves_without_saying_what_runs_again
     proc, port, log = served(tmp_path, "phase", token, CREFN_LOG_LEVEL="ERROR")
     try:
         assert first_listened(proc, port, lambda: True)
-        (worker,) = children(proc.pid)
+        (worker,) = descendants(proc.pid)
         os.kill(worker, signal.SIGKILL)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and [w for w in children(proc.pid) if w != worker and maps_pydantic(w)] == []:
+        while time.monotonic() < deadline and not [w for w in descendants(proc.pid)
+                                                   if w != worker and maps_pydantic(w)]:
             time.sleep(0.01)
         answer = send(f"http://127.0.0.1:{port}/", load_sample("trainjob-resource-update-failed"), timeout=30)
         assert answer.status == 200
@@ -171,7 +165,7 @@ def test_a_stop_while_the_worker_builds_stops_the_tree_at_once(tmp_path: Path) -
     proc, port, _ = served(tmp_path, "phase", token)
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(maps_pydantic(w) for w in children(proc.pid)):
+        while time.monotonic() < deadline and not any(maps_pydantic(w) for w in descendants(proc.pid)):
             time.sleep(0.001)  # until the worker is building (it has imported pydantic)
         with pytest.raises(OSError):  # and not yet done
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
