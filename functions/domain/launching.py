@@ -27,7 +27,7 @@ from functions.domain.condition_writes import condition_write, failed_nodes
 from functions.domain.conditions import changes_condition, condition, decide_conditions
 from functions.domain.jobs import JobState, as_written, condition_changed, is_managed
 from functions.domain.kubeevents import RefusalWarning
-from functions.domain.phases import decide_status
+from functions.domain.phase_conditions import decide_status
 from functions.domain.pods import Capture, failure_log_field
 from functions.domain.trainjobs import build_trainjob, decides_first_phase, owned_by, refused_label
 from functions.runtime.plan import Create, Delete, Effect, Label, Plan, Wait, Written, nothing

@@ -4,7 +4,7 @@
 handler read again): what the event path would have done, sent where the cluster and the Job's status
 disagree or time has run out — `dev.crefn.job.deadline` past its bound (`functions.domain.deadline`), a launch
 without `workloadRef` (`functions.launch.decide`), `Failed`/`WorkloadDeleted` when its TrainJob is gone, the
-`workload.phase` its conditions do not show yet (`functions.domain.phases.in_step`), a terminal Job's orphan
+`workload.phase` its conditions do not show yet (`functions.domain.phase_conditions.in_step`), a terminal Job's orphan
 deleted (`functions.domain.launching.orphaned`); first, a check due (`functions.domain.due`) as
 `dev.crefn.job.check`; a Job being deleted with CRE's finalizer: its deletion finished
 (`functions.domain.deletion`). Every event is a `Send` to `K_SINK`. A finished Job and its TrainJob get the label
@@ -29,7 +29,8 @@ from functions.domain.deletion import Deleting, decide_deletion, finishes
 from functions.domain.due import due_on_tick
 from functions.domain.jobs import JobState, is_managed
 from functions.domain.launching import LaunchObserved, decide_launch, delete_orphan, orphaned
-from functions.domain.phases import in_step, parse_trainjob, phase_event
+from functions.domain.phase_conditions import in_step
+from functions.domain.phases import parse_trainjob, phase_event
 from functions.domain.trainjobs import owned_by
 from functions.runtime.plan import Effect, Label, Plan, Send, nothing
 from functions.runtime.resources import TRAINJOBS, cre_jobs

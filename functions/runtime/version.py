@@ -9,7 +9,6 @@ sorts before every release. The git commit a build came from is the setting `CRE
 from __future__ import annotations
 
 import functools
-import tomllib
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed_version
 from pathlib import Path
@@ -29,7 +28,10 @@ def version() -> str:
 
 
 def source_version(pyproject: Path) -> str:
-    """The `project.version` of a `pyproject.toml`, or UNKNOWN when it cannot be read."""
+    """The `project.version` of a `pyproject.toml`, or UNKNOWN when it cannot be read. (tomllib is imported here:
+    an installed wheel, every served process, never reads it.)"""
+    import tomllib
+
     try:
         found = tomllib.loads(pyproject.read_text())["project"]["version"]
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError):

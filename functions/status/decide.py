@@ -23,7 +23,7 @@ from functions.domain.adapter import PhaseResult
 from functions.domain.conditions import changes_condition
 from functions.domain.jobs import Gone, JobState, condition_changed, why_not_current, why_not_ours
 from functions.domain.measurement_objects import GoodputMeasurement
-from functions.domain.phases import decide_status
+from functions.domain.phase_conditions import decide_status
 from functions.domain.redelivery import Announced, restate
 from functions.domain.stall import Stall, producer_cadence
 from functions.runtime.plan import Plan, nothing

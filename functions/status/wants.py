@@ -10,7 +10,7 @@ from events.emitted import ConditionSummary, WorkloadPhaseData
 from events.types import Phase
 from functions.domain.attempts import is_current
 from functions.domain.jobs import JobState
-from functions.domain.phases import condition_for
+from functions.domain.phase_conditions import condition_for
 from functions.domain.redelivery import restating
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from events.objects import Pod
 from events.types import Phase
-from functions.domain.phases import decide_status, in_step
+from functions.domain.phase_conditions import decide_status, in_step
 from functions.domain.running import decide_running
 from tests.support.helpers import NOW, cond, job, pod
 

@@ -11,7 +11,7 @@ import pytest
 
 from events.types import Phase
 from functions.domain.measurement_objects import GoodputMeasurement
-from functions.domain.phases import decide_status
+from functions.domain.phase_conditions import decide_status
 from functions.domain.running import decide_running
 from functions.domain.stall import Stall, decide_stall, producer_cadence
 from functions.runtime.settings import Settings

@@ -1,7 +1,9 @@
 """Each served function loads its own code and nothing else: a fresh interpreter builds the target as its
 first request would (`functions.main.responder`) and lists what it imported. No function loads another's
 folder; only a function that evaluates tenant CEL (its folder asks `ctx.cel`, or reads the thresholds) loads
-the CEL evaluator and its budget; only one that notifies (its decision returns `Notify`) loads the alert sinks.
+the CEL evaluator and its budget; only one that notifies (its decision returns `Notify`) loads the alert sinks;
+only one that decides a Job's running path (its folder asks `decide_running`, the condition of a phase or the
+launch decision) loads it, so `phase`, which maps a TrainJob to its phase, does not.
 No target loads the `kubernetes` package once connected to the API server with a kubeconfig of a token and a CA
 file, as the dev stack writes (the in-cluster connection, which never imports it, is `tests/system/test_shipped.py`'s
 and `tests/runtime/test_kubeconfig.py`'s). The deny-lists are derived from the functions' own code, so a borrowed
@@ -24,6 +26,7 @@ from tests.support.paths import REPO
 
 CEL = ("cel_expr_python", "functions.domain.cel", "functions.runtime.celbudget")
 SINKS = ("functions.runtime.alertsinks",)
+RUNNING = ("functions.domain.running", "functions.domain.phase_conditions")
 
 
 def folder_text(name: str) -> str:
@@ -39,6 +42,12 @@ def notifies(name: str) -> bool:
     return name in HANDLERS and "Notify(" in folder_text(name)
 
 
+def decides_running(name: str) -> bool:
+    text = folder_text(name) if name in HANDLERS else ""
+    return any(uses in text for uses in ("import decide_running", "from functions.domain.phase_conditions import",
+                                         "from functions.domain.launching import"))
+
+
 def denied(name: str) -> set[str]:
     """What the target `name` must not load."""
     refused = {f"functions.{other}" for other in HANDLERS if other != name} | {"kubernetes"}
@@ -46,6 +55,8 @@ def denied(name: str) -> set[str]:
         refused |= set(CEL)
     if not notifies(name):
         refused |= set(SINKS)
+    if not decides_running(name):
+        refused |= set(RUNNING)
     return refused
 
 
@@ -103,5 +114,8 @@ def a_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_deny_lists_follow_what_each_function_uses() -> None:
     assert {name for name in HANDLERS if uses_cel(name)} == {"nodehealth", "validate"}
     assert {name for name in HANDLERS if notifies(name)} == {"alert"}
-    assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL) | {"kubernetes"}
-    assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS) | {"kubernetes"}
+    assert {name for name in HANDLERS if decides_running(name)} == {"launch", "parity", "restart", "resync", "status"}
+    others = {"kubernetes"} | set(RUNNING)
+    assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL) | others
+    assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS) | others
+    assert set(RUNNING) <= denied("phase")

@@ -9,7 +9,7 @@ from events.emitted import WorkloadPhaseData, WorkloadRef
 from events.envelope import parse_phase_event
 from events.types import Phase
 from functions.domain.adapter import PhaseResult
-from functions.domain.phases import decide_status
+from functions.domain.phase_conditions import decide_status
 from functions.runtime.codec import to_envelope
 from functions.runtime.plan import KubeEvent, Plan, WriteStatus
 from functions.runtime.resources import cre_jobs
