@@ -29,23 +29,27 @@ SINKS = ("functions.runtime.alertsinks",)
 RUNNING = ("functions.domain.running", "functions.domain.phase_conditions")
 
 
+@cache
 def folder_text(name: str) -> str:
     return "\n".join(p.read_text() for p in sorted((REPO / "functions" / name).glob("*.py")))
 
 
+def says(name: str, *texts: str) -> bool:
+    """Whether the folder of the function `name` holds any of `texts` (no other target has a folder)."""
+    return name in HANDLERS and any(text in folder_text(name) for text in texts)
+
+
 def uses_cel(name: str) -> bool:
-    text = folder_text(name) if name in HANDLERS else ""
-    return "ctx.cel" in text or "functions.domain.thresholds" in text or "functions.domain.cel" in text
+    return says(name, "ctx.cel", "functions.domain.thresholds", "functions.domain.cel")
 
 
 def notifies(name: str) -> bool:
-    return name in HANDLERS and "Notify(" in folder_text(name)
+    return says(name, "Notify(")
 
 
 def decides_running(name: str) -> bool:
-    text = folder_text(name) if name in HANDLERS else ""
-    return any(uses in text for uses in ("import decide_running", "from functions.domain.phase_conditions import",
-                                         "from functions.domain.launching import"))
+    return says(name, "import decide_running", "from functions.domain.phase_conditions import",
+                "from functions.domain.launching import")
 
 
 def denied(name: str) -> set[str]:

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
+from functions.runtime.client import send
 from functions.runtime.version import version
-from localstack.bench.served import send
 from localstack.cluster.apiserver import free_port
 from localstack.processes import spawn, stop_process
 from localstack.samples import load_sample
