@@ -127,7 +127,9 @@ def start(name: str) -> None:
     readiness probe (a TCP connection) passes only once the settings are known good and a request is served at
     once; the first request does not wait for the imports. Settings that cannot be used: the worker's one CRITICAL
     line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it. A target
-    of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise. gunicorn's control socket
+    of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise, and so is any target given
+    `THREADS=1` (`one_at_a_time_worker`: its connections kept alive, as the threaded worker keeps them, where
+    gunicorn's sync worker closes each after its answer). gunicorn's control socket
     (a thread with asyncio in the arbiter, a socket under `$HOME`) is not started: a pod is controlled by Kubernetes,
     and it cost the arbiter 1.7 MiB, and CPU on the other core while the worker builds."""
     import gunicorn.config
@@ -145,7 +147,9 @@ def start(name: str) -> None:
         threading.Thread(target=await_verdict, args=(failed,), name="crefn-start", daemon=True).start()
         if name in ONE_AT_A_TIME and "THREADS" not in os.environ:  # functions-framework's default is 4 per CPU
             server.cfg.set("threads", 1)
-            server.worker_class = server.cfg.worker_class  # gunicorn's sync worker
+        if server.cfg.threads == 1 and server.cfg.worker_class_str == "sync":  # one thread, and no worker chosen
+            server.cfg.set("worker_class", one_at_a_time_worker())
+            server.worker_class = server.cfg.worker_class
 
     def post_fork(server: Any, worker: Any) -> None:
         build_in_worker(name, worker, telling, token)
@@ -154,6 +158,44 @@ def start(name: str) -> None:
     gunicorn.config.Postfork.default = staticmethod(post_fork)
     gunicorn.config.ControlSocketDisable.default = True  # gunicorn's control socket: see above
     gunicorn.sock.BaseSocket._is_listening = staticmethod(lambda sock: True)  # so it binds, and does not listen
+
+
+def one_at_a_time_worker() -> type[Any]:
+    """gunicorn's threaded worker with each request served on the thread that polls the connections, so one at a
+    time and nothing handed between threads, and each connection kept alive for the next request (gunicorn's
+    keep-alive timeout). gunicorn's sync worker, which also serves one request at a time, closes every connection
+    after its answer and then waits for the client to close its side, so a proxy or a client that sends many
+    events opened a connection for each (docs/cost.md#what-a-process-loads: about a fifth more `phase` events a
+    second from the same worker, 11 % less CPU each). A new connection whose request has not arrived yet waits in the
+    poller, as the threaded worker's does, never holding the thread; one that stalls mid-request holds it for
+    `CREFN_CLIENT_STALL_SECONDS` at most (`build_in_worker`). Made when the arbiter starts serving: gunicorn's
+    threaded worker is imported then, never by a lookup alone."""
+    import socket
+    from concurrent.futures import Future
+
+    from gunicorn.workers import gthread
+
+    class OneAtATime(gthread.ThreadWorker):  # type: ignore[misc]
+        def enqueue_req(self, conn: Any) -> None:
+            done: Future[Any] = Future()
+            if conn.initialized or conn.data_ready or arrived(conn.sock):
+                conn.data_ready = True
+                done.set_result(self.handle(conn))  # it answers every Exception itself, as in a pool thread
+            else:
+                done.set_result(gthread._DEFER)  # to the poller, until the request arrives
+            self.finish_request(conn, done)
+
+    def arrived(sock: socket.socket) -> bool:
+        """Whether the connection has something to read (a request, or its close), asked without waiting."""
+        try:
+            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True  # `handle` meets the error and closes the connection
+        return True
+
+    return OneAtATime
 
 
 def await_verdict(failed: int) -> None:

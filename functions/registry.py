@@ -64,9 +64,10 @@ RECORD = "record"
 runs it, as the Deployment `crefn-dead-letters` does (so it is not one of SERVED's `crefn-<target>`)."""
 ONE_AT_A_TIME = frozenset({"phase"})
 """Targets whose common event needs no API call (`phase`: the TrainJob is in the event, Resource mode): their worker
-serves one request at a time, functions-framework's `THREADS` defaulting to 1 (gunicorn's sync worker), since more
-threads only hand Python's interpreter lock to and fro: about 40 % more events a second from the same CPU
-(docs/cost.md#what-a-process-loads). `THREADS` set on the Service wins; Knative scales the pods."""
+serves one request at a time, functions-framework's `THREADS` defaulting to 1 (`functions.main.one_at_a_time_worker`,
+its connections kept alive), since more threads only hand Python's interpreter lock to and fro: about 40 % more
+events a second from the same CPU (docs/cost.md#what-a-process-loads). `THREADS` set on the Service wins; Knative
+scales the pods."""
 STARTS: Mapping[str, str] = {"alert": "functions.runtime.alertsinks"}
 """Targets with something to show before their first event: the module whose `start(target, settings)` runs
 once the target's settings are read (the alert function's `crefn_alert_sinks_configured`)."""

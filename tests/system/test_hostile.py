@@ -123,6 +123,19 @@ def test_a_client_that_stalls_holds_a_worker_serving_one_at_a_time_only_for_the_
             s.close()
 
 
+def test_a_connection_whose_request_has_not_arrived_does_not_hold_a_worker_serving_one_at_a_time(
+        serve: Callable[..., ServedFunction]) -> None:
+    """It waits in the worker's poller until its request arrives: the requests of others are answered meanwhile,
+    however long the stall bound (gunicorn's sync worker held it, reading, for the whole bound)."""
+    served = serve("phase", CREFN_LOG_LEVEL="ERROR", CREFN_CLIENT_STALL_SECONDS="60")
+    headers, body = encode(load_sample("trainjob-resource-update-failed"))
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as quiet:
+        for _ in range(3):
+            assert post(served.url, headers, body, timeout=20).status == 200
+        quiet.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")  # its request, at last: answered too
+        assert quiet.recv(100).startswith(b"HTTP/1.1 200 ")
+
+
 def test_a_client_that_sends_nothing_is_dropped_after_the_stall_bound_and_gunicorn_says_so(
         serve: Callable[..., ServedFunction]) -> None:
     served = serve("phase", CREFN_LOG_LEVEL="ERROR", CREFN_CLIENT_STALL_SECONDS="0.5")

@@ -109,26 +109,41 @@ def test_a_worker_started_again_builds_and_serves_without_saying_what_runs_again
 
 
 @pytest.mark.parametrize(("target", "threads", "one_at_a_time"), [
-    ("phase", None, True), ("phase", "8", False), ("status", None, False)])
-def test_phase_is_served_one_request_at_a_time_unless_threads_says_otherwise(
+    ("phase", None, True), ("phase", "8", False), ("status", None, False), ("status", "1", True)])
+def test_phase_is_served_one_request_at_a_time_unless_threads_says_otherwise_and_connections_are_kept_alive(
         target: str, threads: str | None, one_at_a_time: bool, tmp_path: Path) -> None:
-    """gunicorn's sync worker (one request at a time) closes every connection after its answer; its threaded worker
-    keeps an HTTP/1.1 connection open for the next request."""
+    """One request at a time (`phase`, or any target given `THREADS=1`): the worker serves it on its one thread and
+    starts no pool of them; otherwise a pool thread serves it. Either way an HTTP/1.1 connection stays open for the
+    next request (gunicorn's sync worker, which served one at a time before, closed each after its answer)."""
     token = uuid.uuid4().hex
     chosen = {"THREADS": threads} if threads else {}
     proc, port, log = served(tmp_path, target, token, CREFN_LOG_LEVEL="ERROR", **chosen)
     try:
         assert first_listened(proc, port, lambda: True), log.read_text()
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        connection.request("GET", "/metrics")
+        answers = []
+        for _ in range(2):
+            connection.request("GET", "/metrics")
+            answer = connection.getresponse()
+            answer.read()
+            answers.append((answer.status, answer.getheader("Connection")))
+        first = connection.sock.getsockname()
+        connection.request("GET", "/metrics")  # on the same connection still
         answer = connection.getresponse()
         answer.read()
+        assert connection.sock.getsockname() == first
         connection.close()
-        assert answer.status == 200
-        assert (answer.getheader("Connection") == "close") is one_at_a_time
+        assert answers == [(200, "keep-alive"), (200, "keep-alive")]
+        (worker,) = descendants(proc.pid)
+        assert (threads_of(worker) == 1) is one_at_a_time
     finally:
         stop_process(proc)
     assert left_after(token, 10) == {}
+
+
+def threads_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
 
 
 @pytest.mark.parametrize("failing", ["settings", "build"])
