@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from functions.runtime.settings import Settings
 
 _lock = threading.Lock()
+KEEP_ALIVE_SECONDS = 120
+"""How long a connection may wait idle for its next request: longer than Knative's queue-proxy and activator keep an
+idle connection to the container (Go's default transport: 90 s), so that they always close first. A server that
+closes first races a request the proxy sends on that connection at the same moment, which the proxy answers 502
+(knative/serving#12414). gunicorn's default is 2 s."""
 
 
 @functools.cache
@@ -129,7 +134,8 @@ def start(name: str) -> None:
     line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it. A target
     of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise, and so is any target given
     `THREADS=1` (`one_at_a_time_worker`: its connections kept alive, as the threaded worker keeps them, where
-    gunicorn's sync worker closes each after its answer). gunicorn's control socket
+    gunicorn's sync worker closes each after its answer); an idle connection is kept `KEEP_ALIVE_SECONDS`. gunicorn's
+    control socket
     (a thread with asyncio in the arbiter, a socket under `$HOME`) is not started: a pod is controlled by Kubernetes,
     and it cost the arbiter 1.7 MiB, and CPU on the other core while the worker builds."""
     import gunicorn.config
@@ -145,6 +151,7 @@ def start(name: str) -> None:
         os.close(giving)
         os.set_blocking(token, False)
         threading.Thread(target=await_verdict, args=(failed,), name="crefn-start", daemon=True).start()
+        server.cfg.set("keepalive", KEEP_ALIVE_SECONDS)
         if name in ONE_AT_A_TIME and "THREADS" not in os.environ:  # functions-framework's default is 4 per CPU
             server.cfg.set("threads", 1)
         if server.cfg.threads == 1 and server.cfg.worker_class_str == "sync":  # one thread, and no worker chosen
@@ -162,8 +169,8 @@ def start(name: str) -> None:
 
 def one_at_a_time_worker() -> type[Any]:
     """gunicorn's threaded worker with each request served on the thread that polls the connections, so one at a
-    time and nothing handed between threads, and each connection kept alive for the next request (gunicorn's
-    keep-alive timeout). gunicorn's sync worker, which also serves one request at a time, closes every connection
+    time and nothing handed between threads, and each connection kept alive for the next request
+    (`KEEP_ALIVE_SECONDS`). gunicorn's sync worker, which also serves one request at a time, closes every connection
     after its answer and then waits for the client to close its side, so a proxy or a client that sends many
     events opened a connection for each (docs/cost.md#what-a-process-loads: about a fifth more `phase` events a
     second from the same worker, 11 % less CPU each). A new connection whose request has not arrived yet waits in the

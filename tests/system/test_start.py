@@ -141,6 +141,36 @@ def test_phase_is_served_one_request_at_a_time_unless_threads_says_otherwise_and
     assert left_after(token, 10) == {}
 
 
+def test_an_idle_connection_is_kept_longer_than_knative_s_proxies_keep_theirs(tmp_path: Path) -> None:
+    """Knative's queue-proxy and activator keep an idle connection to the container 90 s (Go's default transport):
+    a Service that closed it first (gunicorn's default: after 2 s) could meet the request a proxy sends on it at
+    that moment, which the proxy answers 502. Idle for longer than gunicorn's default, the connection still serves
+    the next request, with one thread (`phase`) and with a pool (`status`)."""
+    token = uuid.uuid4().hex
+    connections = []
+    for target in ("phase", "status"):
+        (tmp_path / target).mkdir()
+    procs = [served(tmp_path / target, target, token, CREFN_LOG_LEVEL="ERROR") for target in ("phase", "status")]
+    try:
+        for proc, port, log in procs:
+            assert first_listened(proc, port, lambda: True), log.read_text()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request("GET", "/metrics")
+            connection.getresponse().read()
+            connections.append((connection, connection.sock.getsockname()))
+        time.sleep(2.5)  # gunicorn's own clock: idle past its default of 2 s
+        for connection, first in connections:
+            connection.request("GET", "/metrics")
+            answer = connection.getresponse()
+            answer.read()
+            assert (answer.status, connection.sock.getsockname()) == (200, first)
+            connection.close()
+    finally:
+        for proc, _, _ in procs:
+            stop_process(proc)
+    assert left_after(token, 10) == {}
+
+
 def threads_of(pid: int) -> int:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
