@@ -8,7 +8,9 @@ whose static type is not `bool` is a compile error (`CEL expression must return 
 `expression must return bool, got double`); a runtime error raises `CelError`. Programs are cached by
 expression text (`functools.lru_cache`). The functions run tenant expressions through `outcomes`, in a
 process of their own under a time budget (`functions.runtime.celbudget`); one longer than `MAX_LENGTH` is
-rejected before it is compiled. The environments and error texts: docs/functions.md#cel-environments-and-errors;
+rejected before it is compiled. The library itself (cel-expr-python, 8.6 MiB and about 9 ms to load) is
+loaded on the first compile, so only that process holds it: the functions that hand it their expressions and
+read back outcomes never do. The environments and error texts: docs/functions.md#cel-environments-and-errors;
 the library and its cross-type gap: docs/architecture.md#the-cel-library
 """
 
@@ -19,9 +21,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_optional
 
 Variable = Literal["node", "value"]
 Failure = Literal["length", "compile", "evaluate", "interrupted"]
@@ -136,14 +135,14 @@ def _result(program: Any, data: Mapping[str, Any]) -> Any:
         result = program.eval(data=dict(data))
     except Exception as e:  # a value the bindings cannot convert (TypeError, ValueError, RuntimeError)
         raise CelError(one_line(str(e))) from e
-    if result.type() == cel.Type.ERROR:
+    if result.type() == _library().Type.ERROR:
         raise CelError(one_line(str(result.plain_value())))
     return result
 
 
 def _evaluate(program: Any, data: dict[str, Any], variable: Variable) -> bool:
     result = _result(program, data)
-    if result.type() != cel.Type.BOOL:  # only a threshold compiled unchecked gets here (see `_compile`)
+    if result.type() != _library().Type.BOOL:  # only a threshold compiled unchecked gets here (see `_compile`)
         raise CelError(_NOT_BOOL[variable].format(_type_name(result.type())))
     return bool(result.plain_value())
 
@@ -170,7 +169,7 @@ def _compile(variable: Variable, expression: str) -> Any:
 
 
 def _returning_bool(variable: Variable, program: Any) -> Any:
-    if program.return_type() != cel.Type.BOOL:
+    if program.return_type() != _library().Type.BOOL:
         return _NOT_BOOL[variable].format(_type_name(program.return_type()))
     return program
 
@@ -183,8 +182,20 @@ def _except_cross_numeric(text: str) -> str:
 
 
 @functools.cache
+def _library() -> Any:
+    """cel-expr-python's `cel` module, imported on first use (see the module's text)."""
+    from cel_expr_python import cel
+
+    return cel
+
+
+@functools.cache
 def _environment(variable: Variable, dyn: bool) -> Any:
+    cel = _library()
     if variable == "node":
+        from cel_expr_python.ext import ext_optional
+
+
         return cel.NewEnv(variables={"node": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
                           extensions=[ext_optional.ExtOptional()])
     return cel.NewEnv(variables={"value": cel.Type.DYN if dyn else cel.Type.DOUBLE})

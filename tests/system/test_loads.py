@@ -1,7 +1,8 @@
 """Each served function loads its own code and nothing else: a fresh interpreter builds the target as its
 first request would (`functions.main.responder`) and lists what it imported. No function loads another's
 folder; only a function that evaluates tenant CEL (its folder asks `ctx.cel`, or reads the thresholds) loads
-the CEL evaluator and its budget; only one that notifies (its decision returns `Notify`) loads the alert sinks;
+the CEL budget and what an outcome is, and none loads the evaluator itself (cel-expr-python), which only the
+budget's worker processes hold; only one that notifies (its decision returns `Notify`) loads the alert sinks;
 only one that decides a Job's running path (its folder asks `decide_running`, the condition of a phase or the
 launch decision) loads it, so `phase`, which maps a TrainJob to its phase, does not.
 No target loads the `kubernetes` package once connected to the API server with a kubeconfig of a token and a CA
@@ -24,7 +25,8 @@ from functions.registry import HANDLERS, SERVED
 from tests.support.helpers import self_signed
 from tests.support.paths import REPO
 
-CEL = ("cel_expr_python", "functions.domain.cel", "functions.runtime.celbudget")
+CEL = ("functions.domain.cel", "functions.runtime.celbudget")
+EVALUATOR = ("cel_expr_python",)
 SINKS = ("functions.runtime.alertsinks",)
 RUNNING = ("functions.domain.running", "functions.domain.phase_conditions")
 
@@ -54,7 +56,7 @@ def decides_running(name: str) -> bool:
 
 def denied(name: str) -> set[str]:
     """What the target `name` must not load."""
-    refused = {f"functions.{other}" for other in HANDLERS if other != name} | {"kubernetes"}
+    refused = {f"functions.{other}" for other in HANDLERS if other != name} | {"kubernetes"} | set(EVALUATOR)
     if not uses_cel(name):
         refused |= set(CEL)
     if not notifies(name):
@@ -119,7 +121,8 @@ def test_the_deny_lists_follow_what_each_function_uses() -> None:
     assert {name for name in HANDLERS if uses_cel(name)} == {"nodehealth", "validate"}
     assert {name for name in HANDLERS if notifies(name)} == {"alert"}
     assert {name for name in HANDLERS if decides_running(name)} == {"launch", "parity", "restart", "resync", "status"}
-    others = {"kubernetes"} | set(RUNNING)
+    others = {"kubernetes"} | set(RUNNING) | set(EVALUATOR)
     assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL) | others
     assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS) | others
     assert set(RUNNING) <= denied("phase")
+    assert set(EVALUATOR) <= denied("nodehealth") & denied("validate")
