@@ -134,10 +134,9 @@ def start(name: str) -> None:
     line, and the arbiter exits 1 (`await_verdict`) before the port ever listened; the worker follows it. A target
     of `ONE_AT_A_TIME` is served one request at a time, unless `THREADS` says otherwise, and so is any target given
     `THREADS=1` (`one_at_a_time_worker`: its connections kept alive, as the threaded worker keeps them, where
-    gunicorn's sync worker closes each after its answer); an idle connection is kept `KEEP_ALIVE_SECONDS`. gunicorn's
-    control socket
-    (a thread with asyncio in the arbiter, a socket under `$HOME`) is not started: a pod is controlled by Kubernetes,
-    and it cost the arbiter 1.7 MiB, and CPU on the other core while the worker builds."""
+    gunicorn's sync worker closes each after its answer); an idle connection is kept `KEEP_ALIVE_SECONDS`.
+    gunicorn's control socket (a thread with asyncio in the arbiter, a socket under `$HOME`) is not started: a pod is
+    controlled by Kubernetes, and it cost the arbiter 1.7 MiB, and CPU on the other core while the worker builds."""
     import gunicorn.config
     import gunicorn.sock
 
@@ -177,7 +176,6 @@ def one_at_a_time_worker() -> type[Any]:
     poller, as the threaded worker's does, never holding the thread; one that stalls mid-request holds it for
     `CREFN_CLIENT_STALL_SECONDS` at most (`build_in_worker`). Made when the arbiter starts serving: gunicorn's
     threaded worker is imported then, never by a lookup alone."""
-    import socket
     from concurrent.futures import Future
 
     from gunicorn.workers import gthread
