@@ -3,13 +3,15 @@ TrainJob, WorkloadRun or Node as raw JSON, the Job's measurements, the pods of a
 Node, and the end of a failed container's log.
 
 Decisions about writes and deletes use what these return, never an event's payload alone: events
-can be stale, duplicated or forged (SPEC §6.4).
+can be stale, duplicated or forged (SPEC §6.4). The rules an attempt is judged by (its pods and their logs, its
+checkpoint, its measurements) are imported by the reads that need them, so a function that reads none of them
+(`phase`) does not load them (`tests/system/test_loads.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -24,18 +26,7 @@ from events.types import (
     TRAINJOB_KIND,
     job_label,
 )
-from functions.domain.checkpoint import has_checkpoint
 from functions.domain.jobs import JobState, parse_job
-from functions.domain.measurement_objects import bandwidth_measurements, bandwidth_name, goodput_name, measures
-from functions.domain.pods import (
-    TAIL_BYTES,
-    TAIL_LINES,
-    Capture,
-    LogSource,
-    failed_container,
-    of_attempt,
-    timeout_container,
-)
 from functions.runtime.context import Context
 from functions.runtime.errors import CrefnError, Forbidden, NotFound, PermanentError
 from functions.runtime.resources import (
@@ -50,6 +41,9 @@ from functions.runtime.resources import (
     cre_jobs,
     cre_workloadruns,
 )
+
+if TYPE_CHECKING:
+    from functions.domain.pods import Capture, LogSource
 
 
 def read_job(ctx: Context, namespace: str, name: str) -> JobState | None:
@@ -141,6 +135,9 @@ def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tupl
     with `evidence`, only when it also reports a checkpoint (else another of the Job's might). Otherwise
     all that refer to it, in list order (one LIST of the namespace), as CRE's `findJobGoodputMeasurement`
     looks for them."""
+    from functions.domain.checkpoint import has_checkpoint
+    from functions.domain.measurement_objects import goodput_name, measures
+
     res, job = cre_goodput(ctx.settings.cre_group), state.ref.name
     named = ctx.gateway.get(res, state.ref.namespace, goodput_name(job))
     if named is not None and measures(named, job) and (not evidence or has_checkpoint((named,), job)):
@@ -150,12 +147,16 @@ def read_goodputs(ctx: Context, state: JobState, evidence: bool = False) -> tupl
 
 def goodput_exists(ctx: Context, state: JobState) -> bool:
     """Whether the Job's `<job>-goodput` measurement exists: one GET."""
+    from functions.domain.measurement_objects import goodput_name
+
     return ctx.gateway.get(cre_goodput(ctx.settings.cre_group), state.ref.namespace,
                            goodput_name(state.ref.name)) is not None
 
 
 def read_bandwidth(ctx: Context, state: JobState) -> dict[str, Any] | None:
     """The object named `<job>-bandwidth` (whichever Job it was made for): one GET."""
+    from functions.domain.measurement_objects import bandwidth_measurements, bandwidth_name
+
     return ctx.gateway.get(bandwidth_measurements(ctx.settings.cre_group), state.ref.namespace,
                            bandwidth_name(state.ref.name))
 
@@ -163,6 +164,8 @@ def read_bandwidth(ctx: Context, state: JobState) -> dict[str, Any] | None:
 def read_measurements(ctx: Context, namespace: str, goodput: bool, bandwidth: bool) -> tuple[
         list[dict[str, Any]], list[dict[str, Any]]]:
     """The namespace's GoodputMeasurements and BandwidthMeasurements (each listed only when asked for)."""
+    from functions.domain.measurement_objects import bandwidth_measurements
+
     group = ctx.settings.cre_group
     return (ctx.gateway.list_all(cre_goodput(group), namespace) if goodput else [],
             ctx.gateway.list_all(bandwidth_measurements(group), namespace) if bandwidth else [])
@@ -198,6 +201,8 @@ def read_object(ctx: Context, resource: Resource, namespace: str, name: str) -> 
 def read_pods(ctx: Context, state: JobState, attempt: int | None = None) -> tuple[Pod, ...]:
     """The pods of the Job's attempt (the current one unless named): of the Job's pods, those its labels say
     (`functions.domain.pods.of_attempt`)."""
+    from functions.domain.pods import of_attempt
+
     return of_attempt(read_job_pods(ctx, state), state.job.status.restart_count if attempt is None else attempt)
 
 
@@ -217,6 +222,8 @@ def pods_selected(ctx: Context, state: JobState, selector: str) -> tuple[Pod, ..
 def read_tail(ctx: Context, namespace: str, source: LogSource | None) -> str:
     """The end of the source container's log (800 lines, the last 32 KiB); "" when there is no source or
     the log cannot be read (no node, the kubelet unreachable, no permission): the verdict goes on without."""
+    from functions.domain.pods import TAIL_BYTES, TAIL_LINES
+
     if source is None:
         return ""
     try:
@@ -230,6 +237,8 @@ def read_capture(ctx: Context, state: JobState, attempt: int | None = None, time
                  tail: bool = True) -> Capture:
     """The attempt's pods and the container a failure (or a timeout) log records, with its log tail
     unless `tail` is false."""
+    from functions.domain.pods import Capture, failed_container, timeout_container
+
     pods = read_pods(ctx, state, attempt)
     source = timeout_container(pods) if timeout else failed_container(pods)
     return Capture(pods, source, read_tail(ctx, state.ref.namespace, source) if tail else "")

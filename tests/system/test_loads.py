@@ -29,6 +29,9 @@ CEL = ("functions.domain.cel", "functions.runtime.celbudget")
 EVALUATOR = ("cel_expr_python",)
 SINKS = ("functions.runtime.alertsinks",)
 RUNNING = ("functions.domain.running", "functions.domain.phase_conditions")
+ATTEMPT_RULES = ("functions.domain.pods", "functions.domain.checkpoint", "functions.domain.measurement_objects")
+"""What a failed attempt is judged by (its pods and their logs, its checkpoint, its measurements): `functions.runtime.
+reads` loads each with the read that needs it."""
 
 
 @cache
@@ -86,6 +89,14 @@ def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig
     assert sorted(m for m in found if m in denied(name) or any(m.startswith(f"{d}.") for d in denied(name))) == []
     if name in HANDLERS:
         assert f"functions.{name}.read" in found and f"functions.{name}.decide" in found
+
+
+@pytest.mark.process
+def test_phase_loads_no_rule_of_an_attempt_s_pods_checkpoint_or_measurements(a_kubeconfig: Path) -> None:
+    """`phase` maps a TrainJob to its phase: it reads its TrainJob, a pod's labels or a Job's `workloadRef`, and
+    judges no attempt."""
+    assert sorted(set(ATTEMPT_RULES) & loaded("phase", a_kubeconfig)) == []
+    assert set(ATTEMPT_RULES) <= loaded("restart", a_kubeconfig)  # which does judge one
 
 
 @pytest.mark.process
