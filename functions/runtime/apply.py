@@ -22,7 +22,6 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from events.envelope import Outbound
-from functions.runtime.client import deliver
 from functions.runtime.context import Context
 from functions.runtime.errors import (
     AlreadyExists,
@@ -221,6 +220,8 @@ def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
         if event is not None:
             if not ctx.settings.k_sink:
                 raise PermanentError(f"K_SINK is not set: {event.type} cannot be sent")
+            from functions.runtime.client import deliver  # only a function that sends loads the HTTP client
+
             deliver(ctx.settings.k_sink, event, "K_SINK", token_file=ctx.settings.oidc_token_path)
             done.sent.append(event.type)
     elif isinstance(effect, Wait):

@@ -92,10 +92,11 @@ def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig
 
 
 @pytest.mark.process
-def test_phase_loads_no_rule_of_an_attempt_s_pods_checkpoint_or_measurements(a_kubeconfig: Path) -> None:
-    """`phase` maps a TrainJob to its phase: it reads its TrainJob, a pod's labels or a Job's `workloadRef`, and
-    judges no attempt."""
-    assert sorted(set(ATTEMPT_RULES) & loaded("phase", a_kubeconfig)) == []
+def test_phase_loads_no_rule_of_an_attempt_and_no_http_client(a_kubeconfig: Path) -> None:
+    """`phase` maps a TrainJob to its phase: it reads its TrainJob, a pod's labels or a Job's `workloadRef`, judges
+    no attempt, and answers with its event rather than sending it (the HTTP client, `functions.runtime.client`, is
+    loaded by the first event a function sends)."""
+    assert sorted({*ATTEMPT_RULES, "functions.runtime.client"} & loaded("phase", a_kubeconfig)) == []
     assert set(ATTEMPT_RULES) <= loaded("restart", a_kubeconfig)  # which does judge one
 
 
