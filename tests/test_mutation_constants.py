@@ -57,7 +57,7 @@ def test_a_test_module_that_imports_a_rules_module_is_found() -> None:
 def test_importers_see_the_mutated_value() -> None:
     """A mutant's module is loaded from its source, so a `from ... import NAME` elsewhere sees the mutation."""
     program = ("import sys; from tests.mutation.constants import MutantFinder, constant_mutants; "
-               "sys.meta_path.insert(0, MutantFinder(constant_mutants('functions.domain.pods')[0])); "
-               "from functions.runtime.reads import TAIL_LINES; print(TAIL_LINES)")
+               "sys.meta_path.insert(0, MutantFinder(constant_mutants('functions.domain.gotime')[0])); "
+               "from functions.runtime.logreads import NS; print(NS)")
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout == "801\n"
+    assert out.stdout == "1000000001\n"  # NS: 1000000000 -> 1000000001

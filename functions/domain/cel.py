@@ -7,11 +7,9 @@ the Node's JSON with CRE's defaults filled in; thresholds have one variable `val
 whose static type is not `bool` is a compile error (`CEL expression must return bool, got dyn`,
 `expression must return bool, got double`); a runtime error raises `CelError`. Programs are cached by
 expression text (`functools.lru_cache`). The functions run tenant expressions through `outcomes`, in a
-process of their own under a time budget (`functions.runtime.celbudget`); one longer than `MAX_LENGTH` is
-rejected before it is compiled. The library itself (cel-expr-python, 8.6 MiB and about 9 ms to load) is
-loaded on the first compile, so only that process holds it: the functions that hand it their expressions and
-read back outcomes never do. The environments and error texts: docs/functions.md#cel-environments-and-errors;
-the library and its cross-type gap: docs/architecture.md#the-cel-library
+process of their own under a time budget (`functions.runtime.celbudget`), the only one that loads the library
+(on the first compile); one longer than `MAX_LENGTH` is rejected before it is compiled. The environments and
+error texts: docs/functions.md#cel-environments-and-errors; the library: docs/architecture.md#the-cel-library
 """
 
 from __future__ import annotations
