@@ -193,7 +193,6 @@ def _environment(variable: Variable, dyn: bool) -> Any:
     if variable == "node":
         from cel_expr_python.ext import ext_optional
 
-
         return cel.NewEnv(variables={"node": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
                           extensions=[ext_optional.ExtOptional()])
     return cel.NewEnv(variables={"value": cel.Type.DYN if dyn else cel.Type.DOUBLE})
