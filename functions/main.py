@@ -183,22 +183,11 @@ def one_at_a_time_worker() -> type[Any]:
     class OneAtATime(gthread.ThreadWorker):  # type: ignore[misc]
         def enqueue_req(self, conn: Any) -> None:
             done: Future[Any] = Future()
-            if conn.initialized or conn.data_ready or arrived(conn.sock):
-                conn.data_ready = True
+            if conn.initialized or conn.wait_for_data(0):  # kept alive, or its request (or its close) is here
                 done.set_result(self.handle(conn))  # it answers every Exception itself, as in a pool thread
             else:
                 done.set_result(gthread._DEFER)  # to the poller, until the request arrives
             self.finish_request(conn, done)
-
-    def arrived(sock: socket.socket) -> bool:
-        """Whether the connection has something to read (a request, or its close), asked without waiting."""
-        try:
-            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError:
-            return True  # `handle` meets the error and closes the connection
-        return True
 
     return OneAtATime
 
