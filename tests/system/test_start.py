@@ -121,19 +121,10 @@ def test_phase_is_served_one_request_at_a_time_unless_threads_says_otherwise_and
     try:
         assert first_listened(proc, port, lambda: True), log.read_text()
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        answers = []
-        for _ in range(2):
-            connection.request("GET", "/metrics")
-            answer = connection.getresponse()
-            answer.read()
-            answers.append((answer.status, answer.getheader("Connection")))
-        first = connection.sock.getsockname()
-        connection.request("GET", "/metrics")  # on the same connection still
-        answer = connection.getresponse()
-        answer.read()
-        assert connection.sock.getsockname() == first
+        answers = [scrape(connection) for _ in range(3)]
         connection.close()
-        assert answers == [(200, "keep-alive"), (200, "keep-alive")]
+        assert [(status, kept) for status, kept, _ in answers] == [(200, "keep-alive")] * 3
+        assert len({address for _, _, address in answers}) == 1  # all on the one connection
         (worker,) = descendants(proc.pid)
         assert (threads_of(worker) == 1) is one_at_a_time
     finally:
@@ -155,20 +146,27 @@ def test_an_idle_connection_is_kept_longer_than_knative_s_proxies_keep_theirs(tm
         for proc, port, log in procs:
             assert first_listened(proc, port, lambda: True), log.read_text()
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            connection.request("GET", "/metrics")
-            connection.getresponse().read()
-            connections.append((connection, connection.sock.getsockname()))
+            status, _, first = scrape(connection)
+            assert status == 200
+            connections.append((connection, first))
         time.sleep(2.5)  # gunicorn's own clock: idle past its default of 2 s
         for connection, first in connections:
-            connection.request("GET", "/metrics")
-            answer = connection.getresponse()
-            answer.read()
-            assert (answer.status, connection.sock.getsockname()) == (200, first)
+            status, _, address = scrape(connection)
+            assert (status, address) == (200, first)
             connection.close()
     finally:
         for proc, _, _ in procs:
             stop_process(proc)
     assert left_after(token, 10) == {}
+
+
+def scrape(connection: http.client.HTTPConnection) -> tuple[int, str | None, tuple[str, int]]:
+    """`GET /metrics` on `connection`: the answer's status and `Connection` header, and the connection's own address
+    (a new one if the client had to connect again)."""
+    connection.request("GET", "/metrics")
+    answer = connection.getresponse()
+    answer.read()
+    return answer.status, answer.getheader("Connection"), connection.sock.getsockname()
 
 
 def threads_of(pid: int) -> int:
