@@ -1,29 +1,28 @@
-"""Prometheus metrics: the only module that imports `prometheus_client`.
+"""Prometheus metrics: the only module that imports `prometheus_client`, and only when scraped.
 
 Two kinds, because a Knative function scaled to zero keeps no numbers:
-- The process's counters (`ProcessMetrics`), which every function target answers `GET /metrics` with;
-  made on first use and kept for the process's life, one set per gunicorn worker (so `WORKERS=1`).
-- The Jobs' state (`expose_jobs`), computed at scrape time by the `metrics` target from one LIST of the
-  managed Jobs, in a fresh registry per scrape. Names, labels and help texts are CRE's
-  (`pkg/controller/metrics.go`, `metrics_status.go`), so CRE's dashboards and alerts read them
-  unchanged; `crefn_job_restarts` and `crefn_job_info` are the project's own.
-The exposition format follows the scraper's `Accept` header (Prometheus text or OpenMetrics).
-Each metric and how it is read: docs/operating.md#metrics
+- The process's counters (`ProcessMetrics`), which every function target answers `GET /metrics` with; made on
+  first use and kept for the process's life, one set per gunicorn worker (so `WORKERS=1`), as plain numbers
+  (`functions.runtime.series`) that a scrape collects as prometheus-client's metric families.
+- The Jobs' state (`expose_jobs`), computed at scrape time by the `metrics` target from one LIST of the managed
+  Jobs. Names, labels and help texts are CRE's (`pkg/controller/metrics.go`, `metrics_status.go`), so CRE's
+  dashboards and alerts read them unchanged; `crefn_job_restarts` and `crefn_job_info` are the project's own.
+Each scrape exposes them in a registry of its own, in the format of the scraper's `Accept` header (Prometheus text
+or OpenMetrics). Each metric and how it is read: docs/operating.md#metrics
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from events.types import CRE_GROUP_DEFAULT, workflow_label
 from functions.domain.conditions import true_exclusive
+from functions.runtime.series import counter, gauge, histogram
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds; the last bucket is the Services' request timeout."""
@@ -31,61 +30,73 @@ JOB_STATES = (("in_progress", "InProgress"), ("succeeded", "Succeeded"), ("faile
 """`nvcre_job_status`'s `status` label values (CRE's) and the exclusive condition each stands for."""
 
 
-@dataclass(frozen=True)
-class Exposition:
+class Exposition(NamedTuple):
     body: bytes
     content_type: str
 
 
 class ProcessMetrics:
-    """The counters of one process, in a registry of their own."""
+    """The counters of one process; a collector of prometheus-client's (`collect`) for a scrape's registry."""
 
     def __init__(self) -> None:
-        disable_created_metrics()
-        self.registry = CollectorRegistry()
-        self.events = Counter(
+        self.events = counter(
             "crefn_events_total", "Requests a function answered (GET /metrics is not one), by event type, HTTP "
             "answer and outcome: ok, wait (a designed wait), retry, refused or error.",
-            ("function", "type", "answer", "outcome"), registry=self.registry)
-        self.duration = Histogram(
+            ("function", "type", "answer", "outcome"))
+        self.duration = histogram(
             "crefn_request_duration_seconds", "Time from a request's arrival to its answer.", ("function",),
-            buckets=DURATION_BUCKETS, registry=self.registry)
-        self.decisions = Counter(
+            DURATION_BUCKETS)
+        self.decisions = counter(
             "crefn_decisions_total", "What the handler made of an event: reply:<type>, nothing, wait, conflict, "
-            "gone or error:<class>.", ("function", "decision"), registry=self.registry)
-        self.kube_requests = Counter(
+            "gone or error:<class>.", ("function", "decision"))
+        self.kube_requests = counter(
             "crefn_kube_requests_total", "Kubernetes API calls, by verb, resource (plural[/subresource]) and "
-            "HTTP status (error when the API server could not be reached).", ("verb", "resource", "code"),
-            registry=self.registry)
-        self.deliveries = Counter(
+            "HTTP status (error when the API server could not be reached).", ("verb", "resource", "code"))
+        self.deliveries = counter(
             "crefn_alert_deliveries_total", "Batches of alerts sent to a sink, by result: delivered, refused, "
-            "unavailable or throttled.", ("sink", "result"), registry=self.registry)
-        self.alert_sinks = Gauge(
+            "unavailable or throttled.", ("sink", "result"))
+        self.alert_sinks = gauge(
             "crefn_alert_sinks_configured", "Alert sinks the function sends Job alerts to (Alertmanager, Slack, "
-            "PagerDuty, a CloudEvents sink); 0: its alerts reach no one.", ("function",), registry=self.registry)
-        self.journal_bytes = Gauge(
+            "PagerDuty, a CloudEvents sink); 0: its alerts reach no one.", ("function",))
+        self.journal_bytes = gauge(
             "crefn_dead_letters_file_bytes", "Size in bytes of the dead-letter file the recorder appends to, by "
-            "path (absent when it writes no file).", ("path",), registry=self.registry)
-        self.dropped = Counter(
+            "path (absent when it writes no file).", ("path",))
+        self.dropped = counter(
             "crefn_dead_letters_dropped_total", "Dead letters the recorder dropped with its oldest rotated file "
-            "(the file at its cap, --keep rotated files kept), by path of the file.", ("path",),
-            registry=self.registry)
-        self.restarts_refused = Counter(
+            "(the file at its cap, --keep rotated files kept), by path of the file.", ("path",))
+        self.restarts_refused = counter(
             "crefn_restarts_refused_total", "Failures of a Job the restart rule did not restart, by why: "
             "no-checkpoint, exhausted (maxRestarts reached) or no-evidence (no GoodputMeasurement reports a "
-            "checkpoint, while CREFN_REQUIRE_CHECKPOINT_EVIDENCE is true).", ("why",), registry=self.registry)
-        self.parity = Counter(
+            "checkpoint, while CREFN_REQUIRE_CHECKPOINT_EVIDENCE is true).", ("why",))
+        self.parity = counter(
             "crefn_parity_checks_total", "Observe mode: verdict fields of CRE's compared with the functions', by "
-            "field and result (agree, differ); each check counted once in the process.", ("field", "result"),
-            registry=self.registry)
-        self.build_info = Gauge(
+            "field and result (agree, differ); each check counted once in the process.", ("field", "result"))
+        self.build_info = gauge(
             "crefn_build_info", "1: the release this process runs (version), the git commit it was built from "
-            "(revision, `unknown` when the build did not say) and its CREFN_MODE.", ("version", "revision", "mode"),
-            registry=self.registry)
-        self.dropped_bytes = Counter(
+            "(revision, `unknown` when the build did not say) and its CREFN_MODE.", ("version", "revision", "mode"))
+        self.dropped_bytes = counter(
             "crefn_dead_letters_dropped_bytes_total", "Bytes of the oldest rotated dead-letter files the recorder "
-            "dropped, by path of the file.", ("path",), registry=self.registry)
+            "dropped, by path of the file.", ("path",))
 
+
+    def collect(self) -> Iterator[Metric]:
+        """Each family as prometheus-client's `Counter`, `Gauge` or `Histogram` collects it."""
+        from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+        from prometheus_client.utils import floatToGoString
+
+        for family in vars(self).values():
+            if family.kind == "histogram":
+                histogram = HistogramMetricFamily(family.name, family.help, labels=family.label_names)
+                bounds = [floatToGoString(b) for b in family.bounds]
+                for key, total, counts in family.snapshot():
+                    histogram.add_metric(list(key), list(zip(bounds, counts, strict=True)), total)
+                yield histogram
+                continue
+            kind = CounterMetricFamily if family.kind == "counter" else GaugeMetricFamily
+            metric = kind(family.name, family.help, labels=family.label_names)
+            for key, value, _ in family.snapshot():
+                metric.add_metric(list(key), value)
+            yield metric
 
 _made = threading.Lock()
 _metrics: list[ProcessMetrics] = []
@@ -160,30 +171,24 @@ def count_dropped(path: str, lines: int, size: int) -> None:
 
 def expose_process(accept: str = "") -> Exposition:
     """The process's counters in the format the scraper accepts."""
-    return expose(process().registry, accept)
+    return expose((process(),), accept)
 
 
 def expose_jobs(jobs: Iterable[Mapping[str, Any]], accept: str = "", cre_group: str = CRE_GROUP_DEFAULT) -> Exposition:
     """The Jobs' state (from a LIST, read now), then this process's own counters."""
+    return expose((JobStates(tuple(jobs), workflow_label(cre_group)), process()), accept)
+
+
+def expose(collectors: Iterable[Any], accept: str) -> Exposition:
+    """What the collectors collect, in a registry of this scrape, in the format the scraper accepts."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.exposition import choose_encoder
+
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(JobStates(tuple(jobs), workflow_label(cre_group)))
-    registry.register(Families(process().registry))
-    return expose(registry, accept)
-
-
-def expose(registry: CollectorRegistry, accept: str) -> Exposition:
+    for collector in collectors:
+        registry.register(collector)
     encoder, content_type = choose_encoder(accept)
     return Exposition(encoder(registry), content_type)
-
-
-class Families:
-    """Another registry's families, collected into this one."""
-
-    def __init__(self, source: CollectorRegistry) -> None:
-        self.source = source
-
-    def collect(self) -> Iterator[Metric]:
-        yield from self.source.collect()
 
 
 class JobStates:
@@ -196,6 +201,8 @@ class JobStates:
         self.workflow_key = workflow_key
 
     def collect(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         status = GaugeMetricFamily(
             "nvcre_job_status", "Current status of NVCRE jobs (1 = current status, 0 = not current status)",
             labels=("namespace", "job", "workflow", "status"))

@@ -1,6 +1,6 @@
 """The least a `phase` within SPEC loads, as a functions-framework function (`make bench`'s models floor): the
 catalog's pydantic models of what it reads and what it emits (SPEC §4.2: the catalog's models describe what is
-read and emitted), and prometheus-client (its `/metrics`). Each request validates the TrainJob in the event's data
+read and emitted). Each request validates the TrainJob in the event's data
 and answers the phase event's data built from it; no settings, no CloudEvent codec, no decision. `phase`'s cold
 start beside this one tells how much of it is what pydantic and its models cost, which no code of the functions'
 removes."""
@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import functions_framework
-import prometheus_client  # noqa: F401 - loaded, as every served function loads it
 
 from events.emitted import JobRef, WorkloadPhaseData, WorkloadRef
 from events.objects import TrainJob

@@ -75,7 +75,7 @@ def http_figures(rows: list[dict[str, Any]]) -> None:
                  "base": round(floor_cold), "ours": round(phase_cold), "ratio": round(phase_cold / floor_cold, 2)})
     rows.append({"figure": "cold start of the models floor (ms)", "baseline": "no-op function",
                  "base": round(floor_cold), "ours": round(models_cold), "ratio": round(models_cold / floor_cold, 2),
-                 "note": "pydantic, the TrainJob and phase-event models, prometheus-client"})
+                 "note": "pydantic, the TrainJob and phase-event models"})
     rows.append({"figure": "cold start, phase over the models floor (ms)", "baseline": "models floor",
                  "base": round(models_cold), "ours": round(phase_cold), "ratio": round(phase_cold / models_cold, 2)})
 

@@ -44,7 +44,7 @@ from localstack.serving import ServedFunction
 
 NOOP = Path(__file__).with_name("noop.py")
 MODELS = Path(__file__).with_name("models.py")
-"""The models floor: what a `phase` within SPEC cannot do without (pydantic, its two models, prometheus-client)."""
+"""The models floor: what a `phase` within SPEC cannot do without (pydantic and its two models)."""
 CLIENTS = 16
 DURATION = 5
 PING = {"attributes": {"specversion": "1.0", "id": "bench", "source": "/bench", "type": "dev.knative.sources.ping"},

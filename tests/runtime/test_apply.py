@@ -176,10 +176,14 @@ def test_several_jobs_each_run_one_error_kept_with_its_job_and_one_reply_per_ans
 
 
 def test_a_plan_that_refuses_a_restart_is_counted_by_why() -> None:
+    from prometheus_client import CollectorRegistry
+
     from functions.runtime.metrics import process
 
     def refused(why: str) -> float:
-        return process().registry.get_sample_value("crefn_restarts_refused_total", {"why": why}) or 0.0
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(process())
+        return registry.get_sample_value("crefn_restarts_refused_total", {"why": why}) or 0.0
 
     before, exhausted = refused("no-evidence"), refused("exhausted")  # the process's counters (functions served in it)
     outcome = apply(Plan(reason="Job ns/llm: restart refused: no checkpoint evidence", refused="no-evidence"),

@@ -68,7 +68,7 @@ def test_the_settings_table_names_every_setting() -> None:
 
 
 def test_the_metrics_table_names_every_metric() -> None:
-    exposed = {f"{m.name}_total" if m.type == "counter" else m.name for m in ProcessMetrics().registry.collect()}
+    exposed = {f"{m.name}_total" if m.type == "counter" else m.name for m in ProcessMetrics().collect()}
     exposed |= {m.name for m in JobStates(()).collect()}
     assert first_cells("operating.md", "## Metrics") == exposed
 

@@ -5,11 +5,11 @@ the CEL budget and what an outcome is, and none loads the evaluator itself (cel-
 budget's worker processes hold; only one that notifies (its decision returns `Notify`) loads the alert sinks;
 only one that decides a Job's running path (its folder asks `decide_running`, the condition of a phase or the
 launch decision) loads it, so `phase`, which maps a TrainJob to its phase, does not.
-No target loads the `kubernetes` package once connected to the API server with a kubeconfig of a token and a CA
-file, as the dev stack writes (the in-cluster connection, which never imports it, is `tests/system/test_shipped.py`'s
-and `tests/runtime/test_kubeconfig.py`'s). The deny-lists are derived from the functions' own code, so a borrowed
-name cannot drag a module back in. gunicorn's arbiter, which looks the target up and forks the worker, loads
-neither pydantic nor the settings nor the event catalog: a child of it checks the settings."""
+No target loads prometheus-client (a scrape does), nor the `kubernetes` package once connected with a kubeconfig
+of a token and a CA file (the in-cluster connection never imports it: `tests/system/test_shipped.py`,
+`tests/runtime/test_kubeconfig.py`). The deny-lists are derived from the functions' own code, so a borrowed name
+cannot drag a module back in. gunicorn's arbiter, which looks the target up and forks the worker, loads neither
+pydantic nor the settings nor the event catalog: a child of it checks the settings."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ CEL = ("functions.domain.cel", "functions.runtime.celbudget")
 EVALUATOR = ("cel_expr_python",)
 SINKS = ("functions.runtime.alertsinks",)
 RUNNING = ("functions.domain.running", "functions.domain.phase_conditions")
+EXPOSITION = ("prometheus_client",)
+"""What exposes the metrics, loaded by a scrape (`functions.runtime.metrics`), never by a build or an event."""
 ATTEMPT_RULES = ("functions.domain.pods", "functions.domain.checkpoint", "functions.domain.measurement_objects")
 """What a failed attempt is judged by (its pods and their logs, its checkpoint, its measurements): `functions.runtime.
 reads` loads each with the read that needs it."""
@@ -59,7 +61,7 @@ def decides_running(name: str) -> bool:
 
 def denied(name: str) -> set[str]:
     """What the target `name` must not load."""
-    refused = {f"functions.{other}" for other in HANDLERS if other != name} | {"kubernetes"} | set(EVALUATOR)
+    refused = {f"functions.{other}" for other in HANDLERS if other != name} | {"kubernetes", *EVALUATOR, *EXPOSITION}
     if not uses_cel(name):
         refused |= set(CEL)
     if not notifies(name):
@@ -133,7 +135,7 @@ def test_the_deny_lists_follow_what_each_function_uses() -> None:
     assert {name for name in HANDLERS if uses_cel(name)} == {"nodehealth", "validate"}
     assert {name for name in HANDLERS if notifies(name)} == {"alert"}
     assert {name for name in HANDLERS if decides_running(name)} == {"launch", "parity", "restart", "resync", "status"}
-    others = {"kubernetes"} | set(RUNNING) | set(EVALUATOR)
+    others = {"kubernetes"} | set(RUNNING) | set(EVALUATOR) | set(EXPOSITION)
     assert denied("alert") == {f"functions.{n}" for n in HANDLERS if n != "alert"} | set(CEL) | others
     assert denied("validate") == {f"functions.{n}" for n in HANDLERS if n != "validate"} | set(SINKS) | others
     assert set(RUNNING) <= denied("phase")
