@@ -39,8 +39,8 @@ from functions.domain.thresholds import Verdict, Waiting, decide_validation, mea
 from functions.domain.translation import translate
 from functions.nodehealth.decide import hardware_message, merge_failed_nodes, pod_nodes
 from functions.runtime.context import Context
+from functions.runtime.effects import WriteStatus
 from functions.runtime.gateway import Gateway
-from functions.runtime.plan import WriteStatus
 from functions.runtime.reads import read_tail
 from functions.runtime.settings import Settings
 from functions.workloadrun.run_conditions import deleted, mirrored

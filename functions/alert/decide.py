@@ -18,7 +18,8 @@ from typing import Any
 from functions.domain.alerts import Restated, meant_for, on_job_state
 from functions.domain.claims import Decision, claimed, on_decision, on_deleted
 from functions.domain.jobs import JobState, Skipped, is_managed
-from functions.runtime.plan import Notify, Plan, nothing
+from functions.runtime.effects import Notify
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.settings import Settings
 
 FUNCTION = "alert"

@@ -8,14 +8,16 @@ An event or an object belongs to the Job's current attempt when it names the Tra
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from events.emitted import WorkloadRef
 from events.objects import CreJob, TrainJob
 from events.types import ATTEMPT_LABEL, TRAINJOB_API_VERSION, TRAINJOB_KIND
 from functions.domain.naming import truncate
-from functions.runtime.plan import Delete, Effect
 from functions.runtime.resources import TRAINJOBS
+
+if TYPE_CHECKING:
+    from functions.runtime.effects import Effect
 
 WORKLOAD_NAME_LIMIT = 44
 """CRE's `naming.MaxWorkloadNameLen`: room for JobSet's pod name suffixes."""
@@ -51,6 +53,8 @@ def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
 def delete_attempt(trainjob: Mapping[str, Any] | None, job_uid: str) -> tuple[Effect, ...]:
     """The attempt's TrainJob deleted with its uid as the precondition, unless it is gone, going already or not
     controlled by the Job of `job_uid` (never another's, whatever `workloadRef` names)."""
+    from functions.runtime.effects import Delete  # `phase`, which deletes nothing, never makes the effects
+
     if trainjob is None or trainjob["metadata"].get("deletionTimestamp") or not controlled_by(trainjob, job_uid):
         return ()
     meta = trainjob["metadata"]

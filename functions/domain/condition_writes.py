@@ -23,7 +23,7 @@ from events.types import Reason, group_nodes_annotation
 from functions.domain.conditions import decide_conditions, decide_independent
 from functions.domain.jobs import JobState, write_status
 from functions.domain.kubeevents import condition_name, job_event, transition_event
-from functions.runtime.plan import Effect
+from functions.runtime.effects import Effect
 
 
 @dataclass(frozen=True)

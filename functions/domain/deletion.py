@@ -18,7 +18,8 @@ from typing import Any
 from events.objects import Pod
 from functions.domain.attempts import delete_attempt
 from functions.domain.jobs import JobState, is_managed
-from functions.runtime.plan import Finalizers, Plan, Wait, nothing, wait_until
+from functions.runtime.effects import Finalizers, Wait, wait_until
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.resources import cre_jobs
 from functions.runtime.settings import Settings
 

@@ -19,7 +19,7 @@ from events.types import RESTART_NOT_BEFORE_ANNOTATION, Reason
 from functions.domain.conditions import parse_rfc3339, rfc3339
 from functions.domain.jobs import JobState
 from functions.runtime.durations import parse_go_duration
-from functions.runtime.plan import Annotate, Wait, wait_until
+from functions.runtime.effects import Annotate, Wait, wait_until
 from functions.runtime.resources import cre_jobs
 
 ANNOTATION = RESTART_NOT_BEFORE_ANNOTATION

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -21,9 +21,12 @@ from events.types import CRE_VERSION, JOB_KIND, MANAGED_LABEL, WORKLOADRUN_KIND,
 from functions.domain.attempts import current_workload_ref, is_current, stale
 from functions.domain.conditions import is_terminal, true_exclusive
 from functions.runtime.errors import PermanentError
-from functions.runtime.plan import WriteStatus, Written
+from functions.runtime.plan import Written
 from functions.runtime.resources import cre_jobs
 from functions.runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from functions.runtime.effects import WriteStatus
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ def as_written(written: Written, cre_group: str, namespace: str, name: str) -> J
 
 
 def write_status(state: JobState, status: Mapping[str, Any], cre_group: str) -> WriteStatus:
+    from functions.runtime.effects import WriteStatus  # `phase`, which writes no status, never makes the effects
+
     meta = state.job.metadata
     return WriteStatus(cre_jobs(cre_group), meta.namespace, meta.name, meta.resource_version, status)
 

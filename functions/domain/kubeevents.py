@@ -22,8 +22,8 @@ from typing import Any
 
 from events.emitted import ConditionSummary
 from functions.domain.jobs import JobState
+from functions.runtime.effects import Effect, KubeEvent, Wait
 from functions.runtime.errors import one_line
-from functions.runtime.plan import Effect, KubeEvent, Wait
 
 NOTE_LIMIT = 1024
 TRUNCATED = "... [truncated]"

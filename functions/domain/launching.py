@@ -30,7 +30,8 @@ from functions.domain.kubeevents import RefusalWarning
 from functions.domain.phase_conditions import decide_status
 from functions.domain.pods import Capture, failure_log_field
 from functions.domain.trainjobs import build_trainjob, decides_first_phase, owned_by, refused_label
-from functions.runtime.plan import Create, Delete, Effect, Label, Plan, Wait, Written, nothing
+from functions.runtime.effects import Create, Delete, Effect, Label, Wait
+from functions.runtime.plan import Plan, Written, nothing
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 

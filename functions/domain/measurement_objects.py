@@ -25,8 +25,8 @@ from events.types import CRE_VERSION, JOB_KIND, MANAGED_BY_LABEL, MANAGED_BY_VAL
 from functions.domain.conditions import rfc3339
 from functions.domain.jobs import JobState
 from functions.domain.naming import truncate
+from functions.runtime.effects import WriteStatus
 from functions.runtime.errors import PermanentError
-from functions.runtime.plan import WriteStatus
 from functions.runtime.resources import Resource, cre_goodput
 
 NAME_LIMIT = 63

@@ -22,7 +22,8 @@ from events.envelope import Envelope, Outbound
 from functions.domain.conditions import parse_rfc3339
 from functions.domain.jobs import JobState, condition_changed
 from functions.domain.kubeevents import CAUSE_ANNOTATION, condition_names, job_event, transition_name
-from functions.runtime.plan import Effect, KubeEvent, Plan, nothing, wait_until
+from functions.runtime.effects import Effect, KubeEvent, wait_until
+from functions.runtime.plan import Plan, nothing
 
 DECIDING = timedelta(seconds=30)
 """How long a decider may still be at work after its write: as long as the Broker waits for a function's answer

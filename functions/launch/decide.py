@@ -21,7 +21,8 @@ from typing import Any
 from events.envelope import Envelope
 from functions.domain.deletion import Deleting, decide_deletion
 from functions.domain.launching import LaunchObserved, decide_launch, delete_orphan
-from functions.runtime.plan import Plan, Wait, nothing
+from functions.runtime.effects import Wait
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.settings import Settings
 
 FUNCTION = "launch"

@@ -9,7 +9,7 @@ from datetime import datetime
 from events.types import Reason
 from functions.domain import grace
 from functions.domain.jobs import JobState
-from functions.runtime.plan import Wait
+from functions.runtime.effects import Wait
 from functions.runtime.settings import Settings
 
 

@@ -24,7 +24,8 @@ from functions.domain.measurement_objects import bandwidth_measurements, job_uid
 from functions.domain.nccl import BandwidthParser, aggregate, rows, transports
 from functions.measure.decide import RUNNING, condition, is_complete, ns_of, warning
 from functions.runtime.durations import positive_duration
-from functions.runtime.plan import Plan, WriteStatus, nothing
+from functions.runtime.effects import WriteStatus
+from functions.runtime.plan import Plan, nothing
 
 GRACE = timedelta(minutes=2)
 """CRE's `defaultFinalReadGracePeriod`."""

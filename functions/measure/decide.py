@@ -25,7 +25,8 @@ from functions.domain.gotime import NS
 from functions.domain.jobs import JobState, Skipped
 from functions.domain.kubeevents import digest_name, event_about
 from functions.domain.logprofile import Profile
-from functions.runtime.plan import KubeEvent, Plan, WriteStatus, nothing
+from functions.runtime.effects import KubeEvent, WriteStatus
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.resources import cre_goodput
 from functions.runtime.settings import Settings
 

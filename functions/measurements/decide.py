@@ -25,7 +25,8 @@ from functions.domain.due import ensured_measurements
 from functions.domain.jobs import Gone, JobState, Skipped, why_not_ours
 from functions.domain.kubeevents import RefusalWarning
 from functions.domain.measurement_objects import bandwidth_body, bandwidth_measurements, goodput_body, job_uid_of
-from functions.runtime.plan import Create, Delete, Effect, Plan, nothing
+from functions.runtime.effects import Create, Delete, Effect
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.resources import Resource, cre_goodput
 from functions.runtime.settings import Settings
 

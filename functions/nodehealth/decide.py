@@ -30,7 +30,8 @@ from functions.domain.due import monitors_nodes
 from functions.domain.jobs import Gone, JobState, why_not_active
 from functions.domain.kubeevents import action_event, cap_note, condition_name, job_event
 from functions.domain.redelivery import Announced, announce_again, transition_time
-from functions.runtime.plan import Effect, Plan, nothing
+from functions.runtime.effects import Effect
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.settings import Settings
 
 FUNCTION = "nodehealth"

@@ -31,7 +31,8 @@ from functions.domain.jobs import Gone, JobState, Skipped, why_not_ours
 from functions.domain.kubeevents import action_event
 from functions.domain.pods import failed_container, failure_log, of_attempt
 from functions.domain.running import decide_running
-from functions.runtime.plan import Plan, nothing, wait_until
+from functions.runtime.effects import wait_until
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.settings import Settings
 
 FUNCTION = "parity"

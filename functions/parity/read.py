@@ -27,9 +27,10 @@ from functions.domain.trainjobs import owned_by
 from functions.parity.decide import Observed, Read, decide, difference_key, recheck_due
 from functions.runtime.apply import apply, run
 from functions.runtime.context import Context
+from functions.runtime.effects import Send
 from functions.runtime.errors import CrefnError, PermanentError, Unavailable
 from functions.runtime.metrics import count_parity
-from functions.runtime.plan import Outcome, Plan, Send
+from functions.runtime.plan import Outcome, Plan
 from functions.runtime.reads import cached_jobs, read_goodputs, read_job, read_job_pods, read_trainjob
 
 ACCEPTS = frozenset({ApiServerType.RESOURCE_ADD.value, ApiServerType.RESOURCE_UPDATE.value,

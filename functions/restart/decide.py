@@ -33,7 +33,8 @@ from functions.domain.stall import producer_cadence
 from functions.restart.observed import Failure, Observed, failed_message, observe_failure, still_running, verdict_of
 from functions.restart.relaunch import Relaunch, own_patch_jobs, relaunches
 from functions.restart.wants import is_failure, reported_before, reset_pending, why_not_its_workload
-from functions.runtime.plan import Delete, Effect, Plan, nothing
+from functions.runtime.effects import Delete, Effect
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 

@@ -32,7 +32,8 @@ from functions.domain.launching import LaunchObserved, decide_launch, delete_orp
 from functions.domain.phase_conditions import in_step
 from functions.domain.phases import parse_trainjob, phase_event
 from functions.domain.trainjobs import owned_by
-from functions.runtime.plan import Effect, Label, Plan, Send, nothing
+from functions.runtime.effects import Effect, Label, Send
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
@@ -34,25 +34,12 @@ from functions.runtime.errors import (
     one_line,
 )
 from functions.runtime.metrics import count_restart_refused
-from functions.runtime.plan import (
-    WRITES,
-    Annotate,
-    Create,
-    Delete,
-    Effect,
-    Finalizers,
-    Followed,
-    KubeEvent,
-    Label,
-    Notify,
-    Outcome,
-    Plan,
-    Send,
-    Wait,
-    WriteStatus,
-)
+from functions.runtime.plan import Followed, Outcome, Plan
 from functions.runtime.resources import EVENTS
 from functions.runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from functions.runtime.effects import Effect
 
 Observed = TypeVar("Observed")
 Key = TypeVar("Key")
@@ -83,6 +70,8 @@ def reasons_of(plan: Plan, done: Applied, settings: Settings | None = None) -> l
 
 def skipped(effect: Effect) -> bool:
     """Whether observe mode leaves the effect out: a write, unless an Event reporting on CRE's verdicts."""
+    from functions.runtime.effects import WRITES, KubeEvent
+
     return isinstance(effect, WRITES) and not (isinstance(effect, KubeEvent) and effect.observing)
 
 
@@ -134,6 +123,8 @@ def follow_up(then: Followed, ctx: Context, source: Applied, done: Applied) -> N
         done.reasons.append(f"not followed up: {one_line(str(e))}")
         done.unfinished = True
         return
+    from functions.runtime.effects import Send
+
     if not ctx.settings.k_sink and (plan.reply is not None or any(isinstance(e, Send) for e in plan.effects)):
         done.reasons.append("not followed up: K_SINK is not set")
         return
@@ -175,6 +166,21 @@ class Applied:
 
 
 def apply_effect(effect: Effect, ctx: Context, done: Applied) -> None:
+    """One effect performed. (The effects' classes are imported here, by a plan that has one: a function whose
+    plans have none, `phase`, never makes them.)"""
+    from functions.runtime.effects import (
+        Annotate,
+        Create,
+        Delete,
+        Finalizers,
+        KubeEvent,
+        Label,
+        Notify,
+        Send,
+        Wait,
+        WriteStatus,
+    )
+
     if ctx.settings.observe and skipped(effect):
         return
     if isinstance(effect, WriteStatus) and effect.best_effort:

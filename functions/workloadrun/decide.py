@@ -28,8 +28,9 @@ from functions.domain.conditions import (
 )
 from functions.domain.jobs import Skipped, is_managed
 from functions.domain.kubeevents import run_event
+from functions.runtime.effects import Create, Effect, WriteStatus
 from functions.runtime.errors import one_line
-from functions.runtime.plan import Create, Effect, Plan, WriteStatus, nothing
+from functions.runtime.plan import Plan, nothing
 from functions.runtime.resources import CONFIGMAPS, PVCS, TRAINING_RUNTIMES, Resource, cre_jobs, cre_workloadruns
 from functions.runtime.settings import Settings
 from functions.workloadrun.run_conditions import created, deleted

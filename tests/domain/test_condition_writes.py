@@ -10,7 +10,7 @@ import pytest
 from functions.domain.condition_writes import condition_write, failed_nodes, group_nodes, independent_write
 from functions.domain.conditions import condition
 from functions.domain.jobs import JobState, parse_job
-from functions.runtime.plan import KubeEvent, WriteStatus
+from functions.runtime.effects import KubeEvent, WriteStatus
 from functions.runtime.resources import cre_jobs
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

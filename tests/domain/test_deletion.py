@@ -12,7 +12,7 @@ import pytest
 from events.objects import Pod
 from functions.domain.deletion import Deleting, decide_deletion, finishes
 from functions.domain.jobs import JobState, parse_job
-from functions.runtime.plan import Delete, Finalizers, Wait
+from functions.runtime.effects import Delete, Finalizers, Wait
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 from tests.support.helpers import NOW

@@ -16,7 +16,8 @@ from functions.domain.launching import LaunchObserved, can_only_fail, creates, d
 from functions.domain.pods import Capture
 from functions.launch.decide import Observed, decide
 from functions.runtime.apply import reply_for
-from functions.runtime.plan import Create, Delete, KubeEvent, Label, Plan, Wait, WriteStatus
+from functions.runtime.effects import Create, Delete, KubeEvent, Label, Wait, WriteStatus
+from functions.runtime.plan import Plan
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 from tests.functions.launch.test_read import ADOPTED, FOREIGN, trainjob

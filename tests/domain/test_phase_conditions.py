@@ -14,8 +14,8 @@ from functions.domain.adapter import PhaseResult
 from functions.domain.condition_writes import ConditionWrite
 from functions.domain.jobs import parse_job
 from functions.domain.phase_conditions import decide_status, in_step
+from functions.runtime.effects import KubeEvent
 from functions.runtime.errors import PermanentError
-from functions.runtime.plan import KubeEvent
 from tests.support.helpers import EARLIER, NOW, cond, job
 
 

@@ -14,7 +14,7 @@ from events.envelope import Envelope
 from functions.domain.conditions import condition
 from functions.domain.jobs import JobState, parse_job
 from functions.domain.redelivery import recent, restate, sent_at
-from functions.runtime.plan import KubeEvent, Wait
+from functions.runtime.effects import KubeEvent, Wait
 
 WRITTEN = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

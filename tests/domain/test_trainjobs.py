@@ -9,7 +9,7 @@ import pytest
 
 from functions.domain.launching import LaunchObserved, can_only_fail, decide_launch
 from functions.domain.trainjobs import refused_label, with_pod_labels
-from functions.runtime.plan import Create, WriteStatus
+from functions.runtime.effects import Create, WriteStatus
 from functions.runtime.settings import Settings
 from tests.functions.launch.test_read import POD_LABELS_RESERVED
 from tests.support.helpers import NOW, job

@@ -11,9 +11,10 @@ import pytest
 from functions.domain.jobs import JobState, write_status
 from functions.runtime.apply import apply, run
 from functions.runtime.context import Context
+from functions.runtime.effects import WriteStatus
 from functions.runtime.errors import Conflict
 from functions.runtime.gateway import Gateway
-from functions.runtime.plan import Plan, WriteStatus
+from functions.runtime.plan import Plan
 from functions.runtime.reads import read_job
 from functions.runtime.resources import cre_goodput
 from functions.runtime.settings import Settings
@@ -59,7 +60,7 @@ def test_a_locked_annotation_then_a_locked_status_write_are_one_chain(cluster: L
                                                                      world: Callable[..., World],
                                                                      namespace: str) -> None:
     """The status write carries the resourceVersion the annotation left, so both stay locked on the read."""
-    from functions.runtime.plan import Annotate
+    from functions.runtime.effects import Annotate
     from functions.runtime.resources import cre_jobs
 
     w = world({})
@@ -99,7 +100,7 @@ def test_a_best_effort_write_that_fails_is_reported_and_the_plan_goes_on(cluster
 def test_a_send_posts_to_k_sink_and_is_told_in_the_outcome() -> None:
     from events.emitted import JobCheckData, JobRef
     from events.envelope import to_outbound
-    from functions.runtime.plan import Send
+    from functions.runtime.effects import Send
     from tests.support.helpers import Receiver
 
     data = JobCheckData(job=JobRef(name="llm", namespace="ns"), attempt=0, checks=["validation"])
@@ -194,7 +195,7 @@ def test_a_plan_that_refuses_a_restart_is_counted_by_why() -> None:
 
 def test_observe_mode_says_a_plans_writes_were_left_out() -> None:
     """resync's orphan delete in observe mode read "… deleted" though nothing was written."""
-    from functions.runtime.plan import Delete
+    from functions.runtime.effects import Delete
     from functions.runtime.resources import TRAINJOBS
 
     plan = Plan((Delete(TRAINJOBS, "ns", "llm-workload", "uid"),),

@@ -94,11 +94,13 @@ def test_a_served_function_loads_nothing_it_does_not_use(name: str, a_kubeconfig
 
 
 @pytest.mark.process
-def test_phase_loads_no_rule_of_an_attempt_and_no_http_client(a_kubeconfig: Path) -> None:
+def test_phase_loads_no_rule_of_an_attempt_no_effect_and_no_http_client(a_kubeconfig: Path) -> None:
     """`phase` maps a TrainJob to its phase: it reads its TrainJob, a pod's labels or a Job's `workloadRef`, judges
-    no attempt, and answers with its event rather than sending it (the HTTP client, `functions.runtime.client`, is
+    no attempt, writes nothing (the effects' classes, `functions.runtime.effects`, are made by the first effect
+    applied) and answers with its event rather than sending it (the HTTP client, `functions.runtime.client`, is
     loaded by the first event a function sends)."""
-    assert sorted({*ATTEMPT_RULES, "functions.runtime.client"} & loaded("phase", a_kubeconfig)) == []
+    assert sorted({*ATTEMPT_RULES, "functions.runtime.client", "functions.runtime.effects"}
+                  & loaded("phase", a_kubeconfig)) == []
     assert set(ATTEMPT_RULES) <= loaded("restart", a_kubeconfig)  # which does judge one
 
 

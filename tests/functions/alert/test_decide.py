@@ -21,7 +21,7 @@ from functions.runtime.alertsinks import (
     configured_sinks,
     meant_for,
 )
-from functions.runtime.plan import Notify
+from functions.runtime.effects import Notify
 from functions.runtime.settings import Settings
 from tests.support.alertjobs import RUNNING, exclusive
 from tests.support.alerts import FRESH, NOW, OLD, WINDOW, changed, hardware, validation

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from events.envelope import Envelope
 from functions.launch.decide import Observed, decide
-from functions.runtime.plan import Delete
+from functions.runtime.effects import Delete
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 from tests.functions.launch.test_read import trainjob

@@ -11,7 +11,7 @@ import pytest
 from functions.domain.jobs import JobState
 from functions.domain.launching import LaunchObserved, decide_launch
 from functions.launch.decide import Observed, decide
-from functions.runtime.plan import Wait
+from functions.runtime.effects import Wait
 from functions.runtime.settings import Settings
 from tests.support.helpers import NOW, cond, job
 

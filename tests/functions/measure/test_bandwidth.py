@@ -10,7 +10,7 @@ from typing import Any
 from functions.domain.gotime import RFC3339_NANO, parse
 from functions.domain.nccl import bandwidth_parser
 from functions.measure.bandwidth import BandwidthSample, decide_bandwidth
-from functions.runtime.plan import KubeEvent, WriteStatus
+from functions.runtime.effects import KubeEvent, WriteStatus
 from tests.support.helpers import cond, job
 from tests.support.logprofiles import nccl_bandwidth
 

@@ -12,7 +12,7 @@ from functions.domain.jobs import Skipped
 from functions.domain.kubeevents import digest_name
 from functions.domain.logprofile import goodput_profile
 from functions.measure.decide import Sample, capped, decide, ns_of, warning
-from functions.runtime.plan import KubeEvent, WriteStatus
+from functions.runtime.effects import KubeEvent, WriteStatus
 from functions.runtime.settings import Settings
 from tests.support.helpers import cond, job
 from tests.support.logprofiles import nemo_4_training

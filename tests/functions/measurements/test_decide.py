@@ -15,7 +15,7 @@ from functions.domain.jobs import Gone, JobState, Skipped, parse_job
 from functions.domain.kubeevents import RefusalWarning
 from functions.measurements.decide import Found, Observed, decide
 from functions.runtime.codec import to_envelope
-from functions.runtime.plan import Create, Delete
+from functions.runtime.effects import Create, Delete
 from functions.runtime.settings import Settings
 from tests.support.helpers import NOW, cond, job
 

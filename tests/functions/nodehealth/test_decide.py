@@ -26,7 +26,7 @@ from functions.nodehealth.decide import (
     merge_failed_nodes,
     pod_nodes,
 )
-from functions.runtime.plan import Delete, KubeEvent, WriteStatus
+from functions.runtime.effects import Delete, KubeEvent, WriteStatus
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 from tests.functions.nodehealth.test_read import CORDONED, DETAIL, HW

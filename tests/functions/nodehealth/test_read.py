@@ -480,7 +480,8 @@ def test_a_hardware_failure_delivered_again_after_a_crash_sends_its_event_and_it
     it answers again and records nothing twice; another event, the same one past the hour, or the same one once
     another node has joined the condition, restates nothing."""
     from functions.runtime.apply import apply
-    from functions.runtime.plan import KubeEvent, Plan, WriteStatus
+    from functions.runtime.effects import KubeEvent, WriteStatus
+    from functions.runtime.plan import Plan
 
     w = world()
     monitored(w)

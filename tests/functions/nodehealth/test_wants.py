@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from events.emitted import JobRef
 from events.envelope import Envelope
 from functions.nodehealth.decide import Evaluated, Evaluation, decide
-from functions.runtime.plan import KubeEvent
+from functions.runtime.effects import KubeEvent
 from functions.runtime.settings import Settings
 from tests.functions.nodehealth.test_read import DETAIL, HW
 from tests.support.helpers import cond, job

@@ -14,7 +14,7 @@ from events.objects import Pod
 from functions.domain.jobs import JobState, parse_job
 from functions.parity.decide import Read, check_id, decide, difference_key, recheck_due, stored
 from functions.runtime.codec import to_envelope
-from functions.runtime.plan import KubeEvent, Wait
+from functions.runtime.effects import KubeEvent, Wait
 from functions.runtime.resources import cre_jobs
 from functions.runtime.settings import Settings
 from localstack.eventing.apisource import apiserver_record

@@ -18,7 +18,7 @@ from functions.domain.pods import Capture, LogSource
 from functions.restart.decide import decide, failed_write, restart_write, verdict_write
 from functions.restart.observed import Failure, Observed, observe_failure, still_running
 from functions.runtime.codec import to_envelope
-from functions.runtime.plan import Annotate, Delete, KubeEvent, WriteStatus
+from functions.runtime.effects import Annotate, Delete, KubeEvent, WriteStatus
 from functions.runtime.resources import TRAINJOBS, cre_jobs
 from functions.runtime.settings import Settings
 from tests.support.helpers import EARLIER, NOW, cond, job, trainjob
@@ -271,7 +271,7 @@ def test_a_redelivered_restart_keeps_a_grace_recorded_under_another_setting(ends
 
 
 def test_the_next_attempt_is_decided_on_the_job_as_the_commit_left_it() -> None:
-    from functions.runtime.plan import Create
+    from functions.runtime.effects import Create
 
     then = restarting(NO_GRACE, with_patch(trainjob(TJ_FAILED))).then
     committed = job([cond("InProgress", "True", "WorkloadRestarting", "Restarting workload from checkpoint "

@@ -15,9 +15,9 @@ import pytest
 
 from functions.runtime.client import send
 from functions.runtime.codec import to_envelope
+from functions.runtime.effects import WriteStatus
 from functions.runtime.errors import NotYet
 from functions.runtime.gateway import Gateway
-from functions.runtime.plan import WriteStatus
 from functions.runtime.resources import TRAINJOBS, cre_goodput
 from localstack.cluster.apiserver import LocalCluster
 from localstack.manifests import kubectl
@@ -278,7 +278,7 @@ def test_the_reset_is_the_restarts_last_step(cluster: LocalCluster, world: Calla
     """After the commit and the delete, so that nothing it meets holds the restart back; unlocked."""
     from functions.restart import read as restart
     from functions.runtime.context import Context
-    from functions.runtime.plan import Annotate, Delete
+    from functions.runtime.effects import Annotate, Delete
     from functions.runtime.settings import Settings
 
     w = world()
@@ -543,7 +543,8 @@ def test_a_verdict_delivered_again_after_a_crash_sends_its_event_and_its_reply(
     from functions.restart import read as restart
     from functions.runtime.apply import apply
     from functions.runtime.context import Context
-    from functions.runtime.plan import KubeEvent, Plan
+    from functions.runtime.effects import KubeEvent
+    from functions.runtime.plan import Plan
     from functions.runtime.resources import cre_workloadruns
     from functions.runtime.settings import Settings
     from localstack.eventing.apisource import apiserver_record

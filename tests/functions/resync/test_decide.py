@@ -10,7 +10,7 @@ import pytest
 
 from functions.domain.jobs import JobState, parse_job
 from functions.resync.decide import Observed, decide, is_sweep, label_writes
-from functions.runtime.plan import Create, Label, Send, WriteStatus
+from functions.runtime.effects import Create, Label, Send, WriteStatus
 from functions.runtime.settings import Settings
 from tests.support.helpers import EARLIER, NOW, cond, job
 

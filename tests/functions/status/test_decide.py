@@ -11,7 +11,8 @@ from events.types import Phase
 from functions.domain.adapter import PhaseResult
 from functions.domain.phase_conditions import decide_status
 from functions.runtime.codec import to_envelope
-from functions.runtime.plan import KubeEvent, Plan, WriteStatus
+from functions.runtime.effects import KubeEvent, WriteStatus
+from functions.runtime.plan import Plan
 from functions.runtime.resources import cre_jobs
 from functions.runtime.settings import Settings
 from tests.support.helpers import EARLIER, NOW, cond, job

@@ -36,7 +36,8 @@ def test_a_success_delivered_again_after_a_crash_sends_its_event_and_its_reply(
     the Event and answers `job.condition.changed`; an event seen after the write restates nothing."""
     from functions.runtime.apply import apply
     from functions.runtime.context import Context
-    from functions.runtime.plan import KubeEvent, Plan, WriteStatus
+    from functions.runtime.effects import KubeEvent, WriteStatus
+    from functions.runtime.plan import Plan
     from functions.runtime.settings import Settings
     from functions.status import read as status
 

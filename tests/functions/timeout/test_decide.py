@@ -13,7 +13,7 @@ from functions.domain.jobs import Gone
 from functions.domain.pods import Capture, LogSource
 from functions.domain.redelivery import Announced
 from functions.runtime.codec import to_envelope
-from functions.runtime.plan import Delete, KubeEvent, WriteStatus
+from functions.runtime.effects import Delete, KubeEvent, WriteStatus
 from functions.runtime.resources import TRAINJOBS
 from functions.runtime.settings import Settings
 from functions.timeout.decide import Found, Observed, decide

@@ -161,7 +161,8 @@ def test_a_timeout_delivered_again_after_a_crash_sends_its_event_its_delete_and_
     from functions.runtime.apply import apply
     from functions.runtime.codec import to_envelope
     from functions.runtime.context import Context
-    from functions.runtime.plan import Delete, KubeEvent, Plan, WriteStatus
+    from functions.runtime.effects import Delete, KubeEvent, WriteStatus
+    from functions.runtime.plan import Plan
     from functions.runtime.settings import Settings
     from functions.timeout import read as timeout
 

@@ -14,7 +14,7 @@ from events.types import EventType
 from functions.domain.cel import outcomes as outcomes_of
 from functions.domain.jobs import Gone, JobState, Skipped, parse_job
 from functions.domain.thresholds import measured_values, to_evaluate
-from functions.runtime.plan import KubeEvent, WriteStatus
+from functions.runtime.effects import KubeEvent, WriteStatus
 from functions.runtime.settings import Settings
 from functions.validate.decide import Found, Observed, decide
 from tests.functions.validate.test_read import GROUP, VIOLATED

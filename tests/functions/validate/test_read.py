@@ -381,7 +381,8 @@ def test_a_validation_delivered_again_after_a_crash_sends_its_event_and_its_repl
     from functions.runtime.apply import apply
     from functions.runtime.codec import to_envelope
     from functions.runtime.context import Context
-    from functions.runtime.plan import KubeEvent, Plan, WriteStatus
+    from functions.runtime.effects import KubeEvent, WriteStatus
+    from functions.runtime.plan import Plan
     from functions.runtime.settings import Settings
     from functions.validate import read as validate
 

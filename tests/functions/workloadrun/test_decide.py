@@ -22,7 +22,7 @@ def test_a_refused_spec_says_why_in_the_answer() -> None:
     """The reason logged with the answer names the run and the field, as the Failed condition does."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import KubeEvent, WriteStatus
+    from functions.runtime.effects import KubeEvent, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Invalid, decide
 
@@ -68,7 +68,7 @@ def run_decision(observed: Any, mode: str = "manage") -> tuple[list[str], str]:
     """The kinds of a `workloadrun` plan's effects (a write by the condition it makes True), and its reason."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import Create, WriteStatus
+    from functions.runtime.effects import Create, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import decide
 
@@ -124,7 +124,7 @@ def test_a_threshold_verdict_is_mirrored_as_the_runs_own_validation_failed() -> 
     from datetime import UTC, datetime
 
     from events.emitted import ConditionSummary
-    from functions.runtime.plan import KubeEvent, WriteStatus
+    from functions.runtime.effects import KubeEvent, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Mirror, decide
 
@@ -153,7 +153,7 @@ def test_a_runs_conditions_are_written_on_the_resource_version_read() -> None:
     changed since is decided again, not overwritten)."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import WriteStatus
+    from functions.runtime.effects import WriteStatus
     from functions.runtime.resources import cre_workloadruns
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Translated, decide
@@ -171,7 +171,7 @@ def test_a_runs_conditions_carry_its_generation_and_a_reason_change_records_no_e
     from datetime import UTC, datetime
 
     from events.emitted import ConditionSummary
-    from functions.runtime.plan import WriteStatus
+    from functions.runtime.effects import WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import run_conditions
 
@@ -190,7 +190,7 @@ def test_a_built_run_whose_job_is_gone_is_failed_whatever_else_stands() -> None:
     its other objects (a ConfigMap, the runtime) still stand: nothing is created again."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import Create, WriteStatus
+    from functions.runtime.effects import Create, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Translated, decide
 
@@ -211,7 +211,7 @@ def test_the_created_run_names_the_hardware_it_detected(detected: dict[str, str]
     when no node was found)."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import WriteStatus
+    from functions.runtime.effects import WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Translated, decide
 
@@ -226,7 +226,7 @@ def test_each_create_of_a_build_says_how_the_run_fails_if_the_api_refuses_it() -
     naming the object and quoting the API on one line; then the run's Warning Event."""
     from datetime import UTC, datetime
 
-    from functions.runtime.plan import Create, KubeEvent, WriteStatus
+    from functions.runtime.effects import Create, KubeEvent, WriteStatus
     from functions.runtime.settings import Settings
     from functions.workloadrun.decide import Translated, decide
 
