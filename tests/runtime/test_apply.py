@@ -19,6 +19,7 @@ from functions.runtime.reads import read_job
 from functions.runtime.resources import cre_goodput
 from functions.runtime.settings import Settings
 from localstack.cluster.apiserver import LocalCluster
+from tests.support.answers import counted_here
 from tests.support.world import JOBS, World, make_world
 
 
@@ -177,14 +178,8 @@ def test_several_jobs_each_run_one_error_kept_with_its_job_and_one_reply_per_ans
 
 
 def test_a_plan_that_refuses_a_restart_is_counted_by_why() -> None:
-    from prometheus_client import CollectorRegistry
-
-    from functions.runtime.metrics import process
-
     def refused(why: str) -> float:
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(process())
-        return registry.get_sample_value("crefn_restarts_refused_total", {"why": why}) or 0.0
+        return counted_here("crefn_restarts_refused_total", {"why": why})
 
     before, exhausted = refused("no-evidence"), refused("exhausted")  # the process's counters (functions served in it)
     outcome = apply(Plan(reason="Job ns/llm: restart refused: no checkpoint evidence", refused="no-evidence"),

@@ -26,7 +26,7 @@ from localstack.cluster.apiserver import LocalCluster
 from localstack.cluster.pods import create_pod
 from localstack.eventing.apisource import apiserver_record
 from localstack.manifests import service_account_user
-from tests.support.answers import moved
+from tests.support.answers import counted_here, moved
 from tests.support.helpers import Receiver, job_events
 from tests.support.world import cache_caught_up, ping
 
@@ -242,9 +242,7 @@ def test_the_tick_makes_the_check_whose_event_was_lost_and_posts_it_once(
 
 def parity_counted(field: str, result: str) -> float:
     """What this process's `crefn_parity_checks_total{field,result}` has counted."""
-    from functions.runtime.metrics import process
-
-    return process().registry.get_sample_value("crefn_parity_checks_total", {"field": field, "result": result}) or 0.0
+    return counted_here("crefn_parity_checks_total", {"field": field, "result": result})
 
 
 def test_a_check_the_sink_refuses_is_posted_by_the_next_tick_and_counted_once(
