@@ -19,6 +19,9 @@ from localstack.cluster.apiserver import free_port
 from localstack.processes import kill_group, signal_group, spawn, stop_process
 
 MAIN = Path(functions.__file__).with_name("main.py")
+IMAGE_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+"""What the image's ENV sets that changes how a function starts (the Dockerfile), so that one served here starts as
+in a pod: pydantic does not look for plugins."""
 
 
 def wait_ready(proc: subprocess.Popen[bytes], url: str | urllib.request.Request, timeout: float, log_path: Path,
@@ -84,7 +87,7 @@ class ServedFunction:
         listens, asked every `interval` seconds."""
         self.port = self.port if same_port and self.port else free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CREFN_") and k not in ("KUBECONFIG", "K_SINK")}
-        env.update({**self.settings, **self.env})
+        env.update({**IMAGE_ENV, **self.settings, **self.env})
         argv = [sys.executable, "-m", "functions_framework", "--source", str(self.source), "--target", self.target,
                 "--host", "127.0.0.1", "--port", str(self.port)]
         if self.log_path:

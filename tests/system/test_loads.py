@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
+import localstack.serving
 from functions.registry import HANDLERS, SERVED
+from tests.support import pod
 from tests.support.helpers import self_signed
 from tests.support.paths import REPO
 
@@ -117,6 +119,25 @@ def test_the_arbiter_loads_no_pydantic_settings_or_catalog_and_leaves_the_saying
     assert [m for m in found if m.split(".")[0] in ("pydantic", "pydantic_core", "events")
             or m.startswith("functions.runtime.")] == []
     assert result.stderr == ""  # the worker says what runs, once it has built it (tests/system/test_start.py)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("image_env", [True, False], ids=["the image's env", "without it"])
+def test_with_the_images_env_pydantic_looks_for_no_plugin(image_env: bool) -> None:
+    """pydantic looks for its plugins in every installed distribution's entry points as it builds its first model
+    (about 8 ms of every start); the image's ENV (and the local stack's, `localstack.serving.IMAGE_ENV`) says not
+    to, and a `phase` built with it lists no distribution."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(REPO)}
+    if image_env:
+        env["PYDANTIC_DISABLE_PLUGINS"] = pod.read_dockerfile(REPO / "Dockerfile").env["PYDANTIC_DISABLE_PLUGINS"]
+    code = ("import importlib.metadata as md; listed = []; every = md.distributions; "
+            "md.distributions = lambda *a, **k: listed.append(1) or every(*a, **k); "
+            "import functions.main as m; m.responder('phase'); print(len(listed))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO,
+                            timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    assert (int(result.stdout.split()[-1]) == 0) is image_env
+    assert localstack.serving.IMAGE_ENV.items() <= pod.read_dockerfile(REPO / "Dockerfile").env.items()
 
 
 @pytest.fixture(scope="module")
