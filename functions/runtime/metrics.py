@@ -98,6 +98,7 @@ class ProcessMetrics:
                 metric.add_metric(list(key), value)
             yield metric
 
+
 _made = threading.Lock()
 _metrics: list[ProcessMetrics] = []
 _children: dict[tuple[str, ...], tuple[Any, ...]] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from itertools import accumulate
 from typing import Any, Literal
 
 Kind = Literal["counter", "gauge", "histogram"]
@@ -72,7 +73,7 @@ class Family:
         for key, one in series:
             with one.lock:
                 value, counts = one.value, list(one.counts)
-            taken.append((key, value, [sum(counts[:i + 1]) for i in range(len(counts))]))
+            taken.append((key, value, list(accumulate(counts))))
         return taken
 
 
