@@ -84,18 +84,15 @@ class ProcessMetrics:
         from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
         from prometheus_client.utils import floatToGoString
 
+        kinds = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily, "histogram": HistogramMetricFamily}
         for family in vars(self).values():
-            if family.kind == "histogram":
-                histogram = HistogramMetricFamily(family.name, family.help, labels=family.label_names)
-                bounds = [floatToGoString(b) for b in family.bounds]
-                for key, total, counts in family.snapshot():
-                    histogram.add_metric(list(key), list(zip(bounds, counts, strict=True)), total)
-                yield histogram
-                continue
-            kind = CounterMetricFamily if family.kind == "counter" else GaugeMetricFamily
-            metric = kind(family.name, family.help, labels=family.label_names)
-            for key, value, _ in family.snapshot():
-                metric.add_metric(list(key), value)
+            metric = kinds[family.kind](family.name, family.help, labels=family.label_names)
+            bounds = [floatToGoString(b) for b in family.bounds]
+            for key, value, counts in family.snapshot():
+                if family.kind == "histogram":  # its value is the sum of its observations
+                    metric.add_metric(list(key), list(zip(bounds, counts, strict=True)), value)
+                else:
+                    metric.add_metric(list(key), value)
             yield metric
 
 

@@ -127,9 +127,10 @@ def test_with_the_images_env_pydantic_looks_for_no_plugin(image_env: bool) -> No
     """pydantic looks for its plugins in every installed distribution's entry points as it builds its first model
     (about 8 ms of every start); the image's ENV (and the local stack's, `localstack.serving.IMAGE_ENV`) says not
     to, and a `phase` built with it lists no distribution."""
+    image = pod.read_dockerfile(REPO / "Dockerfile").env
     env = {"PATH": "/usr/bin:/bin", "HOME": str(REPO)}
     if image_env:
-        env["PYDANTIC_DISABLE_PLUGINS"] = pod.read_dockerfile(REPO / "Dockerfile").env["PYDANTIC_DISABLE_PLUGINS"]
+        env["PYDANTIC_DISABLE_PLUGINS"] = image["PYDANTIC_DISABLE_PLUGINS"]
     code = ("import importlib.metadata as md; listed = []; every = md.distributions; "
             "md.distributions = lambda *a, **k: listed.append(1) or every(*a, **k); "
             "import functions.main as m; m.responder('phase'); print(len(listed))")
@@ -137,7 +138,7 @@ def test_with_the_images_env_pydantic_looks_for_no_plugin(image_env: bool) -> No
                             timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     assert (int(result.stdout.split()[-1]) == 0) is image_env
-    assert localstack.serving.IMAGE_ENV.items() <= pod.read_dockerfile(REPO / "Dockerfile").env.items()
+    assert localstack.serving.IMAGE_ENV.items() <= image.items()
 
 
 @pytest.fixture(scope="module")
