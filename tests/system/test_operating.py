@@ -1,7 +1,8 @@
 """docs/operating.md's steps that need no cluster, run as the page writes them: the kustomization of your own that
 chooses the tenant namespaces (rendered beside a checkout, its files taken from the page's code blocks), and no step
 of the page or the README asks to edit, copy into or write a file of the checkout. The prune of "Changing an install"
-is run by tests/system/test_installs.py, the bundle of "Install" by tests/system/test_release.py."""
+is run by tests/system/test_installs.py, the bundle of "Install" by tests/system/test_release.py. The
+kustomization of "Changing an install" that keeps a function warm is rendered here too."""
 
 from __future__ import annotations
 
@@ -74,3 +75,26 @@ def test_no_step_edits_a_file_of_the_checkout(page: Path) -> None:
     assert [line for line in steps if WRITES_INTO_THE_CHECKOUT.search(line)] == []
     prose = " ".join(line for line, is_prose in lines if is_prose)
     assert [m[0] for m in re.finditer(r"[^.]*\bedit(?:ing)? `?knative/[^.]*", prose)] == []
+
+
+@pytest.mark.process  # kubectl kustomize renders it
+def test_a_function_kept_warm_is_the_only_one_that_stays_up(tmp_path: Path) -> None:
+    text = section("operating.md", "### Changing an install")
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if b.startswith("# my-install/")]
+    (tmp_path / "cre-functions").symlink_to(REPO)
+    (tmp_path / "my-install").mkdir()
+    (tmp_path / "my-install/kustomization.yaml").write_text(block)
+
+    docs = build(tmp_path / "my-install")
+    scales = {d["metadata"]["name"]: d["spec"]["template"]["metadata"]["annotations"]
+              ["autoscaling.knative.dev/min-scale"] for d in docs if d["kind"] == "Service" and
+              d["apiVersion"] == "serving.knative.dev/v1"}
+    assert scales.pop("crefn-phase") == "1"
+    assert scales.pop("crefn-metrics") == "1"  # one pod, always up, in every install
+    assert set(scales.values()) == {"0"} and len(scales) == 12
+    phase = {"apiVersion": "serving.knative.dev/v1", "kind": "Service", "name": "crefn-phase"}
+    assert [d for d in docs if identity(d) != phase] == [d for d in render("installs/default") if identity(d) != phase]
+
+
+def identity(doc: dict[str, Any]) -> dict[str, str]:
+    return {"apiVersion": doc["apiVersion"], "kind": doc["kind"], "name": doc["metadata"]["name"]}
