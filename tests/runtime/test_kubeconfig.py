@@ -104,6 +104,21 @@ def test_insecure_skip_tls_verify_skips_verification_and_a_wrong_ca_refuses(
         who(gateway_of(connected, refused))
 
 
+@pytest.mark.parametrize("field", ["certificate-authority", "certificate-authority-data"])
+def test_the_kubeconfigs_ca_is_the_only_one_trusted_and_without_one_the_systems_are(
+        cluster: LocalCluster, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        connected: list[Gateway], field: str) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(cluster.ca_file))  # the system's CAs trust the API server
+    token = {"token": token_of(cluster, namespace, "system")}
+    other = make_ca(tmp_path, "other-ca")
+    ca = str(other) if field == "certificate-authority" else base64.b64encode(other.read_bytes()).decode()
+    named = from_kubeconfig(str(kubeconfig(tmp_path / "a", {"server": cluster.url, field: ca}, token)))
+    with pytest.raises(Unavailable, match="Kubernetes API unreachable: SSLError"):
+        who(gateway_of(connected, named))
+    unnamed = from_kubeconfig(str(kubeconfig(tmp_path / "b", {"server": cluster.url}, token)))
+    assert who(gateway_of(connected, unnamed)) == f"system:serviceaccount:{namespace}:system"
+
+
 def test_an_exec_plugin_is_left_to_the_kubernetes_package(cluster: LocalCluster, namespace: str, tmp_path: Path,
                                                           connected: list[Gateway]) -> None:
     credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
