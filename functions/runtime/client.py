@@ -201,7 +201,7 @@ class Peer:
         url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2],
                                         path=parts.path.rstrip("/") + self.api_path if self.api_path else parts.path))
         try:
-            answer = post(url, {**headers, **authorization}, body, timeout, self._opener())
+            answer = post(url, {**headers, **authorization}, body, timeout, self._opener(parts.scheme == "https"))
         except Unavailable as e:
             what = str(e).removeprefix(f"{url} ")
             if not what.startswith("answered "):
@@ -242,9 +242,9 @@ class Peer:
                  *pieces, *(unquote_plus(p) for p in pieces), self.bearer_token, self.password, *said, *self.secrets]
         return sorted({s for s in found if len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
 
-    def _opener(self) -> urllib.request.OpenerDirector:
+    def _opener(self, tls: bool) -> urllib.request.OpenerDirector:
         try:
-            return _opener(self.ca_file, os.stat(self.ca_file).st_mtime_ns if self.ca_file else 0)
+            return _opener(self.ca_file, os.stat(self.ca_file).st_mtime_ns if self.ca_file else 0, tls)
         except OSError as e:  # ssl.SSLError too: not PEM
             raise Unavailable(f"{self.name}: its CA file {self.ca_file} cannot be used "
                               f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
@@ -270,10 +270,19 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 @functools.lru_cache(maxsize=16)
-def _opener(ca_file: str, stamp: int) -> urllib.request.OpenerDirector:
+def _opener(ca_file: str, stamp: int, tls: bool) -> urllib.request.OpenerDirector:
     """An opener following no redirect, verifying TLS with `ca_file` when given (made again when the file
-    changes: `stamp` is its modification time)."""
+    changes: `stamp` is its modification time), else for an https peer with the system's CAs, read once."""
     handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
     if ca_file:
         handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)))
+    elif tls:
+        handlers.append(urllib.request.HTTPSHandler(context=_system_tls()))
     return urllib.request.build_opener(*handlers)
+
+
+@functools.cache
+def _system_tls() -> ssl.SSLContext:
+    """TLS verified with the system's CAs, read once per process: urllib reads them again for every connection
+    it makes without a context (20-50 ms each)."""
+    return ssl.create_default_context()

@@ -165,17 +165,19 @@ def test_alertmanager_behind_tls_and_basic_auth(serve: Callable[..., ServedFunct
                            "CREFN_ALERTMANAGER_PASSWORD": "wr0ngSECRET", "CREFN_ALERTMANAGER_CA_FILE": ca},
         "no-ca": {"CREFN_ALERTMANAGER_URL": guarded.url, "CREFN_ALERTMANAGER_USERNAME": "crefn",
                   "CREFN_ALERTMANAGER_PASSWORD": PASSWORD},
+        "system-ca": {"CREFN_ALERTMANAGER_URL": guarded.url, "CREFN_ALERTMANAGER_USERNAME": "crefn",
+                      "CREFN_ALERTMANAGER_PASSWORD": PASSWORD, "SSL_CERT_FILE": ca},  # the system's CAs trust it
     }.items():
         answers[job] = send(alert_fn(serve, cluster, **settings).url, failed(gateway, namespace, job))
     assert {job: a.status for job, a in answers.items()} == {"basic": 202, "in-url": 202, "wrong-password": 400,
-                                                             "no-ca": 503}
+                                                             "no-ca": 503, "system-ca": 202}
     assert answers["wrong-password"].text == "alert sinks refused: alertmanager: answered 401: Unauthorized"
     assert answers["no-ca"].text.startswith("alert sinks failed: alertmanager: unreachable ([SSL: "
                                             "CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed "
                                             "certificate")
     assert not any("SECRET" in a.text for a in answers.values())
     listed = {a["labels"]["job"] for a in guarded.alerts() if a["labels"].get("namespace") == namespace}
-    assert listed == {"basic", "in-url"}
+    assert listed == {"basic", "in-url", "system-ca"}
 
 
 def test_a_bearer_token_file_is_read_at_each_send(serve: Callable[..., ServedFunction], cluster: LocalCluster,
