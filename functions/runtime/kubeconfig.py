@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from functions.runtime.errors import Unavailable
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -85,6 +83,8 @@ def from_kubeconfig(path: str | None, environ: Mapping[str, str] = os.environ) -
     named = path or environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
     if os.pathsep in named:
         return with_kubernetes(named)
+    import yaml  # a kubeconfig's only: a pod connects without (PyYAML's import is about 90 M instructions)
+
     try:
         doc = yaml.safe_load(Path(named).read_text())
     except (OSError, yaml.YAMLError) as e:

@@ -28,6 +28,7 @@ from functions.runtime.kubeconfig import from_kubeconfig, in_cluster
 from functions.runtime.resources import Resource
 from localstack.cluster.apiserver import LocalCluster
 from tests.support.helpers import self_signed
+from tests.support.paths import REPO
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
 
@@ -166,6 +167,23 @@ def test_outside_a_pod_there_is_no_in_cluster_endpoint(tmp_path: Path) -> None:
     (tmp_path / "ca.crt").write_bytes(make_ca(tmp_path, "ca").read_bytes())
     inside = in_cluster({"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}, tmp_path)
     assert inside is not None and inside.server == "https://[fd00::1]:443"
+
+
+def test_in_a_pod_the_gateway_connects_without_pyyaml(cluster: LocalCluster, namespace: str, tmp_path: Path) -> None:
+    """A pod reads no kubeconfig: a fresh interpreter connects as one does and is answered, PyYAML never imported."""
+    (tmp_path / "ca.crt").write_bytes(cluster.ca_file.read_bytes())
+    (tmp_path / "token").write_text(token_of(cluster, namespace, "pod"))
+    host, port = cluster.url.removeprefix("https://").rsplit(":", 1)
+    code = "\n".join([
+        "import sys", "from pathlib import Path", "from functions.runtime.gateway import Gateway, Transport",
+        "from functions.runtime.kubeconfig import in_cluster",
+        f"endpoint = in_cluster({{'KUBERNETES_SERVICE_HOST': {host!r}, 'KUBERNETES_SERVICE_PORT': {port!r}}}, "
+        f"Path({str(tmp_path)!r}))",
+        "print(Gateway(Transport(endpoint), 10.0).request('GET', '/apis')['kind'])",
+        "print('yaml' in sys.modules)"])
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["APIGroupList", "False"]
 
 
 def test_in_a_pod_the_token_is_read_again_each_minute(cluster: LocalCluster, namespace: str, tmp_path: Path,
