@@ -78,7 +78,7 @@ def test_no_step_edits_a_file_of_the_checkout(page: Path) -> None:
 
 
 @pytest.mark.process  # kubectl kustomize renders it
-def test_a_function_kept_warm_is_the_only_one_that_stays_up(tmp_path: Path) -> None:
+def test_the_kustomization_that_keeps_phase_warm_changes_its_scale_alone(tmp_path: Path) -> None:
     text = section("operating.md", "### Changing an install")
     (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if b.startswith("# my-install/")]
     (tmp_path / "cre-functions").symlink_to(REPO)
