@@ -78,7 +78,6 @@ class ProcessMetrics:
             "crefn_dead_letters_dropped_bytes_total", "Bytes of the oldest rotated dead-letter files the recorder "
             "dropped, by path of the file.", ("path",))
 
-
     def collect(self) -> Iterator[Metric]:
         """Each family as prometheus-client's `Counter`, `Gauge` or `Histogram` collects it."""
         from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily

@@ -72,8 +72,7 @@ class Family:
         taken = []
         for key, one in series:
             with one.lock:
-                value, counts = one.value, list(one.counts)
-            taken.append((key, value, list(accumulate(counts))))
+                taken.append((key, one.value, list(accumulate(one.counts))))
         return taken
 
 
