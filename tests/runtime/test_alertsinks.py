@@ -8,6 +8,7 @@ A sink's redirect is not followed. The alert function shows how many sinks it ha
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import urllib.request
@@ -113,9 +114,13 @@ def test_a_sink_breaking_off_its_error_answer_is_a_503_and_the_others_are_still_
     def answer_short() -> None:
         conn, _ = listener.accept()
         with conn:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                head += conn.recv(65536)
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += conn.recv(65536)
+            head, _, body = received.partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?im)^content-length:\s*(\d+)", head)[1])  # type: ignore[index]
+            while len(body) < length:  # the request read whole: a close with bytes unread would be a reset
+                body += conn.recv(65536)
             conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 100\r\n\r\nshort")
 
     threading.Thread(target=answer_short, daemon=True).start()
